@@ -1,0 +1,34 @@
+# The two commands of the README: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck unit daemon bench soak clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/agentrio
+
+daemon: $(STAMP)
+	$(BIN)/agentrio daemon
+
+lint: $(STAMP)
+	$(BIN)/ruff check engine protocol repl tests bench
+	$(BIN)/ruff format --check engine protocol repl tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy engine protocol
+
+unit: $(STAMP)
+	$(BIN)/pytest -q
+
+test: lint typecheck unit
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,221 @@
+"""agentrio's configuration: frozen attrs values loaded from ``<home>/config.toml``.
+
+A missing file means defaults; every key is optional. An invalid file raises
+`ConfigError` with one line naming the key and its line, e.g.
+``config.toml:7: server.port: expected an integer, got a string``.
+The home is ``$AGENTRIO_HOME`` or ``~/.config/agentrio``. See docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import attrs
+import cattrs
+import tomli_w
+from cattrs.preconf.tomllib import make_converter
+
+from engine.errors import ConfigError
+from protocol.codec import format_problem, install_strict_hooks
+
+__all__ = [
+    "BackgroundConfig",
+    "Config",
+    "ModelConfig",
+    "ServerConfig",
+    "ToolsConfig",
+    "default_home",
+    "load_config",
+    "save_config",
+]
+
+DEFAULT_PORT: Final = 17990
+
+
+@attrs.frozen(kw_only=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    #: Browser ``Origin`` values allowed to open ``/v1/ws`` (besides the daemon's own).
+    allowed_origins: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen(kw_only=True)
+class ModelConfig:
+    #: ``builtin`` (offline), ``openai`` (any chat-completions endpoint) or ``scripted``.
+    provider: Literal["builtin", "openai", "scripted"] = "builtin"
+    base_url: str = "http://127.0.0.1:11434/v1"
+    name: str = ""
+    #: Environment variable holding the API key (``openai``).
+    api_key_env: str = "OPENAI_API_KEY"
+    #: Name of a stored secret holding the API key, used when the variable is unset.
+    api_key_secret: str = ""
+    timeout_s: float = 120.0
+    stream: bool = True
+    #: TOML file of turns for the ``scripted`` provider.
+    script: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ToolsConfig:
+    #: Programs that run without confirmation when used alone, without shell operators.
+    readonly_commands: list[str] = attrs.field(
+        factory=lambda: [
+            "ls",
+            "cat",
+            "head",
+            "tail",
+            "wc",
+            "grep",
+            "pwd",
+            "echo",
+            "date",
+            "whoami",
+            "uname",
+            "id",
+        ]
+    )
+    #: ``git`` subcommands that count as read-only.
+    readonly_git: list[str] = attrs.field(factory=lambda: ["status", "log", "diff", "show"])
+    #: Paths whose use in a command asks for the system password (R7).
+    restricted_paths: list[str] = attrs.field(
+        factory=lambda: ["/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/var", "/opt", "/root"]
+    )
+    command_timeout_s: float = 600.0
+    #: Seconds between SIGTERM and SIGKILL when a command's group is cancelled (R48).
+    kill_grace_s: float = 2.0
+    #: Largest tool result kept, in bytes.
+    max_result_bytes: int = 32 * 1024
+
+
+@attrs.frozen(kw_only=True)
+class BackgroundConfig:
+    #: Legs running at once per session; 0 means half the CPU count, at least 3 (R22).
+    max_tasks: int = 0
+    keywords: list[str] = attrs.field(
+        factory=lambda: [
+            "error",
+            "err!",
+            "fail",
+            "fatal",
+            "panic",
+            "exception",
+            "traceback",
+            "segmentation fault",
+            "core dumped",
+            "out of memory",
+            "permission denied",
+            "command not found",
+            "no such file",
+        ]
+    )
+    settle_s: float = 2.0
+    max_settle_s: float = 10.0
+    report_interval_s: float = 30.0
+
+
+@attrs.frozen(kw_only=True)
+class Config:
+    server: ServerConfig = attrs.field(factory=ServerConfig)
+    model: ModelConfig = attrs.field(factory=ModelConfig)
+    #: Optional model that checks watcher hits (R29); provider ``""`` means none.
+    decision_model: ModelConfig | None = None
+    tools: ToolsConfig = attrs.field(factory=ToolsConfig)
+    background: BackgroundConfig = attrs.field(factory=BackgroundConfig)
+    #: Most turns one task may take before it fails.
+    max_turns: int = 50
+    #: Where state lives; set from the environment, not from the file.
+    home: str = ""
+
+    @property
+    def home_path(self) -> Path:
+        return Path(self.home) if self.home else default_home()
+
+
+_converter = make_converter(forbid_extra_keys=True)
+install_strict_hooks(_converter)
+
+
+def default_home() -> Path:
+    env = os.environ.get("AGENTRIO_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".config" / "agentrio"
+
+
+def load_config(home: Path | None = None) -> Config:
+    """Load ``<home>/config.toml`` (defaults when absent); raise `ConfigError`."""
+    home = home or default_home()
+    path = home / "config.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config(home=str(home))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    data.pop("home", None)
+    try:
+        config = _converter.structure(data, Config)
+    except Exception as exc:  # cattrs raises several kinds; all mean "bad file"
+        raise ConfigError(_describe(path, text, exc)) from None
+    return attrs.evolve(config, home=str(home))
+
+
+def save_config(config: Config, home: Path | None = None) -> Path:
+    """Write ``config`` (without ``home``) to ``<home>/config.toml`` atomically."""
+    home = home or config.home_path
+    home.mkdir(parents=True, exist_ok=True)
+    data: dict[str, Any] = _converter.unstructure(config)
+    data.pop("home", None)
+    data = {k: v for k, v in data.items() if v is not None}
+    path = home / "config.toml"
+    tmp = path.with_suffix(".toml.tmp")
+    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
+    os.replace(tmp, path)
+    return path
+
+
+def _describe(path: Path, text: str, exc: Exception) -> str:
+    """One line: ``file:line: dotted.key: problem``."""
+    if isinstance(exc, cattrs.BaseValidationError):
+        messages = cattrs.transform_error(exc, path="$", format_exception=format_problem)
+        first = messages[0] if messages else str(exc)
+    else:
+        first = str(exc)
+    problem, _, where = first.rpartition(" @ ")
+    if not where:
+        problem, where = first, "$"
+    extra = re.search(r"extra fields found \((.+)\)", problem)
+    key = where.removeprefix("$").removeprefix(".")
+    if extra:
+        name = extra.group(1).split(",")[0].strip()
+        key = f"{key}.{name}" if key else name
+        problem = "unknown key"
+    line = _line_of(text, key)
+    return f"{path}:{line}: {key or 'config'}: {problem}" if line else f"{path}: {key}: {problem}"
+
+
+def _line_of(text: str, dotted: str) -> int | None:
+    """The 1-based line of ``dotted`` (``server.port``) in TOML text, if it is found."""
+    parts = [p for p in re.split(r"\.|\[\d+\]", dotted) if p]
+    if not parts:
+        return None
+    table, name = ".".join(parts[:-1]), parts[-1]
+    current = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.fullmatch(r"\[([^\[\]]+)\]", stripped)
+        if header:
+            current = header.group(1).strip()
+            if current == ".".join(parts):
+                return number
+            continue
+        if current == table and re.match(rf"{re.escape(name)}\s*=", stripped):
+            return number
+    return None

@@ -1,0 +1,36 @@
+"""agentrio's wire protocol: frames, events, HTTP bodies and their one codec.
+
+Sans-IO: nothing here imports trio except `protocol.transport`.
+"""
+
+from __future__ import annotations
+
+from protocol import events as events
+from protocol import frames as frames
+from protocol import http as http
+from protocol.codec import converter as converter
+from protocol.codec import decode as decode
+from protocol.codec import decode_client_frame as decode_client_frame
+from protocol.codec import decode_server_frame as decode_server_frame
+from protocol.codec import dumps as dumps
+from protocol.codec import structure as structure
+from protocol.codec import unstructure as unstructure
+from protocol.errors import ErrorCode as ErrorCode
+from protocol.errors import FrameDecodeError as FrameDecodeError
+from protocol.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "ErrorCode",
+    "FrameDecodeError",
+    "converter",
+    "decode",
+    "decode_client_frame",
+    "decode_server_frame",
+    "dumps",
+    "events",
+    "frames",
+    "http",
+    "structure",
+    "unstructure",
+]

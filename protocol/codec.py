@@ -1,0 +1,276 @@
+"""The one cattrs converter of agentrio, and the functions that use it.
+
+Decoding is strict: a string field takes only a JSON string, an int field only a JSON
+integer, a list only a JSON array, unknown keys are refused. Every problem, from
+broken JSON to a wrong nested type, surfaces as a single `FrameDecodeError` naming the
+field, so a server can answer any input with an ``error`` frame and go on.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
+
+import attrs
+import cattrs
+from cattrs.errors import IterableValidationError, IterableValidationNote
+from cattrs.strategies import configure_tagged_union
+
+from protocol.errors import FrameDecodeError
+from protocol.events import EVENT_TYPES, Event
+from protocol.frames import CLIENT_FRAME_TYPES, SERVER_FRAME_TYPES, ClientFrame, ServerFrame
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "converter",
+    "decode",
+    "decode_client_frame",
+    "decode_server_frame",
+    "dumps",
+    "encode",
+    "format_problem",
+    "install_strict_hooks",
+    "structure",
+    "unstructure",
+]
+
+T = TypeVar("T")
+
+#: Largest WebSocket message or HTTP body accepted (SPEC §8).
+MAX_MESSAGE_BYTES: Final = 1024 * 1024
+
+converter = cattrs.Converter(forbid_extra_keys=True)
+
+
+def _strict(kind: type, name: str) -> Callable[[Any, type], Any]:
+    def hook(value: Any, _: type) -> Any:
+        if isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
+            return value
+        raise TypeError(f"expected {name}, got {_json_kind(value)}")
+
+    return hook
+
+
+def _structure_float(value: Any, _: type) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise TypeError(f"expected a number, got {_json_kind(value)}")
+
+
+def _json_kind(value: Any) -> str:
+    match value:
+        case None:
+            return "null"
+        case bool():
+            return "a boolean"
+        case int() | float():
+            return "a number"
+        case str():
+            return "a string"
+        case list():
+            return "an array"
+        case dict():
+            return "an object"
+    return type(value).__name__
+
+
+def _is_list(t: Any) -> bool:
+    return typing.get_origin(t) is list
+
+
+def _is_str_dict(t: Any) -> bool:
+    return typing.get_origin(t) is dict
+
+
+def _list_hook_factory(conv: cattrs.Converter, t: Any) -> Callable[[Any, Any], list[Any]]:
+    (item,) = typing.get_args(t) or (Any,)
+    item_hook = conv.get_structure_hook(item) if item is not Any else None
+
+    def hook(value: Any, _: Any) -> list[Any]:
+        if not isinstance(value, list):
+            raise TypeError(f"expected an array, got {_json_kind(value)}")
+        if item_hook is None:
+            return list(value)
+        errors: list[Exception] = []
+        out: list[Any] = []
+        for index, element in enumerate(value):
+            try:
+                out.append(item_hook(element, item))
+            except Exception as exc:
+                note = IterableValidationNote(f"Structuring {t!r} @ index {index}", index, item)
+                exc.__notes__ = [*getattr(exc, "__notes__", []), note]
+                errors.append(exc)
+        if errors:
+            raise IterableValidationError(f"While structuring {t!r}", errors, t)
+        return out
+
+    return hook
+
+
+def _dict_hook_factory(t: Any) -> Callable[[Any, Any], dict[str, Any]]:
+    def hook(value: Any, _: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {_json_kind(value)}")
+        return dict(value)
+
+    return hook
+
+
+def _is_literal(t: Any) -> bool:
+    return typing.get_origin(t) is typing.Literal
+
+
+def _literal_hook_factory(t: Any) -> Callable[[Any, Any], Any]:
+    allowed = typing.get_args(t)
+
+    def hook(value: Any, _: Any) -> Any:
+        if isinstance(value, str) and value in allowed:
+            return value
+        raise ValueError("must be one of " + ", ".join(repr(a) for a in allowed))
+
+    return hook
+
+
+def install_strict_hooks(conv: cattrs.Converter) -> None:
+    """Make ``conv`` take JSON/TOML types as they are: no ``str(5)``, no ``int("5")``,
+    no list from a string. Used by the frame converter and the config converter."""
+    conv.register_structure_hook(str, _strict(str, "a string"))
+    conv.register_structure_hook(int, _strict(int, "an integer"))
+    conv.register_structure_hook(bool, _strict(bool, "a boolean"))
+    conv.register_structure_hook(float, _structure_float)
+    conv.register_structure_hook_factory(_is_literal, _literal_hook_factory)
+    conv.register_structure_hook_factory(_is_list, lambda t: _list_hook_factory(conv, t))
+    conv.register_structure_hook_factory(_is_str_dict, _dict_hook_factory)
+
+
+install_strict_hooks(converter)
+
+
+def _tag(cls: type) -> str:
+    tag = getattr(cls, "KIND", None) or getattr(cls, "TYPE", None)
+    assert isinstance(tag, str), cls
+    return tag
+
+
+configure_tagged_union(Event, converter, tag_generator=_tag, tag_name="kind")
+configure_tagged_union(ClientFrame, converter, tag_generator=_tag, tag_name="type")
+configure_tagged_union(ServerFrame, converter, tag_generator=_tag, tag_name="type")
+
+_EVENT_TAGS: Final = frozenset(_tag(c) for c in EVENT_TYPES)
+_CLIENT_TAGS: Final = frozenset(_tag(c) for c in CLIENT_FRAME_TYPES)
+_SERVER_TAGS: Final = frozenset(_tag(c) for c in SERVER_FRAME_TYPES)
+
+
+def _tag_first(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return {name: data.pop(name), **data}
+
+
+def unstructure(value: Any) -> Any:
+    """The JSON-ready form of a frame, event or body; the tag (``type`` of a frame,
+    ``kind`` of an event) comes first so logs read naturally."""
+    if type(value) in CLIENT_FRAME_TYPES:
+        return _tag_first(converter.unstructure(value, ClientFrame), "type")
+    if type(value) in SERVER_FRAME_TYPES:
+        data = _tag_first(converter.unstructure(value, ServerFrame), "type")
+        if isinstance(data.get("event"), dict):
+            data["event"] = _tag_first(data["event"], "kind")
+        return data
+    if type(value) in EVENT_TYPES:
+        return _tag_first(converter.unstructure(value, Event), "kind")
+    return converter.unstructure(value)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of `unstructure` (``ensure_ascii`` off: UTF-8 on the wire)."""
+    return json.dumps(unstructure(value), ensure_ascii=False, separators=(",", ":"))
+
+
+encode = dumps
+
+
+def _check_tags(value: Any, cls: Any) -> None:
+    """Reject a missing or unknown tag with a message naming it, before cattrs runs."""
+    if cls is ClientFrame or cls is ServerFrame:
+        tags, name, what = (
+            (_CLIENT_TAGS if cls is ClientFrame else _SERVER_TAGS),
+            "type",
+            "frame type",
+        )
+    elif cls is Event:
+        tags, name, what = _EVENT_TAGS, "kind", "event kind"
+    else:
+        return
+    if not isinstance(value, dict):
+        raise FrameDecodeError("$", f"expected an object, got {_json_kind(value)}")
+    tag = value.get(name)
+    if tag is None:
+        raise FrameDecodeError(f"$.{name}", "required field missing")
+    if not isinstance(tag, str) or tag not in tags:
+        raise FrameDecodeError(f"$.{name}", f"unknown {what} {tag!r}")
+    if cls is ServerFrame and tag == "event" and "event" in value:
+        try:
+            _check_tags(value["event"], Event)
+        except FrameDecodeError as exc:
+            raise FrameDecodeError("$.event" + exc.field[1:], exc.problem) from None
+
+
+def structure(value: Any, cls: type[T] | Any) -> T:
+    """Structure an already-parsed JSON value into ``cls``; raise `FrameDecodeError`."""
+    _check_tags(value, cls)
+    if attrs.has(cls) and not isinstance(value, dict):
+        raise FrameDecodeError("$", f"expected an object, got {_json_kind(value)}")
+    try:
+        result: T = converter.structure(value, cls)
+        return result
+    except FrameDecodeError:
+        raise
+    except Exception as exc:  # cattrs raises many kinds; all mean "bad input"
+        raise _describe(exc) from None
+
+
+def decode(data: str | bytes, cls: type[T] | Any) -> T:
+    """Parse JSON text into ``cls`` (a frame union, an event or a body class)."""
+    size = len(data.encode()) if isinstance(data, str) else len(data)
+    if size > MAX_MESSAGE_BYTES:
+        raise FrameDecodeError("$", f"message larger than {MAX_MESSAGE_BYTES} bytes")
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise FrameDecodeError("$", f"invalid JSON ({exc})") from None
+    result: T = structure(value, cls)
+    return result
+
+
+def decode_client_frame(data: str | bytes) -> ClientFrame:
+    frame: ClientFrame = decode(data, ClientFrame)
+    return frame
+
+
+def decode_server_frame(data: str | bytes) -> ServerFrame:
+    frame: ServerFrame = decode(data, ServerFrame)
+    return frame
+
+
+def format_problem(exc: BaseException, type_: type | None) -> str:
+    """Say what is wrong with one value, in words a client author can act on."""
+    if isinstance(exc, KeyError):
+        return "required field missing"
+    if isinstance(exc, TypeError) and str(exc).startswith("expected "):
+        return str(exc)
+    if isinstance(exc, ValueError) and str(exc).startswith("must be one of"):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
+def _describe(exc: Exception) -> FrameDecodeError:
+    """Turn a cattrs validation error into one message naming the first bad field."""
+    if isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
+        messages = cattrs.transform_error(exc, path="$", format_exception=format_problem)
+        if messages:
+            problem, _, path = messages[0].rpartition(" @ ")
+            return FrameDecodeError(path or "$", problem or messages[0])
+    if isinstance(exc, KeyError):
+        return FrameDecodeError("$", f"unknown tag {exc}")
+    return FrameDecodeError("$", str(exc) or type(exc).__name__)

@@ -1,0 +1,218 @@
+"""Session events: what happened in a task, in order.
+
+Every event carries ``kind`` (its tag), ``seq`` (increasing per session, so a
+subscriber can tell a gap from a quiet spell) and ``at`` (Unix time, seconds).
+Events are values: the engine makes them, the hub fans them out, front-ends render
+them; nothing reads them back to decide what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import attrs
+
+__all__ = [
+    "EVENT_TYPES",
+    "Canceled",
+    "Confirm",
+    "Done",
+    "Event",
+    "Failed",
+    "JobSettled",
+    "LegFinished",
+    "LegReport",
+    "LegStarted",
+    "Pending",
+    "Question",
+    "SteerInjected",
+    "TaskStarted",
+    "Text",
+    "ToolCall",
+    "ToolResult",
+    "ToolSkipped",
+]
+
+
+@attrs.frozen(kw_only=True)
+class Question:
+    """One question of an ``ask_user`` call (or a ``secret`` ask).
+
+    ``options`` empty means free text; ``multi`` allows several options (the answer is
+    then the chosen options joined by ``", "``); ``secret`` asks for hidden input.
+    """
+
+    text: str
+    options: list[str] = attrs.field(factory=list)
+    multi: bool = False
+    secret: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class TaskStarted:
+    KIND: ClassVar[str] = "task_started"
+    seq: int
+    at: float
+    input: str
+    origin: str
+    resumed_from: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Text:
+    KIND: ClassVar[str] = "text"
+    seq: int
+    at: float
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolCall:
+    KIND: ClassVar[str] = "tool_call"
+    seq: int
+    at: float
+    call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ToolResult:
+    KIND: ClassVar[str] = "tool_result"
+    seq: int
+    at: float
+    call_id: str
+    tool_name: str
+    ok: bool
+    output: str
+
+
+@attrs.frozen(kw_only=True)
+class ToolSkipped:
+    KIND: ClassVar[str] = "tool_skipped"
+    seq: int
+    at: float
+    call_id: str
+    tool_name: str
+    reason: str
+
+
+@attrs.frozen(kw_only=True)
+class Confirm:
+    """A tool call waits for approval; answer it with ``POST …/confirm/{confirm_hash}``."""
+
+    KIND: ClassVar[str] = "confirm"
+    seq: int
+    at: float
+    confirm_hash: str
+    tool_name: str
+    args: dict[str, Any]
+    restricted: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class Pending:
+    """The task parked (R11): it ended and waits for answers to ``questions``."""
+
+    KIND: ClassVar[str] = "pending"
+    seq: int
+    at: float
+    questions: list[Question]
+    ask_id: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class SteerInjected:
+    KIND: ClassVar[str] = "steer_injected"
+    seq: int
+    at: float
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class LegStarted:
+    KIND: ClassVar[str] = "leg_started"
+    seq: int
+    at: float
+    job_id: str
+    leg_id: str
+    label: str
+    queued: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class LegReport:
+    KIND: ClassVar[str] = "leg_report"
+    seq: int
+    at: float
+    job_id: str
+    leg_id: str
+    text: str
+
+
+@attrs.frozen(kw_only=True)
+class LegFinished:
+    KIND: ClassVar[str] = "leg_finished"
+    seq: int
+    at: float
+    job_id: str
+    leg_id: str
+    status: Literal["finished", "failed", "canceled"]
+    result: str
+
+
+@attrs.frozen(kw_only=True)
+class JobSettled:
+    KIND: ClassVar[str] = "job_settled"
+    seq: int
+    at: float
+    job_id: str
+    followup_task: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Canceled:
+    """The task was cancelled; ``cause`` says whether its pending record was kept."""
+
+    KIND: ClassVar[str] = "canceled"
+    seq: int
+    at: float
+    cause: str
+    kept: bool
+
+
+@attrs.frozen(kw_only=True)
+class Failed:
+    KIND: ClassVar[str] = "failed"
+    seq: int
+    at: float
+    error: str
+
+
+@attrs.frozen(kw_only=True)
+class Done:
+    KIND: ClassVar[str] = "done"
+    seq: int
+    at: float
+    text: str
+
+
+Event = (
+    TaskStarted
+    | Text
+    | ToolCall
+    | ToolResult
+    | ToolSkipped
+    | Confirm
+    | Pending
+    | SteerInjected
+    | LegStarted
+    | LegReport
+    | LegFinished
+    | JobSettled
+    | Canceled
+    | Failed
+    | Done
+)
+
+EVENT_TYPES: tuple[type[Any], ...] = Event.__args__

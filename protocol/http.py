@@ -1,0 +1,154 @@
+"""HTTP request and response bodies of the daemon's ``/v1`` routes (SPEC §7)."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+import attrs
+
+from protocol.events import Question
+from protocol.frames import PendingTaskInfo, ReplyAction
+
+__all__ = [
+    "BODY_TYPES",
+    "CancelResult",
+    "ConfirmRequest",
+    "ErrorBody",
+    "ErrorDetail",
+    "Health",
+    "HistoryEntry",
+    "HistoryList",
+    "HistoryRecord",
+    "PendingTasks",
+    "Questions",
+    "ResumeAccepted",
+    "ResumeRequest",
+    "SendRequest",
+    "SendStarted",
+    "SendSteered",
+]
+
+
+@attrs.frozen(kw_only=True)
+class SendRequest:
+    """``POST /v1/send``: start a task, steer a running one, or resume one (R35)."""
+
+    input: str
+    session_id: str | None = None
+    pending_task: str | None = None
+    allow_all: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SendStarted:
+    session_id: str
+    task_hash: str
+
+
+@attrs.frozen(kw_only=True)
+class SendSteered:
+    session_id: str
+    steer: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class CancelResult:
+    cancelled: bool
+    stale: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ConfirmRequest:
+    """``POST …/confirm/{confirm_hash}``; ``action`` cancels or aborts the task."""
+
+    approve: bool = False
+    remember: bool = False
+    allow_turn: bool = False
+    reason: str = ""
+    action: ReplyAction | None = None
+    password: str | None = None
+    answers: list[str] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class PendingTasks:
+    tasks: list[PendingTaskInfo]
+
+
+@attrs.frozen(kw_only=True)
+class Questions:
+    task_hash: str
+    questions: list[Question]
+
+
+@attrs.frozen(kw_only=True)
+class ResumeRequest:
+    answers: list[str] | None = None
+
+
+@attrs.frozen(kw_only=True)
+class ResumeAccepted:
+    task_hash: str
+
+
+@attrs.frozen(kw_only=True)
+class HistoryEntry:
+    task_hash: str
+    end_at: float
+    objective: str
+    model: str
+    reasoning: str
+    status: Literal["finished", "failed", "canceled"]
+
+
+@attrs.frozen(kw_only=True)
+class HistoryList:
+    tasks: list[HistoryEntry]
+
+
+@attrs.frozen(kw_only=True)
+class HistoryRecord:
+    task_hash: str
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class Health:
+    ok: bool
+    version: str
+    uptime_s: float
+    tasks: int
+    legs: int
+    statistics: dict[str, Any] = attrs.field(factory=dict)
+
+
+@attrs.frozen(kw_only=True)
+class ErrorDetail:
+    code: str
+    message: str
+
+
+@attrs.frozen(kw_only=True)
+class ErrorBody:
+    """Every HTTP error: ``{"error": {"code": "...", "message": "..."}}``."""
+
+    TYPE: ClassVar[str] = "error"
+    error: ErrorDetail
+
+
+BODY_TYPES: tuple[type[Any], ...] = (
+    SendRequest,
+    SendStarted,
+    SendSteered,
+    CancelResult,
+    ConfirmRequest,
+    PendingTasks,
+    Questions,
+    ResumeRequest,
+    ResumeAccepted,
+    HistoryEntry,
+    HistoryList,
+    HistoryRecord,
+    Health,
+    ErrorBody,
+)

@@ -1,0 +1,53 @@
+"""engine/config.py: defaults, round-trip through tomli-w, one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import attrs
+import pytest
+
+from engine.config import Config, ServerConfig, load_config, save_config
+from engine.errors import ConfigError
+
+
+def test_missing_file_gives_defaults(tmp_path: Path) -> None:
+    config = load_config(tmp_path)
+    assert config == Config(home=str(tmp_path))
+    assert config.server.host == "127.0.0.1"
+    assert config.server.port == 17990
+
+
+def test_save_then_load_round_trips(tmp_path: Path) -> None:
+    config = attrs.evolve(
+        Config(home=str(tmp_path)), server=ServerConfig(port=1234, allowed_origins=["http://x"])
+    )
+    save_config(config)
+    assert load_config(tmp_path) == config
+
+
+def test_home_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTRIO_HOME", str(tmp_path))
+    (tmp_path / "config.toml").write_text("max_turns = 7\n")
+    assert load_config().max_turns == 7
+    assert load_config().home_path == tmp_path
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '[server]\nhost = "x"\nport = "80"\n',
+            "config.toml:3: server.port: expected an integer, got a string",
+        ),
+        ("[tools]\n\nbogus = 1\n", "config.toml:3: tools.bogus: unknown key"),
+        ('[model]\nprovider = "gpt"\n', "config.toml:2: model.provider: must be one of"),
+        ("[server\n", "config.toml: Expected ']'"),
+    ],
+)
+def test_invalid_file_names_key_and_line(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "config.toml").write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)

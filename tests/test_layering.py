@@ -1,0 +1,54 @@
+"""Import direction: protocol knows nothing of engine or repl; only its transport
+module touches trio; repl uses no private engine module (DESIGN "Boundaries")."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted((ROOT / package).rglob("*.py"))
+
+
+def test_protocol_imports_neither_engine_nor_repl() -> None:
+    bad = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _modules("protocol")
+        for name in _imports(p)
+        if name.split(".")[0] in {"engine", "repl"}
+    }
+    assert bad == set()
+
+
+def test_only_protocol_transport_imports_trio() -> None:
+    users = {
+        str(p.relative_to(ROOT))
+        for p in _modules("protocol")
+        if any(name.split(".")[0] in {"trio", "trio_websocket"} for name in _imports(p))
+    }
+    assert users <= {"protocol/transport.py", "protocol/client.py"}
+    assert "protocol/transport.py" in users
+
+
+def test_repl_uses_no_private_engine_module() -> None:
+    bad = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _modules("repl")
+        for name in _imports(p)
+        if name.startswith("engine") and any(part.startswith("_") for part in name.split("."))
+    }
+    assert bad == set()
