@@ -1,0 +1,338 @@
+"""Snapshots of a stopped task, the clamping that keeps them small, and the resume
+message that hands one back to the model (R11, R12).
+
+A snapshot is what a new turn needs to carry on after the run that wrote it ended:
+the objective, the conversation so far, which tool calls completed (with results),
+which were interrupted, the questions asked and the answers already given. Tool
+results and arguments can be huge (a ``cat`` of a log), so they are clamped on the way
+in: the model is told that an elided value must be fetched again, never guessed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from engine.models.base import Message, ToolCallRequest
+from protocol.codec import converter, structure
+from protocol.events import Question
+
+__all__ = [
+    "ARGS_LIMIT",
+    "ELIDED_SENTENCE",
+    "HEADER_ASK_USER",
+    "HEADER_INTERRUPTED",
+    "QA",
+    "RESULT_LIMIT",
+    "CompletedCall",
+    "InterruptedCall",
+    "Snapshot",
+    "clamp",
+    "clamp_args",
+    "has_elided",
+    "make_snapshot",
+    "resume_message",
+    "snapshot_from_json",
+    "snapshot_to_json",
+]
+
+#: Most bytes (UTF-8) of one tool result kept in a snapshot (R11).
+RESULT_LIMIT: Final = 32 * 1024
+#: Most bytes of one tool call's arguments, as compact JSON, kept in a snapshot (R11).
+ARGS_LIMIT: Final = 4 * 1024
+
+HEADER_ASK_USER: Final = "[Resumed Task — ask_user response received]"
+HEADER_INTERRUPTED: Final = "[Resumed Task — interrupted execution recovered]"
+ELIDED_SENTENCE: Final = (
+    "Some values above were elided; if an elided value matters, fetch it again by "
+    "repeating the call — do not guess it."
+)
+
+_ELIDED: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
+
+
+def _is_continuation(byte: int) -> bool:
+    return byte & 0xC0 == 0x80
+
+
+def clamp(text: str, limit: int) -> str:
+    """Keep ``text`` to about ``limit`` UTF-8 bytes, the R11 way.
+
+    When the UTF-8 form of ``text`` is at most ``limit`` bytes it comes back
+    unchanged. Otherwise the result is the first ``limit * 3 // 4`` bytes and the last
+    ``limit // 4`` bytes, joined by ``"\\n...[N bytes elided]...\\n"`` where ``N`` is
+    the exact number of bytes of ``text`` left out. A cut never splits a character:
+    the head's end moves back and the tail's start moves forward to a character
+    boundary, so the kept parts may be a few bytes short and ``N`` a few bytes larger.
+
+    The marker's own bytes come on top of ``limit``: a clamped text is at most
+    ``limit`` bytes plus the marker. Lone surrogates (from undecodable process output)
+    pass through unchanged.
+    """
+    if limit < 0:
+        raise ValueError(f"limit must be 0 or more, got {limit}")
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text
+    head_end = limit * 3 // 4
+    while head_end > 0 and _is_continuation(data[head_end]):
+        head_end -= 1
+    tail_start = len(data) - limit // 4
+    while tail_start < len(data) and _is_continuation(data[tail_start]):
+        tail_start += 1
+    elided = tail_start - head_end
+    head = data[:head_end].decode("utf-8", "surrogatepass")
+    tail = data[tail_start:].decode("utf-8", "surrogatepass")
+    return f"{head}\n...[{elided} bytes elided]...\n{tail}"
+
+
+def _args_size(args: Any) -> int:
+    return len(json.dumps(args, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _clamp_strings(value: Any, cap: int) -> Any:
+    """``value`` with every string (in dicts and lists, at any depth) clamped to
+    ``cap``; keys, numbers, booleans and nulls kept as they are."""
+    if isinstance(value, str):
+        return clamp(value, cap)
+    if isinstance(value, dict):
+        return {key: _clamp_strings(item, cap) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_clamp_strings(item, cap) for item in value]
+    return value
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, dict):
+        return max((_longest_string(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max((_longest_string(v) for v in value), default=0)
+    return 0
+
+
+def clamp_args(args: dict[str, Any]) -> dict[str, Any]:
+    """Keep a tool call's arguments within `ARGS_LIMIT` bytes of compact JSON (R11).
+
+    The rule: when the compact JSON (UTF-8, no ASCII escaping) of ``args`` fits, ``args``
+    comes back as it is. Otherwise one common cap ``c`` is applied to every string
+    value at any depth, each through `clamp` (so each clamped string shows its own
+    elided marker), and ``c`` is the largest cap found by bisection for which the whole
+    JSON, markers and escapes included, fits. Short strings are untouched; only the
+    long ones lose their middles.
+
+    Keys, numbers, booleans, nulls and the shape of lists and dicts are never changed,
+    so the result keeps the same keys and is still JSON. Hence when those alone (or
+    the markers of very many long strings) exceed the limit, the result is the best
+    that can be done, every string clamped to nothing but its marker, and it is larger
+    than `ARGS_LIMIT`.
+    """
+    if _args_size(args) <= ARGS_LIMIT:
+        return args
+    fits, too_big = 0, _longest_string(args)
+    best: dict[str, Any] = _clamp_strings(args, 0)
+    while too_big - fits > 1:
+        cap = (fits + too_big) // 2
+        candidate: dict[str, Any] = _clamp_strings(args, cap)
+        if _args_size(candidate) <= ARGS_LIMIT:
+            fits, best = cap, candidate
+        else:
+            too_big = cap
+    return best
+
+
+@attrs.frozen(kw_only=True)
+class CompletedCall:
+    """A tool call that ran to its end before the task stopped; its result stands."""
+
+    call_id: str
+    tool_name: str
+    args: dict[str, Any]
+    output: str
+
+
+@attrs.frozen(kw_only=True)
+class InterruptedCall:
+    """A tool call that was started (or about to be) but did not complete: its
+    effects are unknown, and the resumed model must repeat it if still needed."""
+
+    call_id: str
+    tool_name: str
+    args: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class QA:
+    """One question that was answered in an earlier resume."""
+
+    question: str
+    answer: str
+
+
+@attrs.frozen(kw_only=True)
+class Snapshot:
+    """What a resume needs, already clamped (see `make_snapshot`).
+
+    ``reports`` are background reports that arrived while the task was paused or
+    parked (R26); they are carried into the resume message.
+    """
+
+    objective: str
+    messages: list[Message]
+    completed: list[CompletedCall] = attrs.field(factory=list)
+    interrupted: list[InterruptedCall] = attrs.field(factory=list)
+    questions: list[Question] = attrs.field(factory=list)
+    previous_answers: list[QA] = attrs.field(factory=list)
+    remaining_steps: str = ""
+    reports: list[str] = attrs.field(factory=list)
+
+
+def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:
+    """The JSON-ready form stored in ``TaskRow.snapshot``."""
+    data: dict[str, Any] = converter.unstructure(snapshot)
+    return data
+
+
+def snapshot_from_json(data: dict[str, Any]) -> Snapshot:
+    """Rebuild a `Snapshot`; raises `protocol.FrameDecodeError` naming the bad field."""
+    snapshot: Snapshot = structure(data, Snapshot)
+    return snapshot
+
+
+def _clamp_message(message: Message) -> Message:
+    content = message.content
+    if message.role == "tool":
+        content = clamp(content, RESULT_LIMIT)
+    calls = [
+        ToolCallRequest(id=call.id, name=call.name, args=clamp_args(call.args))
+        for call in message.tool_calls
+    ]
+    return attrs.evolve(message, content=content, tool_calls=calls)
+
+
+def make_snapshot(
+    objective: str,
+    messages: Sequence[Message],
+    *,
+    completed: Sequence[CompletedCall] = (),
+    interrupted: Sequence[InterruptedCall] = (),
+    questions: Sequence[Question] = (),
+    previous_answers: Sequence[QA] = (),
+    remaining_steps: str = "",
+    reports: Sequence[str] = (),
+) -> Snapshot:
+    """Build a `Snapshot`, clamping as R11 says.
+
+    Clamped: every tool result (``tool`` messages' content, completed calls' output) to
+    `RESULT_LIMIT`, every tool call's arguments (assistant messages' tool calls,
+    completed and interrupted calls) with `clamp_args`. The objective, other messages,
+    questions, answers and reports are kept whole (reports are already bounded, R24).
+    """
+    return Snapshot(
+        objective=objective,
+        messages=[_clamp_message(m) for m in messages],
+        completed=[
+            CompletedCall(
+                call_id=c.call_id,
+                tool_name=c.tool_name,
+                args=clamp_args(c.args),
+                output=clamp(c.output, RESULT_LIMIT),
+            )
+            for c in completed
+        ],
+        interrupted=[
+            InterruptedCall(call_id=c.call_id, tool_name=c.tool_name, args=clamp_args(c.args))
+            for c in interrupted
+        ],
+        questions=list(questions),
+        previous_answers=list(previous_answers),
+        remaining_steps=remaining_steps,
+        reports=list(reports),
+    )
+
+
+def has_elided(snapshot: Snapshot) -> bool:
+    """True when any value of the snapshot carries a ``...[N bytes elided]...`` marker."""
+    text = json.dumps(snapshot_to_json(snapshot), ensure_ascii=False)
+    return _ELIDED.search(text) is not None
+
+
+def _args_text(args: dict[str, Any]) -> str:
+    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
+
+
+def _answer_text(question: Question, answer: str) -> str:
+    # A secret answer must not reach the model's messages: they end up in snapshots
+    # and history (R73). The model learns only that one was given.
+    return "(a secret value was given; it is not shown)" if question.secret else answer
+
+
+def resume_message(
+    snapshot: Snapshot,
+    *,
+    answers: Sequence[str] | None,
+    reason: Literal["ask_user", "interrupted"],
+) -> str:
+    """The hidden input that starts the resumed turn (R12).
+
+    It begins with `HEADER_ASK_USER` or `HEADER_INTERRUPTED`, then ``## `` sections in
+    this order, each left out when it has nothing in it: Objective, Completed tool
+    results, Interrupted calls, Previous answers, Current answers, Background reports,
+    Remaining steps. Current answers pair ``snapshot.questions[i]`` with
+    ``answers[i]``; a question with no answer says so, and answers beyond the
+    questions are listed as additional. When the snapshot holds any elided value, it
+    ends with `ELIDED_SENTENCE` (R11).
+    """
+    header = HEADER_ASK_USER if reason == "ask_user" else HEADER_INTERRUPTED
+    sections: list[str] = [header]
+
+    def section(title: str, body: str) -> None:
+        sections.append(f"## {title}\n{body}")
+
+    if snapshot.objective:
+        section("Objective", snapshot.objective)
+    if snapshot.completed:
+        items = [
+            f"{i}. {c.tool_name} (call {c.call_id})\n"
+            f"args: {_args_text(c.args)}\n"
+            f"output:\n{c.output}"
+            for i, c in enumerate(snapshot.completed, 1)
+        ]
+        section(
+            "Completed tool results",
+            "These calls ran to completion; their results stand.\n\n" + "\n\n".join(items),
+        )
+    if snapshot.interrupted:
+        items = [
+            f"{i}. {c.tool_name} (call {c.call_id})\nargs: {_args_text(c.args)}"
+            for i, c in enumerate(snapshot.interrupted, 1)
+        ]
+        section(
+            "Interrupted calls",
+            "These calls did not complete; their effects are unknown. Repeat a call if it "
+            "is still needed.\n\n" + "\n\n".join(items),
+        )
+    if snapshot.previous_answers:
+        section(
+            "Previous answers",
+            "\n\n".join(f"Q: {qa.question}\nA: {qa.answer}" for qa in snapshot.previous_answers),
+        )
+    if answers is not None and (answers or snapshot.questions):
+        pairs: list[str] = []
+        for i, question in enumerate(snapshot.questions):
+            answer = _answer_text(question, answers[i]) if i < len(answers) else "(no answer given)"
+            pairs.append(f"Q: {question.text}\nA: {answer}")
+        pairs.extend(f"Additional answer: {extra}" for extra in answers[len(snapshot.questions) :])
+        section("Current answers", "\n\n".join(pairs))
+    if snapshot.reports:
+        section("Background reports", "\n\n".join(snapshot.reports))
+    if snapshot.remaining_steps:
+        section("Remaining steps", snapshot.remaining_steps)
+    if has_elided(snapshot):
+        sections.append(ELIDED_SENTENCE)
+    return "\n\n".join(sections)

@@ -1,0 +1,219 @@
+"""The values the store keeps and the `Store` protocol every backend implements.
+
+The store is the only place state outlives a process (DESIGN "store"): pending tasks
+with their snapshots, online markers (R50, R51), task history and secrets. Every method
+is async and runs its I/O off the Trio thread; every write is one transaction, so a
+``kill -9`` at any moment leaves a store that loads (R72).
+
+Time is never read inside the store: callers pass ``now`` (wall-clock seconds) so that
+marker expiry follows whatever clock the caller trusts, and tests can use a mock one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal, Protocol
+
+import attrs
+
+from engine.errors import AgentrioError
+from protocol.events import Question
+
+__all__ = [
+    "CLAIM_CONFLICT",
+    "HistoryRow",
+    "Store",
+    "StoreError",
+    "StoreStatistics",
+    "TaskRow",
+    "marker_key",
+]
+
+#: The message of the `Conflict` a lost claim raises (R37), word for word.
+CLAIM_CONFLICT: Final = "[Conflict] pending task: running"
+
+TaskState = Literal["running", "parked", "interrupted"]
+HistoryStatus = Literal["finished", "failed", "canceled"]
+
+
+class StoreError(AgentrioError):
+    """The backend failed underneath (disk full, corrupt file, newer schema).
+
+    The message names the operation and the backend's own words, never a value that
+    was being written: a secret cannot leak through it (R73).
+    """
+
+
+def marker_key(session_id: str, task_hash: str) -> str:
+    """The online marker of a task: ``action:<session_id>:<task_hash>`` (R51)."""
+    return f"action:{session_id}:{task_hash}"
+
+
+@attrs.frozen(kw_only=True)
+class TaskRow:
+    """A pending task: one that stopped before finishing, or one that runs now.
+
+    ``state`` is what the task last said about itself; whether it *is* running is
+    decided by its marker, not by ``state``: a ``running`` row whose marker expired
+    belongs to a daemon that died, and is resumable (R51, R72).
+
+    ``snapshot`` is the JSON form of `engine.snapshot.Snapshot` (or ``None`` before
+    the first one is written); ``questions`` are the saved questions of a parked task;
+    ``ask_id`` names the registry entry that offers them to listeners (R11);
+    ``resumed_from`` is the hash this task was moved from on resume (R36).
+    """
+
+    session_id: str
+    task_hash: str
+    state: TaskState = attrs.field(
+        validator=attrs.validators.in_(("running", "parked", "interrupted"))
+    )
+    objective: str
+    origin: str
+    model: str
+    created_at: float
+    updated_at: float
+    snapshot: dict[str, Any] | None
+    questions: list[Question]
+    has_jobs: bool = False
+    ask_id: str | None = None
+    resumed_from: str | None = None
+
+
+@attrs.frozen(kw_only=True)
+class HistoryRow:
+    """One ended run, as ``chat_history`` and ``GET …/task/history`` show it.
+
+    ``content`` is the run's full action record; it never holds a secret (R73).
+    """
+
+    session_id: str
+    task_hash: str
+    end_at: float
+    objective: str
+    model: str
+    reasoning: str
+    status: HistoryStatus = attrs.field(
+        validator=attrs.validators.in_(("finished", "failed", "canceled"))
+    )
+    content: str
+
+
+@attrs.frozen(kw_only=True)
+class StoreStatistics:
+    """Counts for ``/v1/health`` and the REPL toolbar.
+
+    ``markers_live`` counts markers not expired at the time asked about;
+    ``writes_total`` counts the write transactions this store object committed since it
+    was opened (not persisted).
+    """
+
+    tasks: int
+    history: int
+    markers_live: int
+    secrets: int
+    writes_total: int
+
+
+class Store(Protocol):
+    """What the engine needs from a store; `engine.store.sqlite.SqliteStore` is the
+    embedded default.
+
+    Errors: `engine.errors.NotFound` and `engine.errors.Conflict` where documented,
+    `StoreError` when the backend fails, `trio.ClosedResourceError` after `aclose`.
+    """
+
+    # -- pending tasks -------------------------------------------------------------
+
+    async def put_task(self, row: TaskRow) -> None:
+        """Insert or replace the row named by ``(row.session_id, row.task_hash)``."""
+        ...
+
+    async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None: ...
+
+    async def delete_task(self, session_id: str, task_hash: str) -> bool:
+        """Drop a pending task; ``False`` when there was none. Its marker is left alone."""
+        ...
+
+    async def list_tasks(self, session_id: str) -> list[TaskRow]:
+        """Every row of the session, running or not, oldest created first."""
+        ...
+
+    async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
+        """Rows whose marker is not live at ``now``, newest ``updated_at`` first.
+
+        A row in state ``running`` whose marker expired is included: its daemon died
+        without saying so (R45, R51, R72).
+        """
+        ...
+
+    async def claim(
+        self,
+        session_id: str,
+        task_hash: str,
+        *,
+        now: float,
+        ttl: float,
+        new_task_hash: str | None = None,
+    ) -> TaskRow:
+        """Take a pending task for one run: the atomic compare-and-set of R37.
+
+        In one transaction: the row must exist (else `NotFound`), its marker must not
+        be live at ``now`` (else `Conflict` ``[Conflict] pending task: running``); then
+        the row becomes ``running`` with ``updated_at = now`` and its marker is set to
+        expire at ``now + ttl``. With ``new_task_hash`` the row moves to that hash with
+        ``resumed_from`` set to the old one (R36), and both hashes get a live marker so
+        that a concurrent resume of the old hash also sees the conflict.
+
+        Exactly one of any number of concurrent claims wins, across processes sharing
+        the store. Returns the claimed row under its final hash.
+        """
+        ...
+
+    # -- markers (R50, R51) --------------------------------------------------------
+
+    async def set_marker(self, key: str, *, expires_at: float) -> None: ...
+
+    async def delete_marker(self, key: str) -> None: ...
+
+    async def marker_alive(self, key: str, *, now: float) -> bool:
+        """True when ``key`` exists and expires strictly after ``now``."""
+        ...
+
+    async def purge_expired_markers(self, *, now: float) -> int:
+        """Delete markers that are not alive at ``now``; return how many."""
+        ...
+
+    # -- history -------------------------------------------------------------------
+
+    async def add_history(self, row: HistoryRow) -> None:
+        """Record an ended run; a second record for the same task replaces the first."""
+        ...
+
+    async def list_history(
+        self, session_id: str, *, keyword: str = "", limit: int = 50
+    ) -> list[HistoryRow]:
+        """Newest ``end_at`` first, at most ``limit`` rows; a non-empty ``keyword``
+        keeps rows whose objective or content contains it, ignoring case."""
+        ...
+
+    async def get_history(self, session_id: str, task_hash: str) -> HistoryRow | None: ...
+
+    # -- secrets (R60, R73) ----------------------------------------------------------
+
+    async def put_secret(self, session_id: str, key: str, value: str) -> None: ...
+
+    async def get_secret(self, session_id: str, key: str) -> str | None: ...
+
+    async def secret_keys(self, session_id: str) -> list[str]:
+        """The names of a session's secrets, sorted; never their values."""
+        ...
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def statistics(self, *, now: float | None = None) -> StoreStatistics:
+        """Counts; ``now`` (default: wall clock) decides which markers are live."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the store; idempotent, and it completes even when cancelled."""
+        ...
