@@ -1,0 +1,531 @@
+"""The pending ask registry: questions that tasks wait on, routed to front-ends (R1-R8).
+
+A task that needs a person — a tool confirmation, an ``ask_user`` question, a secret —
+calls `PendingRegistry.ask` and is suspended until exactly one reply arrives (R1).
+Front-ends take questions through a `Listener`: an origin prefix (``"cli-"``,
+``"chat-"``, ``""`` for all) plus an optional ``match`` predicate, e.g. the REPL's "only
+requests carrying a window hash this connection started" (R5). A listener is woken by a
+`trio.Event` when a matching entry arrives; nothing polls (R2).
+
+Semantics worth knowing before using it:
+
+* **Producer cancelled (R3).** The instant the waiting producer's cancellation is
+  delivered, its entry leaves the registry: it can no longer be picked or answered (a
+  late reply gets `AlreadyResolved`), and the listener that had claimed it receives
+  ``Withdrawn(entry_id, "task canceled")`` from `Listener.next_notice`, so the person
+  is not left answering a stale question. Removal happens inside Trio's abort callback,
+  not when the producer next runs, so no reply can slip into that gap.
+* **Disconnect never approves (R6).** Closing a listener resolves every live ask it had
+  claimed with an *error*; the producer gets `AskFailed`, never an `AskReply`. Asks
+  that the closed listener could have taken and that now have no listener at all are
+  failed the same way: a confirmation nobody can answer must not hang.
+* **Parked entries (R11).** `offer_parked` offers a question whose task has already
+  ended (its snapshot waits in the store). A reply just resolves and removes it; the
+  caller of `resolve` resumes the task. If its claimer disconnects it goes back to the
+  pool instead of failing, because nothing is waiting on it.
+* **Passive listeners (R8 B).** An event subscriber (SSE or WS ``subscribe``) counts for
+  `PendingRegistry.has_listener` but never picks entries; it answers through HTTP
+  (``resolve(..., by=None)``).
+* **Answered elsewhere.** When an entry one listener claimed is resolved by someone
+  else (an HTTP caller) or failed, that listener is told with a `Withdrawn` notice too.
+
+Everything is synchronous except `PendingRegistry.ask` and `Listener.next_notice`; the
+registry starts no tasks of its own.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import deque
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, Literal
+
+import attrs
+import trio
+
+from engine.errors import AlreadyResolved, AskFailed, Forbidden
+from engine.ids import new_ask_id, origin_of
+from protocol.events import Question
+
+__all__ = [
+    "AskKind",
+    "AskReply",
+    "AskRequest",
+    "Entry",
+    "Listener",
+    "Notice",
+    "Offered",
+    "PendingRegistry",
+    "RegistryStatistics",
+    "Withdrawn",
+]
+
+AskKind = Literal["tool_confirm", "ask_user", "secret"]
+
+#: The reason a claimer is given when the producer of its entry was cancelled (R3).
+TASK_CANCELED = "task canceled"
+#: The default reason of `Listener.close` (R6).
+CLIENT_DISCONNECTED = "client disconnected"
+#: The reason a claimer is given when someone else answered its entry.
+ANSWERED_ELSEWHERE = "answered elsewhere"
+
+
+@attrs.frozen(kw_only=True)
+class AskRequest:
+    """What a task asks. ``window_hash`` names the REPL window that started the task
+    (R5); ``restricted``/``need_password`` mark a confirmation that touches a restricted
+    path and needs the system password (R7)."""
+
+    kind: AskKind
+    session_id: str
+    task_hash: str
+    window_hash: str = ""
+    tool_name: str = ""
+    tool_args: dict[str, Any] = attrs.field(factory=dict)
+    questions: list[Question] = attrs.field(factory=list)
+    restricted: bool = False
+    need_password: bool = False
+
+    @property
+    def origin(self) -> str:
+        """The session's origin prefix (``cli-``, ``chat-``, …) or ``""``."""
+        return origin_of(self.session_id)
+
+
+@attrs.frozen(kw_only=True)
+class AskReply:
+    """One reply to an ask. ``password`` never shows in ``repr`` (R73)."""
+
+    approve: bool | None = None
+    answers: list[str] | None = None
+    password: str | None = attrs.field(default=None, repr=False)
+    remember: bool = False
+    allow_turn: bool = False
+    reason: str = ""
+    action: Literal["cancel_task", "abort_task"] | None = None
+
+
+@attrs.define(eq=False, kw_only=True)
+class Entry:
+    """One open question in the registry.
+
+    ``claimed_by`` is the listener it was offered to (None while unclaimed);
+    ``parked`` is True when no producer waits on it (R11); ``resolved`` turns True when
+    it leaves the registry for any reason (a reply, an error, a withdrawal), after
+    which no reply is accepted. An `Entry` received in an `Offered` notice may already
+    be resolved by the time it is looked at: check ``resolved`` or wait for the
+    `Withdrawn` notice that follows.
+    """
+
+    request: AskRequest
+    parked: bool = False
+    id: str = attrs.field(factory=new_ask_id)
+    created_at: float = attrs.field(factory=trio.current_time)
+    claimed_by: Listener | None = None
+    resolved: bool = False
+    # The producer task while it is suspended in `ask`; None for parked entries and
+    # once the producer has been rescheduled (by a reply or by its cancellation).
+    _task: trio.lowlevel.Task | None = attrs.field(default=None, init=False, repr=False)
+    _reply: AskReply | None = attrs.field(default=None, init=False, repr=False)
+    _error: str | None = attrs.field(default=None, init=False, repr=False)
+
+    @property
+    def reply(self) -> AskReply | None:
+        """The accepted reply, once there is one."""
+        return self._reply
+
+    @property
+    def error(self) -> str | None:
+        """The error it was failed with (R6), if it was."""
+        return self._error
+
+
+@attrs.frozen
+class Offered:
+    """A listener's notice: ``entry`` is now claimed by it; show it to the person."""
+
+    entry: Entry
+
+
+@attrs.frozen
+class Withdrawn:
+    """A listener's notice: the entry it claimed is gone (``"task canceled"`` when its
+    producer was cancelled, R3); stop showing it, a reply would be refused."""
+
+    entry_id: str
+    reason: str
+
+
+Notice = Offered | Withdrawn
+
+
+@attrs.frozen(kw_only=True)
+class RegistryStatistics:
+    """``entries``/``claimed``/``parked`` count open entries now; ``listeners`` counts
+    registered listeners, passive ones included. The ``*_total`` counters only grow:
+    ``asked_total`` counts `ask` and `offer_parked` registrations, ``answered_total``
+    accepted replies, ``withdrawn_total`` producer cancellations and `remove` calls,
+    ``failed_total`` entries resolved with an error."""
+
+    entries: int
+    claimed: int
+    parked: int
+    listeners: int
+    asked_total: int
+    answered_total: int
+    withdrawn_total: int
+    failed_total: int
+
+
+@attrs.define(eq=False, kw_only=True)
+class Listener:
+    """A front-end's claim on asks (R2): sessions whose id starts with ``prefix`` and,
+    if ``match`` is given, requests it accepts.
+
+    Use it as a context manager or call `close` when the front-end goes away. A passive
+    listener (R8 B) never picks entries, so its `next_notice` only returns when it is
+    closed (by raising `trio.ClosedResourceError`).
+    """
+
+    prefix: str
+    match: Callable[[AskRequest], bool] | None = None
+    passive: bool = False
+    id: str = attrs.field(factory=lambda: f"lst_{secrets.token_hex(4)}")
+    _registry: PendingRegistry = attrs.field(repr=False, alias="registry")
+    _claimed: set[str] = attrs.field(factory=set, init=False, repr=False)
+    _notices: deque[Withdrawn] = attrs.field(factory=deque, init=False, repr=False)
+    _wakeup: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
+    _closed: bool = attrs.field(default=False, init=False)
+
+    @property
+    def claimed(self) -> frozenset[str]:
+        """Ids of the open entries this listener has claimed."""
+        return frozenset(self._claimed)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def accepts(self, request: AskRequest) -> bool:
+        """Whether ``request`` falls under this listener's prefix and match."""
+        if not request.session_id.startswith(self.prefix):
+            return False
+        return self.match is None or self.match(request)
+
+    async def next_notice(self) -> Notice:
+        """Wait for the next thing to tell the person.
+
+        Pending `Withdrawn` notices come first (oldest first); otherwise the oldest
+        entry this listener can take is claimed and returned as `Offered`; otherwise
+        this waits until a matching entry arrives or a claimed one is withdrawn. Raises
+        `trio.ClosedResourceError` once the listener is closed (also when closed while
+        waiting). Cancelling the call loses no notice and claims nothing.
+        """
+        while True:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            if self._closed:
+                raise trio.ClosedResourceError("listener is closed")
+            if self._wakeup.is_set():
+                # Replace only a spent event, so concurrent waiters keep sharing one.
+                self._wakeup = trio.Event()
+            notice: Notice | None = None
+            if self._notices:
+                notice = self._notices.popleft()
+            else:
+                entry = self._registry.pick_next(self)
+                if entry is not None:
+                    notice = Offered(entry)
+            if notice is not None:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return notice
+            await self._wakeup.wait()
+
+    def close(self, reason: str = CLIENT_DISCONNECTED) -> None:
+        """Unregister; fail closed (R6). Idempotent and synchronous.
+
+        Every live-producer entry this listener claimed is resolved with ``reason`` as
+        an error: its producer raises `AskFailed` and is never approved. Parked entries
+        it claimed become unclaimed again for other listeners. Live entries it could
+        have taken that, with it gone, have no listener at all are failed the same way.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._notices.clear()
+        self._wakeup.set()
+        self._registry._drop_listener(self, reason)
+
+    def __enter__(self) -> Listener:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class PendingRegistry:
+    """Open asks and the listeners that answer them (R1-R6, R8 B, R11)."""
+
+    def __init__(self) -> None:
+        # Insertion order is age order: `created_at` can tie under a mock clock.
+        self._entries: dict[str, Entry] = {}
+        self._listeners: dict[str, Listener] = {}
+        self._asked_total = 0
+        self._answered_total = 0
+        self._withdrawn_total = 0
+        self._failed_total = 0
+
+    # -- producers --------------------------------------------------------------
+
+    async def ask(
+        self,
+        request: AskRequest,
+        *,
+        on_registered: Callable[[Entry], None] | None = None,
+    ) -> AskReply:
+        """Register ``request`` and wait for its one reply (R1).
+
+        ``on_registered(entry)`` runs synchronously right after registration, before any
+        listener is woken, so the caller can publish ``entry.id`` (a ``confirm`` event)
+        before anyone can answer. If it raises, the entry is removed and the error
+        propagates.
+
+        Raises `AskFailed` when the entry is resolved with an error (`fail`, or its
+        listener closed: R6). When this call is cancelled the entry is withdrawn at once
+        and its claimer told ``"task canceled"`` (R3); then the cancellation propagates.
+        A producer that is already cancelled registers nothing.
+        """
+        await trio.lowlevel.checkpoint_if_cancelled()
+        entry = Entry(request=request)
+        self._add(entry)
+        try:
+            if on_registered is not None:
+                on_registered(entry)
+        except BaseException:
+            self._withdraw(entry, TASK_CANCELED)
+            raise
+        self._wake_for(entry)
+        entry._task = trio.lowlevel.current_task()
+
+        def abort(_: trio.lowlevel.RaiseCancelT) -> trio.lowlevel.Abort:
+            # Runs the moment the cancellation is delivered, before this task runs
+            # again: the entry must not stay answerable in between (R3).
+            entry._task = None
+            self._withdraw(entry, TASK_CANCELED)
+            return trio.lowlevel.Abort.SUCCEEDED
+
+        await trio.lowlevel.wait_task_rescheduled(abort)
+        if entry._error is not None:
+            raise AskFailed(entry._error)
+        assert entry._reply is not None
+        return entry._reply
+
+    def offer_parked(self, request: AskRequest) -> Entry:
+        """Offer a question whose task is no longer running (R11).
+
+        Listeners can pick and answer it like any other; `resolve` removes it and
+        returns it, and its caller resumes the task. `remove` drops it unanswered.
+        """
+        entry = Entry(request=request, parked=True)
+        self._add(entry)
+        self._wake_for(entry)
+        return entry
+
+    def remove(self, entry_id: str, reason: str) -> None:
+        """Drop a parked entry (e.g. its task was resumed another way); its claimer gets
+        ``Withdrawn(entry_id, reason)``. A no-op when the entry is already gone.
+
+        Raises `ValueError` for an entry with a live producer: use `fail`, which
+        resumes the producer instead of leaving it waiting on nothing.
+        """
+        entry = self._entries.get(entry_id)
+        if entry is None:
+            return
+        if not entry.parked:
+            raise ValueError(f"ask {entry_id} has a live producer; fail it instead")
+        self._withdraw(entry, reason)
+
+    # -- listeners --------------------------------------------------------------
+
+    def listen(
+        self,
+        prefix: str,
+        match: Callable[[AskRequest], bool] | None = None,
+        *,
+        passive: bool = False,
+    ) -> Listener:
+        """Register a listener for sessions whose id starts with ``prefix`` (R2).
+
+        ``passive=True`` makes an event subscriber: it counts for `has_listener` (R8 B)
+        but never picks entries.
+        """
+        listener = Listener(prefix=prefix, match=match, passive=passive, registry=self)
+        self._listeners[listener.id] = listener
+        return listener
+
+    def has_listener(self, origin_or_session_id_prefix: str, request: AskRequest) -> bool:
+        """Whether some registered listener (passive ones included) could take
+        ``request`` (R4).
+
+        A listener counts when ``request.session_id`` starts with its prefix (``""``
+        matches all) and its match, if any, accepts the request. The first argument
+        narrows the question to sessions starting with it (an origin such as ``"cli-"``,
+        or the session id itself); a request outside it has no listener there. There is
+        no global "someone is listening" flag.
+        """
+        if not request.session_id.startswith(origin_or_session_id_prefix):
+            return False
+        return any(listener.accepts(request) for listener in list(self._listeners.values()))
+
+    def pick_next(
+        self, listener: Listener, accept: Callable[[Entry], bool] | None = None
+    ) -> Entry | None:
+        """Claim for ``listener`` the oldest entry it may take, or return None (R2).
+
+        Candidates are unclaimed, unresolved entries whose session id starts with the
+        listener's prefix, whose producer is still waiting (or which are parked), that
+        the listener's match accepts and ``accept`` (if given) takes. A passive
+        listener never picks. Raises `trio.ClosedResourceError` for a closed listener.
+        """
+        if listener.closed:
+            raise trio.ClosedResourceError("listener is closed")
+        if listener.passive:
+            return None
+        for entry in list(self._entries.values()):
+            if entry.claimed_by is not None or entry.resolved:
+                continue
+            if not entry.parked and entry._task is None:
+                continue
+            if not listener.accepts(entry.request):
+                continue
+            if accept is not None and not accept(entry):
+                continue
+            entry.claimed_by = listener
+            listener._claimed.add(entry.id)
+            return entry
+        return None
+
+    # -- replies ----------------------------------------------------------------
+
+    def resolve(self, entry_id: str, reply: AskReply, *, by: Listener | None = None) -> Entry:
+        """Accept ``reply`` as the one reply to the entry and remove it (R1).
+
+        A live producer resumes with ``reply``; for a parked entry the caller acts on
+        the returned entry (resumes its task). ``by`` is the listener answering: it must
+        be the one that claimed the entry, since a connection may only answer what it
+        was shown (`Forbidden` otherwise). ``by=None`` is an authenticated HTTP caller,
+        allowed for any open entry; the entry's claimer, if any, is then told
+        ``"answered elsewhere"``. Raises `AlreadyResolved` for an entry that already
+        has its reply, was withdrawn, or never existed.
+        """
+        entry = self._open(entry_id)
+        if by is not None and entry.claimed_by is not by:
+            raise Forbidden(f"ask {entry_id} was not offered to this connection")
+        entry._reply = reply
+        self._answered_total += 1
+        self._finish(entry, notify=ANSWERED_ELSEWHERE, skip=by)
+        return entry
+
+    def fail(self, entry_id: str, error: str) -> None:
+        """Resolve the entry with an error: its producer raises `AskFailed(error)`,
+        which is never an approval (R6). Its claimer, if any, is told ``error``.
+        Raises `AlreadyResolved` like `resolve`."""
+        entry = self._open(entry_id)
+        self._fail(entry, error, skip=None)
+
+    # -- introspection ----------------------------------------------------------
+
+    def get(self, entry_id: str) -> Entry | None:
+        """The open entry with this id, or None once it is resolved or gone."""
+        return self._entries.get(entry_id)
+
+    def entries(self, session_id: str | None = None) -> list[Entry]:
+        """Open entries, oldest first; only those of ``session_id`` if given."""
+        return [
+            entry
+            for entry in self._entries.values()
+            if session_id is None or entry.request.session_id == session_id
+        ]
+
+    def statistics(self) -> RegistryStatistics:
+        entries = list(self._entries.values())
+        return RegistryStatistics(
+            entries=len(entries),
+            claimed=sum(entry.claimed_by is not None for entry in entries),
+            parked=sum(entry.parked for entry in entries),
+            listeners=len(self._listeners),
+            asked_total=self._asked_total,
+            answered_total=self._answered_total,
+            withdrawn_total=self._withdrawn_total,
+            failed_total=self._failed_total,
+        )
+
+    # -- internals --------------------------------------------------------------
+
+    def _add(self, entry: Entry) -> None:
+        self._entries[entry.id] = entry
+        self._asked_total += 1
+
+    def _open(self, entry_id: str) -> Entry:
+        entry = self._entries.get(entry_id)
+        if entry is None or entry.resolved:
+            raise AlreadyResolved(f"ask {entry_id} is already resolved or gone")
+        return entry
+
+    def _wake_for(self, entry: Entry) -> None:
+        """Wake the active listeners that could take ``entry``."""
+        for listener in list(self._listeners.values()):
+            if not listener.passive and listener.accepts(entry.request):
+                listener._wakeup.set()
+
+    def _finish(self, entry: Entry, *, notify: str, skip: Listener | None) -> None:
+        """Take ``entry`` out of the registry, tell its claimer (unless it is ``skip``)
+        and reschedule its producer, which then reads ``_reply``/``_error``."""
+        entry.resolved = True
+        del self._entries[entry.id]
+        claimer = entry.claimed_by
+        if claimer is not None:
+            claimer._claimed.discard(entry.id)
+            if claimer is not skip and not claimer.closed:
+                claimer._notices.append(Withdrawn(entry.id, notify))
+                claimer._wakeup.set()
+        task, entry._task = entry._task, None
+        if task is not None:
+            trio.lowlevel.reschedule(task)
+
+    def _fail(self, entry: Entry, error: str, *, skip: Listener | None) -> None:
+        entry._error = error
+        self._failed_total += 1
+        self._finish(entry, notify=error, skip=skip)
+
+    def _withdraw(self, entry: Entry, reason: str) -> None:
+        """Remove an entry nobody will answer now (producer cancelled, or parked entry
+        dropped); its producer, if any, is not rescheduled (it is already leaving)."""
+        entry._task = None
+        self._withdrawn_total += 1
+        self._finish(entry, notify=reason, skip=None)
+
+    def _drop_listener(self, listener: Listener, reason: str) -> None:
+        """`Listener.close`'s work: unregister, then fail closed (R6)."""
+        del self._listeners[listener.id]
+        for entry_id in sorted(listener._claimed, key=list(self._entries).index):
+            entry = self._entries[entry_id]
+            if entry.parked:
+                entry.claimed_by = None
+                self._wake_for(entry)
+            else:
+                self._fail(entry, reason, skip=listener)
+        listener._claimed.clear()
+        # A live ask this listener could have taken and that nobody else can take
+        # would otherwise wait forever: fail it rather than let it hang.
+        for entry in list(self._entries.values()):
+            if entry.parked or entry.claimed_by is not None:
+                continue
+            request = entry.request
+            if listener.accepts(request) and not self.has_listener("", request):
+                self._fail(entry, reason, skip=listener)
