@@ -1,0 +1,501 @@
+"""The builtin model: offline and deterministic, so every flow works with no network (R61).
+
+It does not understand language; it reads the conversation the way a test would:
+
+1. **Tool results.** When the newest messages (after the last assistant message) are
+   ``tool`` messages, it summarises them from their real content and asks for nothing
+   more, so the task ends. A result whose content starts with ``denied`` or ``not run``
+   is reported as not run, with the content quoted.
+2. **Resume and report messages.** When the newest user message starts with a header the
+   engine writes (R12, R26), it summarises that message instead of acting on it:
+   ``[Resumed Task — ask_user response received]`` quotes the "Current answers" lines;
+   ``[Resumed Task — interrupted execution recovered]`` re-issues every interrupted
+   ``run_command`` it can parse from the "Interrupted calls" section (a line
+   ``- run_command {"command": "sleep 30"}``), so a paused command runs again;
+   ``[Resumed Task — background group finished]`` and ``[Background Report — …]`` quote
+   the reports.
+3. **Verbs.** Otherwise the newest user message is read as one verb (case-sensitive
+   prefix; the text after the colon is stripped):
+
+   ========================  ===============================================================
+   ``run: CMD``              ``run_command`` ``{"command": CMD}``
+   ``bg: CMD ;; CMD``        ``background_command`` ``{"commands": [...], "objective",
+                             "next"}``
+   ``sub: OBJ ;; OBJ``       ``background_subagents`` ``{"objectives": [...], "objective",
+                             "next"}``
+   ``ask: Q | a, b ;; Q2``   ``ask_user`` ``{"questions": [{"text", "options"}, ...]}``
+                             (no ``|`` means a free-text question)
+   ``secret: KEY``           ``store_secret`` ``{"key": KEY}``
+   ``history: WORD``         ``chat_history`` ``{"mode": "search", "keyword": WORD}``;
+                             ``history:`` alone lists (``{"mode": "list"}``)
+   ``fail: MESSAGE``         raises `ModelError` (MESSAGE), the deterministic failure
+                             path for R62 tests
+   anything else             a help reply listing the verbs
+   ========================  ===============================================================
+
+   A verb whose tool is not among the offered tools (e.g. background tools outside
+   ``cli-`` sessions, R20) gets a text reply saying so instead of a call.
+
+Tool call ids are ``call_<turn>_<index>``: the turn is the number of assistant messages
+so far plus one, the index counts from 0 within the reply. When a steer or report
+arrives after tool results, the reply both summarises the results and handles the new
+user message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import trio
+
+from engine.models.base import (
+    Message,
+    ModelError,
+    ModelReply,
+    TextSink,
+    ToolCallRequest,
+    ToolSpec,
+)
+
+__all__ = [
+    "ASK_RESUME_HEADER",
+    "GROUP_RESUME_HEADER",
+    "HELP_TEXT",
+    "INTERRUPTED_RESUME_HEADER",
+    "REPORT_FINISHED_HEADER",
+    "REPORT_UPDATE_HEADER",
+    "BuiltinModel",
+    "decide",
+]
+
+ASK_RESUME_HEADER: Final = "[Resumed Task — ask_user response received]"
+INTERRUPTED_RESUME_HEADER: Final = "[Resumed Task — interrupted execution recovered]"
+GROUP_RESUME_HEADER: Final = "[Resumed Task — background group finished]"
+REPORT_FINISHED_HEADER: Final = "[Background Report — background task finished]"
+REPORT_UPDATE_HEADER: Final = "[Background Report — background task update]"
+
+HELP_TEXT: Final = (
+    "I am the builtin offline model; I understand these verbs:\n"
+    "- run: CMD — run a command\n"
+    "- bg: CMD ;; CMD — run commands in the background\n"
+    "- sub: OBJECTIVE ;; OBJECTIVE — start background sub-agents\n"
+    "- ask: QUESTION | opt1, opt2 ;; QUESTION — ask you questions\n"
+    "- secret: KEY — ask you for a secret and store it\n"
+    "- history: WORD — search the chat history (history: alone lists it)\n"
+    "- fail: MESSAGE — fail with MESSAGE (for testing)"
+)
+
+#: Section titles the resume messages use. A line starting with one of them followed by
+#: a colon ends the section before it; nothing else does, so report bodies and command
+#: output (which may well contain ``Error:`` lines) are quoted whole.
+_SECTION_TITLES: Final = (
+    "Objective",
+    "Next",
+    "Completed tool results",
+    "Interrupted calls",
+    "Previous answers",
+    "Current answers",
+    "Background reports",
+    "Remaining steps",
+    "Starting task",
+)
+#: After a title: an optional parenthetical, such as ``Current answers (2):``, then a colon.
+_TITLE_TAIL: Final = r"(?: ?\([^)\n]*\))?:"
+_SECTION_RE: Final = re.compile(
+    r"^(?:"
+    + "|".join(re.escape(title) for title in _SECTION_TITLES)
+    + r")(?:"
+    + _TITLE_TAIL
+    + r"|\s*$)"
+)
+_EXIT_RE: Final = re.compile(
+    r"^\W*(?:exit|exited with|return)(?:[ _-]?(?:code|status))?\s*[:=]?\s*(-?\d+)\W*$",
+    re.IGNORECASE,
+)
+_LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
+_CALL_LINE_RE: Final = re.compile(r"^\s*[-*]\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
+_HISTORY_LINES: Final = 20
+
+
+class BuiltinModel:
+    """The offline model of R61; see the module docstring for what it answers.
+
+    ``complete`` is a pure function of its inputs, apart from streaming: with
+    ``on_text`` it sends the text in at most three word-aligned pieces with a
+    checkpoint between them, so streaming paths are exercised without a network.
+    """
+
+    @property
+    def name(self) -> str:
+        return "builtin"
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        on_text: TextSink | None = None,
+    ) -> ModelReply:
+        await trio.lowlevel.checkpoint()
+        reply = decide(messages, tools)
+        if on_text is not None and reply.text:
+            for index, piece in enumerate(_pieces(reply.text, 3)):
+                if index:
+                    await trio.lowlevel.checkpoint()
+                await on_text(piece)
+        return reply
+
+    async def aclose(self) -> None:
+        """Nothing to release; present so every shipped model can be closed alike."""
+        await trio.lowlevel.checkpoint()
+
+
+def decide(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
+    """The builtin model's answer to ``messages`` with ``tools`` offered.
+
+    Raises `ModelError` for ``fail: MESSAGE``.
+    """
+    available = {tool.name for tool in tools}
+    turn = sum(1 for m in messages if m.role == "assistant") + 1
+    last_assistant = max((i for i, m in enumerate(messages) if m.role == "assistant"), default=-1)
+    tail = list(messages[last_assistant + 1 :])
+    calls = {c.id: c for c in messages[last_assistant].tool_calls} if last_assistant >= 0 else {}
+    summaries = [_summarise_result(m, calls.get(m.tool_call_id)) for m in tail if m.role == "tool"]
+    user_index = max((i for i, m in enumerate(tail) if m.role == "user"), default=-1)
+    last_tool = max((i for i, m in enumerate(tail) if m.role == "tool"), default=-1)
+    if summaries and last_tool > user_index:
+        return ModelReply(text="\n\n".join(summaries))
+    text = tail[user_index].content.strip() if user_index >= 0 else ""
+    reply = _answer_user(text, available, turn)
+    if summaries:
+        return ModelReply(text="\n\n".join([*summaries, reply.text]), tool_calls=reply.tool_calls)
+    return reply
+
+
+# --- tool results -------------------------------------------------------------------
+
+
+def _summarise_result(message: Message, call: ToolCallRequest | None) -> str:
+    name = message.name or (call.name if call else "") or "the tool"
+    args = call.args if call else {}
+    content = message.content.strip()
+    lowered = content.lower()
+    if lowered.startswith(("denied", "not run")):
+        return f"{name} was not run: {content}"
+    if name == "run_command":
+        return _summarise_command(args, content)
+    if name == "ask_user":
+        return f"You answered: {content}." if content else "You gave no answer."
+    if name == "store_secret":
+        key = str(args.get("key", "")) or "requested"
+        if "stored" in lowered or "saved" in lowered:
+            return f"Stored the secret {key}."
+        return f"store_secret for {key} returned: {content}"
+    if name == "chat_history":
+        return _summarise_history(args, content)
+    if name in ("background_command", "background_subagents"):
+        legs = list(dict.fromkeys(_LEG_RE.findall(content)))
+        if legs:
+            return (
+                f"Started {len(legs)} background leg(s): {', '.join(legs)}; "
+                "I will report when they finish."
+            )
+    return f"{name} returned:\n{_fence(content)}"
+
+
+def _summarise_command(args: dict[str, Any], content: str) -> str:
+    """Find the exit code in the result: a JSON object with ``exit_code`` (or
+    ``returncode``) and ``output`` (or ``stdout``/``stderr``), or a first or last line
+    such as ``exit code 0`` / ``[exit code: 1]``; otherwise quote the result as is."""
+    label = f"`{_command_text(args)}`" if args.get("command") else "The command"
+    code: int | None = None
+    output = content
+    parsed = _json_object(content)
+    if parsed is not None:
+        raw = parsed.get("exit_code", parsed.get("returncode"))
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            code = raw
+            output = "\n".join(
+                str(parsed[k]).rstrip("\n")
+                for k in ("output", "stdout", "stderr")
+                if isinstance(parsed.get(k), str) and parsed[k]
+            )
+    else:
+        lines = content.splitlines()
+        for position in (0, -1):
+            match = _EXIT_RE.match(lines[position]) if lines else None
+            if match:
+                code = int(match.group(1))
+                del lines[position]
+                output = "\n".join(lines).strip("\n")
+                break
+    if code is None:
+        return f"{label} finished:\n{_fence(content)}"
+    if not output.strip():
+        return f"{label} finished with exit code {code} and printed nothing."
+    return f"{label} finished with exit code {code}:\n{_fence(output)}"
+
+
+def _summarise_history(args: dict[str, Any], content: str) -> str:
+    mode = str(args.get("mode", "list"))
+    keyword = str(args.get("keyword", ""))
+    title = (
+        f'Chat history matching "{keyword}"'
+        if mode == "search" and keyword
+        else ("Chat history" if mode != "read" else "The saved task")
+    )
+    lines = [line for line in content.splitlines() if line.strip()]
+    if not lines:
+        return f"{title}: nothing found."
+    shown = "\n".join(lines[:_HISTORY_LINES])
+    more = len(lines) - _HISTORY_LINES
+    suffix = f"\n…and {more} more line(s)." if more > 0 else ""
+    return f"{title}:\n{shown}{suffix}"
+
+
+# --- user messages ------------------------------------------------------------------
+
+
+def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
+    if text.startswith(ASK_RESUME_HEADER):
+        answers = _section(text, "Current answers")
+        if answers:
+            return ModelReply(text="Resumed with your answers:\n" + "\n".join(answers))
+        return ModelReply(text="Resumed with your answers, but none were given.")
+    if text.startswith(INTERRUPTED_RESUME_HEADER):
+        return _recover(text, available, turn)
+    if text.startswith(GROUP_RESUME_HEADER):
+        return ModelReply(text=_summarise_group(text))
+    for header, what in (
+        (REPORT_FINISHED_HEADER, "A background task finished"),
+        (REPORT_UPDATE_HEADER, "A background task sent an update"),
+    ):
+        if text.startswith(header):
+            body = text[len(header) :].strip()
+            return ModelReply(text=f"{what}:\n{body}" if body else f"{what}.")
+    verb, sep, rest = text.partition(":")
+    if not sep or verb not in _VERBS:
+        return ModelReply(text=HELP_TEXT)
+    return _VERBS[verb](rest.strip(), available, turn)
+
+
+def _recover(text: str, available: set[str], turn: int) -> ModelReply:
+    commands: list[dict[str, Any]] = []
+    for line in _section(text, "Interrupted calls"):
+        match = _CALL_LINE_RE.match(line)
+        if not match or match.group(1) != "run_command":
+            continue
+        rest = match.group(2)
+        start = rest.find("{")
+        if start < 0:
+            continue
+        try:
+            args, _ = json.JSONDecoder().raw_decode(rest[start:])
+        except json.JSONDecodeError:
+            continue
+        if isinstance(args, dict) and args.get("command"):
+            commands.append(args)
+    if not commands:
+        return ModelReply(text="Recovered the interrupted task; there is no command to run again.")
+    if "run_command" not in available:
+        return ModelReply(
+            text="Recovered the interrupted task, but the run_command tool is not available "
+            "here, so I cannot run it again."
+        )
+    labels = ", ".join(f"`{_command_text(args)}`" for args in commands)
+    return ModelReply(
+        text=f"Recovered the interrupted task; running {labels} again.",
+        tool_calls=[
+            ToolCallRequest(id=f"call_{turn}_{i}", name="run_command", args=args)
+            for i, args in enumerate(commands)
+        ],
+    )
+
+
+def _summarise_group(text: str) -> str:
+    objective = " ".join(_section(text, "Objective")).strip()
+    reports = _section(text, "Background reports")
+    if not reports:
+        body = text[len(GROUP_RESUME_HEADER) :].strip()
+        reports = body.splitlines()
+    head = (
+        f'The background work for "{objective}" finished.'
+        if objective
+        else "The background work finished."
+    )
+    if not any(line.strip() for line in reports):
+        return f"{head} It sent no reports."
+    return f"{head} The reports say:\n" + "\n".join(reports)
+
+
+def _section(text: str, title: str) -> list[str]:
+    """The lines of section ``title`` (the first line starting with it): any text after
+    its colon on the same line, then the following lines up to the next section title;
+    blank lines around them dropped."""
+    start = re.compile(r"^" + re.escape(title) + r"\b(?:" + _TITLE_TAIL + r"(.*))?")
+    out: list[str] = []
+    inside = False
+    for line in text.splitlines():
+        if inside:
+            if _SECTION_RE.match(line):
+                break
+            out.append(line)
+        elif match := start.match(line):
+            inside = True
+            if (match.group(1) or "").strip():
+                out.append(match.group(1).strip())
+    while out and not out[-1].strip():
+        out.pop()
+    while out and not out[0].strip():
+        out.pop(0)
+    return out
+
+
+def _verb_run(rest: str, available: set[str], turn: int) -> ModelReply:
+    if not rest:
+        return ModelReply(text="run: needs a command, for example `run: ls`.")
+    return _call("run_command", {"command": rest}, f"Running `{rest}`.", available, turn)
+
+
+def _verb_bg(rest: str, available: set[str], turn: int) -> ModelReply:
+    commands = _split(rest)
+    if not commands:
+        return ModelReply(
+            text="bg: needs at least one command, for example `bg: make ;; make test`."
+        )
+    args = {
+        "commands": commands,
+        "objective": "Run in the background: " + "; ".join(commands),
+        "next": "Summarise the results.",
+    }
+    labels = ", ".join(f"`{c}`" for c in commands)
+    return _call(
+        "background_command",
+        args,
+        f"Starting {len(commands)} background command(s): {labels}.",
+        available,
+        turn,
+    )
+
+
+def _verb_sub(rest: str, available: set[str], turn: int) -> ModelReply:
+    objectives = _split(rest)
+    if not objectives:
+        return ModelReply(text="sub: needs an objective, for example `sub: count the files`.")
+    args = {
+        "objectives": objectives,
+        "objective": "; ".join(objectives),
+        "next": "Summarise the sub-agent report.",
+    }
+    return _call(
+        "background_subagents",
+        args,
+        f"Starting {len(objectives)} background sub-agent(s).",
+        available,
+        turn,
+    )
+
+
+def _verb_ask(rest: str, available: set[str], turn: int) -> ModelReply:
+    questions: list[dict[str, Any]] = []
+    for part in _split(rest):
+        question, bar, options = part.partition("|")
+        if not question.strip():
+            continue
+        choices = [o.strip() for o in options.split(",") if o.strip()] if bar else []
+        questions.append({"text": question.strip(), "options": choices})
+    if not questions:
+        return ModelReply(text="ask: needs a question, for example `ask: Which one? | a, b`.")
+    return _call(
+        "ask_user",
+        {"questions": questions},
+        f"I have {len(questions)} question(s) for you.",
+        available,
+        turn,
+    )
+
+
+def _verb_secret(rest: str, available: set[str], turn: int) -> ModelReply:
+    if not rest:
+        return ModelReply(text="secret: needs a key name, for example `secret: API_TOKEN`.")
+    return _call(
+        "store_secret", {"key": rest}, f"Asking you for the secret {rest}.", available, turn
+    )
+
+
+def _verb_history(rest: str, available: set[str], turn: int) -> ModelReply:
+    if rest:
+        return _call(
+            "chat_history",
+            {"mode": "search", "keyword": rest},
+            f'Searching the chat history for "{rest}".',
+            available,
+            turn,
+        )
+    return _call("chat_history", {"mode": "list"}, "Listing the chat history.", available, turn)
+
+
+def _verb_fail(rest: str, available: set[str], turn: int) -> ModelReply:
+    raise ModelError(rest or "the builtin model was asked to fail")
+
+
+_VERBS: Final = {
+    "run": _verb_run,
+    "bg": _verb_bg,
+    "sub": _verb_sub,
+    "ask": _verb_ask,
+    "secret": _verb_secret,
+    "history": _verb_history,
+    "fail": _verb_fail,
+}
+
+
+# --- helpers ------------------------------------------------------------------------
+
+
+def _call(tool: str, args: dict[str, Any], text: str, available: set[str], turn: int) -> ModelReply:
+    if tool not in available:
+        return ModelReply(text=f"The {tool} tool is not available here, so I cannot do that.")
+    return ModelReply(
+        text=text, tool_calls=[ToolCallRequest(id=f"call_{turn}_0", name=tool, args=args)]
+    )
+
+
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(";;") if part.strip()]
+
+
+def _command_text(args: dict[str, Any]) -> str:
+    command = args.get("command", "")
+    if isinstance(command, list):
+        return shlex.join(str(part) for part in command)
+    return str(command)
+
+
+def _json_object(text: str) -> dict[str, Any] | None:
+    if not text.startswith("{"):
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _fence(text: str) -> str:
+    """``text`` in a Markdown code block whose fence is longer than any run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+def _pieces(text: str, count: int) -> Iterable[str]:
+    """Split ``text`` into at most ``count`` word-aligned pieces that join back to it."""
+    tokens = re.findall(r"\s*\S+\s*|\s+", text)
+    size = -(-len(tokens) // count)
+    for start in range(0, len(tokens), size):
+        yield "".join(tokens[start : start + size])
