@@ -1,0 +1,292 @@
+"""Text → command parsing and frame building: the REPL's logic with no prompt_toolkit.
+
+Everything here is a pure function of its arguments, so the meaning of every slash
+command and every dialog choice is tested without a terminal. The mapping from a dialog
+choice to the exact `Reply` / `Cancel` frame lives here (SPEC §11, R40, R41, R47).
+"""
+
+from __future__ import annotations
+
+import enum
+import secrets
+from typing import Final
+
+import attrs
+
+from protocol.frames import BackgroundCancel, Cancel, Reply
+
+__all__ = [
+    "COMMANDS",
+    "CancelChoice",
+    "Command",
+    "ConfirmChoice",
+    "DropPending",
+    "Empty",
+    "Help",
+    "History",
+    "Input",
+    "Legs",
+    "ListPendingCmd",
+    "NewSession",
+    "Quit",
+    "ResumePending",
+    "SessionInfo",
+    "Unknown",
+    "background_cancel_frame",
+    "cancel_frame",
+    "complete_command",
+    "confirm_reply",
+    "help_text",
+    "new_request_id",
+    "new_session_id",
+    "new_window_hash",
+    "parse_line",
+    "question_reply",
+]
+
+#: Slash commands and their one-line help, in picker order.
+COMMANDS: Final[tuple[tuple[str, str], ...]] = (
+    ("/pending", "list resumable tasks; /pending N resumes, /pending drop N drops one"),
+    ("/legs", "list the session's background legs"),
+    ("/history", "recent finished tasks; /history WORD filters by keyword"),
+    ("/session", "show the session id, window and daemon"),
+    ("/new", "start a new session"),
+    ("/help", "show this help"),
+    ("/quit", "leave the REPL (running tasks are kept in /pending)"),
+)
+
+
+# ---------------------------------------------------------------- ids
+
+
+def new_session_id() -> str:
+    """A fresh REPL session id: origin ``cli-`` plus 8 hex (SPEC §0)."""
+    return "cli-" + secrets.token_hex(4)
+
+
+def new_window_hash() -> str:
+    """A random window hash, one per REPL process (R5)."""
+    return "w" + secrets.token_hex(8)
+
+
+def new_request_id() -> str:
+    return "r" + secrets.token_hex(6)
+
+
+# ---------------------------------------------------------------- commands
+
+
+@attrs.frozen
+class Empty:
+    """A blank line: nothing to do."""
+
+
+@attrs.frozen
+class Input:
+    """Text for the agent: a new run, or a steer when a run of this window is active."""
+
+    text: str
+
+
+@attrs.frozen
+class ListPendingCmd:
+    pass
+
+
+@attrs.frozen
+class ResumePending:
+    """``/pending N`` or ``/pending HASH``: ``ref`` is a 1-based index or a hash prefix."""
+
+    ref: str
+
+
+@attrs.frozen
+class DropPending:
+    ref: str
+
+
+@attrs.frozen
+class Legs:
+    pass
+
+
+@attrs.frozen
+class History:
+    keyword: str = ""
+
+
+@attrs.frozen
+class SessionInfo:
+    pass
+
+
+@attrs.frozen
+class NewSession:
+    pass
+
+
+@attrs.frozen
+class Help:
+    pass
+
+
+@attrs.frozen
+class Quit:
+    pass
+
+
+@attrs.frozen
+class Unknown:
+    """A line starting with ``/`` that is no command, or a command used wrongly."""
+
+    message: str
+
+
+Command = (
+    Empty
+    | Input
+    | ListPendingCmd
+    | ResumePending
+    | DropPending
+    | Legs
+    | History
+    | SessionInfo
+    | NewSession
+    | Help
+    | Quit
+    | Unknown
+)
+
+
+def parse_line(line: str) -> Command:
+    """Parse one submitted line.
+
+    A line starting with ``//`` sends the rest (starting with one ``/``) as input, so a
+    message may begin with a slash. Commands take at most the arguments shown in
+    `COMMANDS`; extra words are an `Unknown` with a usage message, never silently dropped.
+    """
+    text = line.strip()
+    if not text:
+        return Empty()
+    if text.startswith("//"):
+        return Input(text[1:])
+    if not text.startswith("/"):
+        return Input(text)
+    name, _, rest = text.partition(" ")
+    args = rest.split()
+    match name:
+        case "/pending":
+            if not args:
+                return ListPendingCmd()
+            if args[0] == "drop":
+                if len(args) != 2:
+                    return Unknown("usage: /pending drop N")
+                return DropPending(args[1])
+            if len(args) != 1:
+                return Unknown("usage: /pending [N | drop N]")
+            return ResumePending(args[0])
+        case "/legs" | "/session" | "/new" | "/help" | "/quit" if args:
+            return Unknown(f"usage: {name} (takes no arguments)")
+        case "/legs":
+            return Legs()
+        case "/session":
+            return SessionInfo()
+        case "/new":
+            return NewSession()
+        case "/help":
+            return Help()
+        case "/quit" | "/exit":
+            return Quit()
+        case "/history":
+            return History(rest.strip())
+    return Unknown(f"unknown command {name} (type /help; start with // to send a slash)")
+
+
+def complete_command(text: str) -> list[tuple[str, str]]:
+    """Commands (name, help) the ``/`` picker offers for ``text`` typed so far.
+
+    Only a first word starting with ``/`` completes; once a space is typed, the picker
+    has nothing more to offer.
+    """
+    if not text.startswith("/") or " " in text or text.startswith("//"):
+        return []
+    return [(name, doc) for name, doc in COMMANDS if name.startswith(text)]
+
+
+def help_text() -> str:
+    width = max(len(name) for name, _ in COMMANDS)
+    lines = [f"  {name.ljust(width)}  {doc}" for name, doc in COMMANDS]
+    keys = [
+        "",
+        "  Enter sends; text typed while a task runs steers it (injected at its next turn).",
+        "  Esc: close the picker / notice, cancel the running task (asks first once it has",
+        "  shown output: No / Pause / Yes), clear the input, or open the background-leg menu.",
+        "  Ctrl+C cancels the running task at once; Ctrl+D on an empty line quits.",
+    ]
+    return "\n".join(["Commands:", *lines, *keys])
+
+
+# ---------------------------------------------------------------- frames
+
+
+class ConfirmChoice(enum.Enum):
+    """The six answers of a tool confirmation (SPEC §11), in dialog order."""
+
+    APPROVE = "Approve"
+    DENY = "Deny with reason"
+    ALWAYS = "Always allow"
+    TURN = "Allow this turn"
+    CANCEL_TASK = "Cancel task"
+    ABORT_TASK = "Abort task"
+
+
+def confirm_reply(
+    ask_id: str, choice: ConfirmChoice, *, reason: str = "", password: str | None = None
+) -> Reply:
+    """The exact `Reply` for a confirmation choice.
+
+    ``password`` rides along with the approving choices only (R7): a deny, cancel or
+    abort never sends the system password anywhere.
+    """
+    match choice:
+        case ConfirmChoice.APPROVE:
+            return Reply(id=ask_id, approve=True, password=password)
+        case ConfirmChoice.DENY:
+            return Reply(id=ask_id, approve=False, reason=reason)
+        case ConfirmChoice.ALWAYS:
+            return Reply(id=ask_id, approve=True, remember=True, password=password)
+        case ConfirmChoice.TURN:
+            return Reply(id=ask_id, approve=True, allow_turn=True, password=password)
+        case ConfirmChoice.CANCEL_TASK:
+            return Reply(id=ask_id, action="cancel_task")
+        case ConfirmChoice.ABORT_TASK:
+            return Reply(id=ask_id, action="abort_task")
+
+
+def question_reply(ask_id: str, answers: list[str]) -> Reply:
+    """Answers of an ``ask_user``/``secret`` ask, one string per question in order."""
+    return Reply(id=ask_id, answers=list(answers))
+
+
+class CancelChoice(enum.Enum):
+    """The Esc popup of a run that has shown output (R47)."""
+
+    NO = "No"
+    PAUSE = "Pause"
+    YES = "Yes"
+
+
+def cancel_frame(task_hash: str, choice: CancelChoice) -> Cancel | None:
+    """``Pause`` → cause ``paused`` (kept, R41); ``Yes`` → ``user_canceled`` (R40)."""
+    match choice:
+        case CancelChoice.NO:
+            return None
+        case CancelChoice.PAUSE:
+            return Cancel(task_hash=task_hash, pause=True)
+        case CancelChoice.YES:
+            return Cancel(task_hash=task_hash, pause=False)
+
+
+def background_cancel_frame(session_id: str, leg_id: str) -> BackgroundCancel:
+    """Cancel one leg, or every leg of the session with ``leg_id="all"`` (R44)."""
+    return BackgroundCancel(session_id=session_id, leg_id=leg_id)

@@ -1,0 +1,172 @@
+"""Finding the daemon, and starting a detached one when none answers (SPEC §11).
+
+The daemon advertises itself in ``<home>/daemon.json`` ``{pid, host, port, …}`` while
+it serves; ``GET /v1/health`` (no auth) says whether it really answers. A daemon this
+REPL starts runs in its own session (``setsid``), so closing the terminal or the REPL
+does not take it down, with stdout and stderr appended to ``<home>/daemon.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+import attrs
+import httpx
+import trio
+
+from repl.messages import Status
+
+__all__ = [
+    "HEALTH_TIMEOUT_S",
+    "DaemonStartError",
+    "Endpoint",
+    "default_home",
+    "ensure_daemon",
+    "health_ok",
+    "model_label",
+    "read_endpoint",
+    "read_token",
+    "spawn_daemon",
+]
+
+#: How long a freshly started daemon has to answer ``/v1/health``.
+HEALTH_TIMEOUT_S: Final = 10.0
+_POLL_S: Final = 0.1
+
+
+class DaemonStartError(Exception):
+    """No daemon answered and starting one did not help; the message names the log."""
+
+
+@attrs.frozen(kw_only=True)
+class Endpoint:
+    """Where a serving daemon listens, and the bearer token it wants."""
+
+    host: str
+    port: int
+    token: str = ""
+
+    @property
+    def http_base(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.host}:{self.port}/v1/ws"
+
+
+def default_home() -> Path:
+    """``$AGENTRIO_HOME`` or ``~/.config/agentrio`` (the daemon uses the same rule)."""
+    env = os.environ.get("AGENTRIO_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".config" / "agentrio"
+
+
+def read_endpoint(home: Path) -> Endpoint | None:
+    """The address in ``daemon.json``, or None when it is absent or unreadable
+    (a daemon that is starting or has just stopped: the caller checks health anyway)."""
+    try:
+        data = json.loads((home / "daemon.json").read_text(encoding="utf-8"))
+        host, port = data["host"], data["port"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not isinstance(host, str) or not isinstance(port, int) or isinstance(port, bool):
+        return None
+    return Endpoint(host=host, port=port)
+
+
+def read_token(home: Path) -> str:
+    """The bearer token (``<home>/token``); empty when the daemon has not made one yet."""
+    try:
+        return (home / "token").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
+
+
+def model_label(home: Path) -> str:
+    """``provider`` or ``provider:name`` from ``[model]`` of ``config.toml``, for the
+    toolbar; ``builtin`` (the default) when the file or key is missing or invalid."""
+    try:
+        with (home / "config.toml").open("rb") as f:
+            model = tomllib.load(f).get("model", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        return "builtin"
+    provider = model.get("provider", "builtin") if isinstance(model, dict) else "builtin"
+    name = model.get("name", "") if isinstance(model, dict) else ""
+    return f"{provider}:{name}" if name else str(provider)
+
+
+async def health_ok(client: httpx.AsyncClient, endpoint: Endpoint) -> bool:
+    try:
+        response = await client.get(endpoint.http_base + "/v1/health", timeout=2.0)
+        return response.status_code == 200 and response.json().get("ok") is True
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
+
+
+def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
+    """Start ``python -m engine daemon`` detached (own session, stdin from /dev/null,
+    output appended to ``<home>/daemon.log``); return its pid.
+
+    `os.posix_spawn` rather than `subprocess.Popen`: a Popen object that is collected
+    while its child still runs warns, and this child is meant to outlive us.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    log = home / "daemon.log"
+    argv = argv or [sys.executable, "-m", "engine", "daemon"]
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, str(log), flags, 0o600),
+        (os.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+def _reaped(pid: int) -> bool:
+    """True when our child ``pid`` has exited (and reap it, so it leaves no zombie)."""
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return done == pid
+
+
+async def ensure_daemon(
+    home: Path,
+    client: httpx.AsyncClient,
+    *,
+    status: Callable[[Status], None],
+    spawn: Callable[[Path], int] = spawn_daemon,
+    wait_s: float = HEALTH_TIMEOUT_S,
+) -> Endpoint:
+    """The endpoint of a healthy daemon, starting one when none answers.
+
+    While waiting, ``daemon.json`` is re-read on every poll: if another REPL started a
+    daemon at the same moment, ours loses the port and exits, and we use theirs.
+    """
+    endpoint = await trio.to_thread.run_sync(read_endpoint, home)
+    if endpoint is not None and await health_ok(client, endpoint):
+        return attrs.evolve(endpoint, token=await trio.to_thread.run_sync(read_token, home))
+    log = home / "daemon.log"
+    pid = await trio.to_thread.run_sync(spawn, home)
+    status(Status(text=f"no daemon answered; started one (pid {pid}), its log: {log}"))
+    exited = False
+    with trio.move_on_after(wait_s):
+        while True:
+            endpoint = await trio.to_thread.run_sync(read_endpoint, home)
+            if endpoint is not None and await health_ok(client, endpoint):
+                token = await trio.to_thread.run_sync(read_token, home)
+                return attrs.evolve(endpoint, token=token)
+            if not exited and _reaped(pid):
+                exited = True
+            elif exited:
+                break
+            await trio.sleep(_POLL_S)
+    why = "exited" if exited else f"did not answer within {wait_s:g} s"
+    raise DaemonStartError(f"the daemon {why}; see its log: {log}")
