@@ -10,10 +10,14 @@ It does not understand language; it reads the conversation the way a test would:
    engine writes (R12, R26), it summarises that message instead of acting on it:
    ``[Resumed Task — ask_user response received]`` quotes the "Current answers" lines;
    ``[Resumed Task — interrupted execution recovered]`` re-issues every interrupted
-   ``run_command`` it can parse from the "Interrupted calls" section (a line
-   ``- run_command {"command": "sleep 30"}``), so a paused command runs again;
-   ``[Resumed Task — background group finished]`` and ``[Background Report — …]`` quote
-   the reports.
+   ``run_command`` it can read from the "Interrupted calls" section, so a paused command
+   runs again — but never one whose arguments were cut short (R11 elision), which it
+   would only be guessing; ``[Resumed Task — background group finished]`` and
+   ``[Background Report — …]`` quote the reports. Sections are read both as
+   engine/snapshot.py writes them (``## Interrupted calls`` headings, calls as
+   ``1. run_command (call id)`` + ``args: {…}``) and in the short form
+   ``Interrupted calls:`` / ``- run_command {"command": "sleep 30"}``. Anything that does
+   not parse is summarised, not guessed.
 3. **Verbs.** Otherwise the newest user message is read as one verb (case-sensitive
    prefix; the text after the colon is stripped):
 
@@ -50,6 +54,7 @@ import shlex
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
+import attrs
 import trio
 
 from engine.models.base import (
@@ -89,9 +94,11 @@ HELP_TEXT: Final = (
     "- fail: MESSAGE — fail with MESSAGE (for testing)"
 )
 
-#: Section titles the resume messages use. A line starting with one of them followed by
-#: a colon ends the section before it; nothing else does, so report bodies and command
-#: output (which may well contain ``Error:`` lines) are quoted whole.
+#: Section titles the resume messages use (engine/snapshot.py writes them as ``## Title``
+#: headings; ``Title:`` lines are read too). A heading or ``Title:`` line with one of these
+#: titles ends the section before it, and so does the closing sentence about elided
+#: values; nothing else does, so report bodies and command output (which may well
+#: contain ``Error:`` lines) are quoted whole.
 _SECTION_TITLES: Final = (
     "Objective",
     "Next",
@@ -103,21 +110,22 @@ _SECTION_TITLES: Final = (
     "Remaining steps",
     "Starting task",
 )
+_TITLES: Final = "|".join(re.escape(title) for title in _SECTION_TITLES)
 #: After a title: an optional parenthetical, such as ``Current answers (2):``, then a colon.
 _TITLE_TAIL: Final = r"(?: ?\([^)\n]*\))?:"
 _SECTION_RE: Final = re.compile(
-    r"^(?:"
-    + "|".join(re.escape(title) for title in _SECTION_TITLES)
-    + r")(?:"
-    + _TITLE_TAIL
-    + r"|\s*$)"
+    rf"^(?:#+ *(?:{_TITLES})\s*$|(?:{_TITLES}){_TITLE_TAIL}|Some values above were elided)"
 )
 _EXIT_RE: Final = re.compile(
     r"^\W*(?:exit|exited with|return)(?:[ _-]?(?:code|status))?\s*[:=]?\s*(-?\d+)\W*$",
     re.IGNORECASE,
 )
+_ELIDED_RE: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
 _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
-_CALL_LINE_RE: Final = re.compile(r"^\s*[-*]\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
+#: An interrupted call: ``- run_command {"command": …}`` or ``1. run_command (call id)``
+#: followed by an ``args: {…}`` line.
+_CALL_LINE_RE: Final = re.compile(r"^\s*(?:[-*]|\d+\.)\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
+_ARGS_LINE_RE: Final = re.compile(r"^\s*args:\s*(.*)$")
 _HISTORY_LINES: Final = 20
 
 
@@ -263,11 +271,15 @@ def _summarise_history(args: dict[str, Any], content: str) -> str:
 def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
     if text.startswith(ASK_RESUME_HEADER):
         answers = _section(text, "Current answers")
-        if answers:
-            return ModelReply(text="Resumed with your answers:\n" + "\n".join(answers))
-        return ModelReply(text="Resumed with your answers, but none were given.")
+        said = (
+            "Resumed with your answers:\n" + "\n".join(answers)
+            if answers
+            else "Resumed with your answers, but none were given."
+        )
+        return ModelReply(text=said + _carried_reports(text))
     if text.startswith(INTERRUPTED_RESUME_HEADER):
-        return _recover(text, available, turn)
+        reply = _recover(text, available, turn)
+        return attrs.evolve(reply, text=reply.text + _carried_reports(text))
     if text.startswith(GROUP_RESUME_HEADER):
         return ModelReply(text=_summarise_group(text))
     for header, what in (
@@ -285,21 +297,29 @@ def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
 
 def _recover(text: str, available: set[str], turn: int) -> ModelReply:
     commands: list[dict[str, Any]] = []
+    elided = 0
+    tool = ""
     for line in _section(text, "Interrupted calls"):
-        match = _CALL_LINE_RE.match(line)
-        if not match or match.group(1) != "run_command":
+        if match := _CALL_LINE_RE.match(line):
+            tool, rest = match.group(1), match.group(2)
+        elif match := _ARGS_LINE_RE.match(line):
+            rest = match.group(1)
+        else:
             continue
-        rest = match.group(2)
-        start = rest.find("{")
-        if start < 0:
+        args = _leading_object(rest) if tool == "run_command" else None
+        if args is None or not args.get("command"):
             continue
-        try:
-            args, _ = json.JSONDecoder().raw_decode(rest[start:])
-        except json.JSONDecodeError:
-            continue
-        if isinstance(args, dict) and args.get("command"):
+        tool = ""
+        if _ELIDED_RE.search(json.dumps(args, ensure_ascii=False)):
+            elided += 1  # part of it was cut out (R11): never run a guess
+        else:
             commands.append(args)
     if not commands:
+        if elided:
+            return ModelReply(
+                text="Recovered the interrupted task, but its command was cut short in the "
+                "snapshot, so I will not run a guess of it."
+            )
         return ModelReply(text="Recovered the interrupted task; there is no command to run again.")
     if "run_command" not in available:
         return ModelReply(
@@ -314,6 +334,13 @@ def _recover(text: str, available: set[str], turn: int) -> ModelReply:
             for i, args in enumerate(commands)
         ],
     )
+
+
+def _carried_reports(text: str) -> str:
+    """Background reports a paused or parked task received (R26), quoted after the
+    resume summary; empty when there are none."""
+    reports = _section(text, "Background reports")
+    return "\n\nBackground reports while it waited:\n" + "\n".join(reports) if reports else ""
 
 
 def _summarise_group(text: str) -> str:
@@ -336,7 +363,7 @@ def _section(text: str, title: str) -> list[str]:
     """The lines of section ``title`` (the first line starting with it): any text after
     its colon on the same line, then the following lines up to the next section title;
     blank lines around them dropped."""
-    start = re.compile(r"^" + re.escape(title) + r"\b(?:" + _TITLE_TAIL + r"(.*))?")
+    start = re.compile(rf"^(?:#+ *)?{re.escape(title)}\b(?:{_TITLE_TAIL}(.*))?")
     out: list[str] = []
     inside = False
     for line in text.splitlines():
@@ -474,6 +501,19 @@ def _command_text(args: dict[str, Any]) -> str:
     if isinstance(command, list):
         return shlex.join(str(part) for part in command)
     return str(command)
+
+
+def _leading_object(text: str) -> dict[str, Any] | None:
+    """The JSON object starting at the first ``{`` of ``text``, if it parses (a clamped,
+    elided value does not, and is then not guessed)."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

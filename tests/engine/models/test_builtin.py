@@ -9,6 +9,8 @@ import trio
 
 from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
 from engine.models.builtin import HELP_TEXT, BuiltinModel
+from engine.snapshot import InterruptedCall, make_snapshot, resume_message
+from protocol.events import Question
 
 ALL_TOOLS = [
     ToolSpec(name=name, description=name, parameters={"type": "object"})
@@ -392,6 +394,71 @@ async def test_interrupted_resume_without_run_command_tool() -> None:
         text="Recovered the interrupted task, but the run_command tool is not available "
         "here, so I cannot run it again."
     )
+
+
+async def test_real_interrupted_resume_message_reissues_the_command() -> None:
+    """R61 (R12, R26): the resume message engine/snapshot.py writes for a paused
+    `run: sleep 30` makes the builtin model run it again, quoting carried reports."""
+    snapshot = make_snapshot(
+        "run: sleep 30",
+        [user("run: sleep 30"), call("call_1_0", "run_command", command="sleep 30")],
+        interrupted=[
+            InterruptedCall(
+                call_id="call_1_0", tool_name="run_command", args={"command": "sleep 30"}
+            )
+        ],
+        remaining_steps="Run the interrupted command again.",
+        reports=["cmd_0123abcd finished: ok"],
+    )
+    text = resume_message(snapshot, answers=None, reason="interrupted")
+    reply = await ask([*snapshot.messages, user(text)])
+    assert reply == ModelReply(
+        text="Recovered the interrupted task; running `sleep 30` again.\n\n"
+        "Background reports while it waited:\ncmd_0123abcd finished: ok",
+        tool_calls=[
+            ToolCallRequest(id="call_2_0", name="run_command", args={"command": "sleep 30"})
+        ],
+    )
+
+
+async def test_elided_interrupted_command_is_not_guessed() -> None:
+    """R61 (R11): a command whose arguments were clamped is never re-run from a guess."""
+    long_command = "echo " + "x" * 5000
+    snapshot = make_snapshot(
+        "run it",
+        [],
+        interrupted=[
+            InterruptedCall(call_id="c", tool_name="run_command", args={"command": long_command})
+        ],
+    )
+    text = resume_message(snapshot, answers=None, reason="interrupted")
+    assert "bytes elided" in text
+    reply = await ask([user(text)])
+    assert reply == ModelReply(
+        text="Recovered the interrupted task, but its command was cut short in the "
+        "snapshot, so I will not run a guess of it."
+    )
+
+
+async def test_real_ask_resume_message_quotes_answers() -> None:
+    """R61 (R12): the ask_user resume engine/snapshot.py writes is summarised with its
+    current answers verbatim (a secret answer stays hidden, as the message has it)."""
+    snapshot = make_snapshot(
+        "ask: Deploy?",
+        [],
+        questions=[
+            Question(text="Deploy?", options=["yes", "no"]),
+            Question(text="Token?", secret=True),
+        ],
+        remaining_steps="Deploy when told yes.",
+    )
+    text = resume_message(snapshot, answers=["yes", "hunter2"], reason="ask_user")
+    reply = await ask([user(text)])
+    assert reply == ModelReply(
+        text="Resumed with your answers:\nQ: Deploy?\nA: yes\n\n"
+        "Q: Token?\nA: (a secret value was given; it is not shown)"
+    )
+    assert "hunter2" not in reply.text
 
 
 GROUP_RESUME = """[Resumed Task — background group finished]
