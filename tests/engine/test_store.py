@@ -1,0 +1,378 @@
+"""engine/store: the SQLite store's tasks, markers, claims, history and secrets.
+
+Times passed as ``now`` are plain numbers: the store never reads a clock, so expiry is
+exact and tests need no sleeping. One test drives expiry with the autojump clock.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+import trio
+import trio.testing
+
+from engine.errors import BadRequest, Conflict, NotFound
+from engine.store import (
+    CLAIM_CONFLICT,
+    HistoryRow,
+    SqliteStore,
+    StoreError,
+    StoreStatistics,
+    TaskRow,
+    marker_key,
+    open_sqlite_store,
+    open_store,
+)
+from engine.store.sqlite import SCHEMA_VERSION
+from protocol.events import Question
+
+SESSION = "chat-alpha"
+H1, H2, H3, H4 = ("1" * 32, "2" * 32, "3" * 32, "4" * 32)
+
+
+def _task(task_hash: str, **changes: Any) -> TaskRow:
+    row = TaskRow(
+        session_id=SESSION,
+        task_hash=task_hash,
+        state="parked",
+        objective=f"objective {task_hash[:4]}",
+        origin="chat-",
+        model="builtin",
+        created_at=100.0,
+        updated_at=100.0,
+        snapshot={"objective": "o", "messages": [{"role": "user", "content": "héllo 😀"}]},
+        questions=[Question(text="Which host?", options=["a", "b"], multi=True)],
+    )
+    return attrs.evolve(row, **changes)
+
+
+def _history(task_hash: str, end_at: float, **changes: Any) -> HistoryRow:
+    row = HistoryRow(
+        session_id=SESSION,
+        task_hash=task_hash,
+        end_at=end_at,
+        objective=f"objective {task_hash[:4]}",
+        model="builtin",
+        reasoning="",
+        status="finished",
+        content="ran ls",
+    )
+    return attrs.evolve(row, **changes)
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    opened = await SqliteStore.open(tmp_path / "agentrio.db")
+    try:
+        yield opened
+    finally:
+        await opened.aclose()
+
+
+# -- tasks -------------------------------------------------------------------------------
+
+
+async def test_task_crud_round_trip(store: SqliteStore) -> None:
+    """R11, R72: a task row (snapshot JSON, questions, flags) comes back equal;
+    put is an upsert; delete reports whether there was a row; sessions are apart."""
+    row = _task(H1, has_jobs=True, ask_id="a" * 32, resumed_from=H4)
+    await store.put_task(row)
+    assert await store.get_task(SESSION, H1) == row
+    assert await store.get_task("chat-other", H1) is None
+    assert await store.get_task(SESSION, H2) is None
+
+    changed = attrs.evolve(row, state="interrupted", updated_at=150.0, snapshot=None, questions=[])
+    await store.put_task(changed)
+    assert await store.get_task(SESSION, H1) == changed
+
+    await store.put_task(_task(H2, created_at=50.0))
+    await store.put_task(attrs.evolve(_task(H3), session_id="chat-other"))
+    assert [t.task_hash for t in await store.list_tasks(SESSION)] == [H2, H1]
+
+    assert await store.delete_task(SESSION, H1) is True
+    assert await store.delete_task(SESSION, H1) is False
+    assert [t.task_hash for t in await store.list_tasks(SESSION)] == [H2]
+    assert [t.task_hash for t in await store.list_tasks("chat-other")] == [H3]
+
+
+def test_task_row_rejects_unknown_state() -> None:
+    """R45: only running / parked / interrupted rows exist; anything else is a bug."""
+    with pytest.raises(ValueError, match="state"):
+        _task(H1, state="finished")
+
+
+async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
+    """R45, R51, R72: a live marker hides a task; an expired one shows it, including a
+    row still marked running (its daemon died); newest updated first."""
+    await store.put_task(_task(H1, updated_at=110.0))
+    await store.put_task(_task(H2, state="running", updated_at=130.0))
+    await store.put_task(_task(H3, state="running", updated_at=120.0))
+    await store.put_task(_task(H4, state="interrupted", updated_at=140.0))
+    await store.set_marker(marker_key(SESSION, H2), expires_at=200.0)
+    await store.set_marker(marker_key(SESSION, H3), expires_at=160.0)
+
+    at_150 = await store.list_resumable(SESSION, now=150.0)
+    assert [t.task_hash for t in at_150] == [H4, H1]
+    # expiry is exclusive: a marker expiring at `now` is no longer live
+    at_160 = await store.list_resumable(SESSION, now=160.0)
+    assert [t.task_hash for t in at_160] == [H4, H3, H1]
+    at_200 = await store.list_resumable(SESSION, now=200.0)
+    assert [t.task_hash for t in at_200] == [H4, H2, H3, H1]
+    assert {t.state for t in at_200 if t.task_hash in (H2, H3)} == {"running"}
+    assert await store.list_resumable("chat-other", now=200.0) == []
+
+
+async def test_marker_expiry_on_the_mock_clock(
+    store: SqliteStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    """R51: a 60 s marker of a task whose refresher is gone stops counting at expiry,
+    and the task becomes resumable without any PID check."""
+    await store.put_task(_task(H1, state="running"))
+    key = marker_key(SESSION, H1)
+    await store.set_marker(key, expires_at=trio.current_time() + 60)
+    await trio.sleep(59.5)
+    assert await store.marker_alive(key, now=trio.current_time()) is True
+    assert await store.list_resumable(SESSION, now=trio.current_time()) == []
+    await trio.sleep(1)
+    assert await store.marker_alive(key, now=trio.current_time()) is False
+    assert [t.task_hash for t in await store.list_resumable(SESSION, now=trio.current_time())] == [
+        H1
+    ]
+
+
+async def test_marker_set_refresh_delete_purge(store: SqliteStore) -> None:
+    """R51: refresh moves expiry forward; delete and purge remove markers."""
+    assert marker_key("cli-x", H1) == f"action:cli-x:{H1}"
+    await store.set_marker("action:a", expires_at=10.0)
+    await store.set_marker("action:a", expires_at=70.0)  # refresh
+    await store.set_marker("action:b", expires_at=20.0)
+    await store.set_marker("action:c", expires_at=30.0)
+    assert await store.marker_alive("action:a", now=65.0) is True
+    assert await store.marker_alive("action:missing", now=0.0) is False
+    await store.delete_marker("action:a")
+    await store.delete_marker("action:a")  # deleting twice is fine
+    assert await store.marker_alive("action:a", now=0.0) is False
+    assert await store.purge_expired_markers(now=20.0) == 1
+    assert await store.marker_alive("action:c", now=20.0) is True
+    assert await store.purge_expired_markers(now=20.0) == 0
+
+
+# -- claim (R36, R37) ------------------------------------------------------------------
+
+
+async def test_claim_success_then_conflict_then_recovery(store: SqliteStore) -> None:
+    """R37, R51: a claim sets running + marker; a second one while the marker lives
+    fails with the exact conflict; once the marker expired (crashed run) it wins."""
+    row = _task(H1, ask_id="q" * 32)
+    await store.put_task(row)
+    claimed = await store.claim(SESSION, H1, now=200.0, ttl=60.0)
+    assert claimed == attrs.evolve(row, state="running", updated_at=200.0)
+    assert await store.get_task(SESSION, H1) == claimed
+    assert await store.marker_alive(marker_key(SESSION, H1), now=259.9) is True
+    assert await store.marker_alive(marker_key(SESSION, H1), now=260.0) is False
+
+    with pytest.raises(Conflict) as caught:
+        await store.claim(SESSION, H1, now=259.0, ttl=60.0)
+    assert str(caught.value) == CLAIM_CONFLICT == "[Conflict] pending task: running"
+    assert (await store.get_task(SESSION, H1)) == claimed  # the loser changed nothing
+
+    again = await store.claim(SESSION, H1, now=260.0, ttl=60.0)
+    assert again.updated_at == 260.0
+    assert await store.marker_alive(marker_key(SESSION, H1), now=319.0) is True
+
+
+async def test_claim_unknown_task(store: SqliteStore) -> None:
+    """R37: a claim of a task that does not exist is NotFound, naming the hash."""
+    with pytest.raises(NotFound) as caught:
+        await store.claim(SESSION, H1, now=0.0, ttl=60.0)
+    assert str(caught.value) == f"unknown pending task {H1}"
+    assert await store.marker_alive(marker_key(SESSION, H1), now=0.0) is False
+
+
+async def test_claim_moves_to_a_new_hash(store: SqliteStore) -> None:
+    """R36, R37: with a new hash the row moves (resumed_from = old hash) in the same
+    transaction; a racing resume of the old hash sees the conflict, not "unknown";
+    once that marker lapses, the old hash is simply unknown."""
+    row = _task(H1, has_jobs=False, resumed_from=None)
+    await store.put_task(row)
+    moved = await store.claim(SESSION, H1, now=300.0, ttl=60.0, new_task_hash=H2)
+    assert moved == attrs.evolve(
+        row, task_hash=H2, state="running", updated_at=300.0, resumed_from=H1
+    )
+    assert await store.get_task(SESSION, H1) is None
+    assert await store.get_task(SESSION, H2) == moved
+    assert await store.marker_alive(marker_key(SESSION, H2), now=359.0) is True
+
+    with pytest.raises(Conflict, match=r"^\[Conflict\] pending task: running$"):
+        await store.claim(SESSION, H1, now=310.0, ttl=60.0, new_task_hash=H3)
+    with pytest.raises(Conflict, match=r"^\[Conflict\] pending task: running$"):
+        await store.claim(SESSION, H2, now=310.0, ttl=60.0)
+    with pytest.raises(NotFound, match=H1):
+        await store.claim(SESSION, H1, now=360.0, ttl=60.0)
+    assert [t.task_hash for t in await store.list_tasks(SESSION)] == [H2]
+
+
+async def test_claim_to_a_taken_hash_changes_nothing(store: SqliteStore) -> None:
+    """R36, R72: a move onto a hash in use fails and rolls the whole claim back."""
+    await store.put_task(_task(H1))
+    await store.put_task(_task(H2))
+    with pytest.raises(Conflict, match=f"task hash {H2} is already in use"):
+        await store.claim(SESSION, H1, now=10.0, ttl=60.0, new_task_hash=H2)
+    assert await store.get_task(SESSION, H1) == _task(H1)
+    assert await store.marker_alive(marker_key(SESSION, H1), now=10.0) is False
+
+
+async def test_concurrent_claims_in_one_process(store: SqliteStore) -> None:
+    """R37: of 20 concurrent claims (half with moves), exactly one wins."""
+    await store.put_task(_task(H1))
+    wins: list[TaskRow] = []
+    conflicts: list[str] = []
+
+    async def one(index: int) -> None:
+        new_hash = f"{index:032x}" if index % 2 else None
+        try:
+            wins.append(await store.claim(SESSION, H1, now=5.0, ttl=60.0, new_task_hash=new_hash))
+        except Conflict as exc:
+            conflicts.append(str(exc))
+
+    async with trio.open_nursery() as nursery:
+        for index in range(20):
+            nursery.start_soon(one, index)
+    assert len(wins) == 1
+    assert conflicts == [CLAIM_CONFLICT] * 19
+    assert [t.task_hash for t in await store.list_tasks(SESSION)] == [wins[0].task_hash]
+
+
+# -- history -----------------------------------------------------------------------------
+
+
+async def test_history_order_keyword_and_limit(store: SqliteStore) -> None:
+    """R45: ended runs newest first; keyword matches objective or content ignoring
+    case (Unicode too) and is literal (no wildcards); limit caps; sessions are apart."""
+    await store.add_history(_history(H1, 10.0, objective="Deploy the ÉCLAIR site"))
+    await store.add_history(_history(H2, 30.0, content="ran make; 100% done", status="failed"))
+    await store.add_history(_history(H3, 20.0, status="canceled", reasoning="why"))
+    await store.add_history(attrs.evolve(_history(H4, 40.0), session_id="chat-other"))
+
+    assert [h.task_hash for h in await store.list_history(SESSION)] == [H2, H3, H1]
+    assert [h.task_hash for h in await store.list_history(SESSION, limit=2)] == [H2, H3]
+    assert await store.list_history(SESSION, limit=0) == []
+    assert [h.task_hash for h in await store.list_history(SESSION, keyword="éclair")] == [H1]
+    assert [h.task_hash for h in await store.list_history(SESSION, keyword="RAN MAKE")] == [H2]
+    assert [h.task_hash for h in await store.list_history(SESSION, keyword="100%")] == [H2]
+    assert await store.list_history(SESSION, keyword="%") == [await store.get_history(SESSION, H2)]
+    assert await store.list_history(SESSION, keyword="_") == []
+    by_objective = await store.list_history(SESSION, keyword="OBJECTIVE")
+    assert [h.task_hash for h in by_objective] == [H2, H3]
+    with pytest.raises(BadRequest, match="limit must be 0 or more"):
+        await store.list_history(SESSION, limit=-1)
+
+
+async def test_history_get_and_replace(store: SqliteStore) -> None:
+    """R40: one record per run; writing a run again replaces it (and re-sorts it)."""
+    first = _history(H1, 10.0, status="failed", content="error: boom")
+    await store.add_history(first)
+    await store.add_history(_history(H2, 10.0))
+    assert await store.get_history(SESSION, H1) == first
+    assert await store.get_history(SESSION, H3) is None
+    # equal end_at: the later written comes first
+    assert [h.task_hash for h in await store.list_history(SESSION)] == [H2, H1]
+    canceled = attrs.evolve(first, status="canceled", content="[Canceled]\nerror: boom")
+    await store.add_history(canceled)
+    assert await store.get_history(SESSION, H1) == canceled
+    assert [h.task_hash for h in await store.list_history(SESSION)] == [H1, H2]
+
+
+# -- secrets and the file --------------------------------------------------------------
+
+
+async def test_secrets_round_trip(store: SqliteStore) -> None:
+    """R60, R73: secrets are kept per session; keys list without values."""
+    await store.put_secret(SESSION, "b_token", "s3cr3t-1")
+    await store.put_secret(SESSION, "a_key", "s3cr3t-2")
+    await store.put_secret(SESSION, "b_token", "s3cr3t-3")
+    await store.put_secret("chat-other", "c", "s3cr3t-4")
+    assert await store.get_secret(SESSION, "b_token") == "s3cr3t-3"
+    assert await store.get_secret(SESSION, "c") is None
+    assert await store.secret_keys(SESSION) == ["a_key", "b_token"]
+    assert "s3cr3t" not in repr(store)
+    assert "s3cr3t" not in repr(await store.statistics(now=0.0))
+
+
+async def test_file_is_owner_only(tmp_path: Path) -> None:
+    """R60, R70: the store holds secrets: the file and its WAL are 0600, also when a
+    file with a looser mode was there before."""
+    path = tmp_path / "home" / "agentrio.db"
+    async with open_store(path) as store:
+        await store.put_secret(SESSION, "k", "v")
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        wal = path.with_name(path.name + "-wal")
+        assert stat.S_IMODE(wal.stat().st_mode) == 0o600
+    path.chmod(0o644)
+    store = await open_sqlite_store(path)
+    await store.aclose()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+async def test_reopen_keeps_everything(tmp_path: Path) -> None:
+    """R72: every committed write is there after closing and reopening the file."""
+    path = tmp_path / "agentrio.db"
+    async with open_store(path) as store:
+        await store.put_task(_task(H1))
+        await store.claim(SESSION, H1, now=1.0, ttl=60.0, new_task_hash=H2)
+        await store.add_history(_history(H3, 5.0))
+        await store.put_secret(SESSION, "k", "v")
+    async with open_store(path) as store:
+        assert await store.get_task(SESSION, H2) == attrs.evolve(
+            _task(H1), task_hash=H2, state="running", updated_at=1.0, resumed_from=H1
+        )
+        assert await store.marker_alive(marker_key(SESSION, H2), now=60.0) is True
+        assert await store.get_history(SESSION, H3) == _history(H3, 5.0)
+        assert await store.get_secret(SESSION, "k") == "v"
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert raw.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    raw.close()
+
+
+async def test_open_refuses_a_newer_schema_and_a_non_database(tmp_path: Path) -> None:
+    """R72: a file the store cannot read is a clear StoreError, not a crash later."""
+    newer = tmp_path / "newer.db"
+    with sqlite3.connect(newer) as raw:
+        raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    raw.close()
+    with pytest.raises(StoreError, match="schema version 2, newer than"):
+        await SqliteStore.open(newer)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match=r"^cannot open store junk\.db: file is not a database$"):
+        await SqliteStore.open(junk)
+
+
+async def test_statistics_and_close(store: SqliteStore) -> None:
+    """R53: counts for /v1/health; a closed store refuses calls; aclose is idempotent."""
+    assert await store.statistics(now=0.0) == StoreStatistics(
+        tasks=0, history=0, markers_live=0, secrets=0, writes_total=0
+    )
+    await store.put_task(_task(H1))
+    await store.put_task(_task(H2))
+    await store.claim(SESSION, H1, now=10.0, ttl=60.0)
+    await store.set_marker("action:old", expires_at=5.0)
+    await store.add_history(_history(H3, 1.0))
+    await store.put_secret(SESSION, "k", "v")
+    with pytest.raises(Conflict):
+        await store.claim(SESSION, H1, now=10.0, ttl=60.0)  # not a write
+    assert await store.statistics(now=10.0) == StoreStatistics(
+        tasks=2, history=1, markers_live=1, secrets=1, writes_total=6
+    )
+    await store.aclose()
+    await store.aclose()
+    assert "closed" in repr(store)
+    with pytest.raises(trio.ClosedResourceError):
+        await store.get_task(SESSION, H1)
