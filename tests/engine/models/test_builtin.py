@@ -7,8 +7,10 @@ from typing import Any
 import pytest
 import trio
 
+from engine.config import ModelConfig
 from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
 from engine.models.builtin import HELP_TEXT, BuiltinModel
+from engine.models.factory import close_model, make_model
 from engine.snapshot import InterruptedCall, make_snapshot, resume_message
 from protocol.events import Question
 
@@ -562,3 +564,11 @@ async def test_name_and_cancellation() -> None:
         await model.complete([user("run: ls")], ALL_TOOLS)
     assert scope.cancelled_caught
     await model.aclose()
+
+
+async def test_factory_builds_the_builtin_model_by_default() -> None:
+    """R61: the default model config gives the offline builtin model."""
+    model = await make_model(ModelConfig())
+    assert isinstance(model, BuiltinModel)
+    assert model.name == "builtin"
+    await close_model(model)

@@ -1,0 +1,80 @@
+"""Build the configured model (R61): ``[model] provider`` picks the class.
+
+Configuration mistakes (no script for ``scripted``, no model name for ``openai``) are
+`ConfigError` with one line naming the key, raised when the model is built, so the
+daemon refuses to start instead of failing the first task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import trio
+
+from engine.config import ModelConfig
+from engine.errors import ConfigError
+from engine.models.base import Model
+from engine.models.builtin import BuiltinModel
+from engine.models.openai import OpenAIModel, resolve_api_key
+from engine.models.scripted import ScriptedModel
+
+__all__ = ["close_model", "make_model"]
+
+PROVIDERS = ("builtin", "openai", "scripted")
+
+
+async def make_model(
+    config: ModelConfig,
+    *,
+    get_secret: Callable[[str], Awaitable[str | None]] | None = None,
+) -> Model:
+    """The model ``config`` describes.
+
+    ``get_secret`` reads a stored secret by name; it is used for the ``openai`` key when
+    the ``api_key_env`` variable is unset. A relative ``script`` path is taken from the
+    current directory. Close the result with `close_model`.
+    """
+    provider: str = config.provider
+    if provider == "builtin":
+        await trio.lowlevel.checkpoint()
+        return BuiltinModel()
+    if provider == "scripted":
+        if not config.script.strip():
+            raise ConfigError("model.script: the scripted provider needs a script file")
+        return await trio.to_thread.run_sync(_load_script, config.script)
+    if provider == "openai":
+        if not config.name.strip():
+            raise ConfigError("model.name: the openai provider needs a model name")
+        if not config.base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"model.base_url: expected an http(s) URL, got {config.base_url!r}")
+        if config.timeout_s <= 0:
+            raise ConfigError("model.timeout_s: expected a number of seconds > 0")
+        return OpenAIModel(
+            name=config.name,
+            base_url=config.base_url,
+            api_key=await resolve_api_key(config, get_secret),
+            timeout_s=config.timeout_s,
+            stream=config.stream,
+        )
+    raise ConfigError(
+        f"model.provider: unknown provider {provider!r} (expected one of {', '.join(PROVIDERS)})"
+    )
+
+
+def _load_script(script: str) -> ScriptedModel:
+    """Blocking: runs in a worker thread."""
+    path = Path(script).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"model.script: {path}: no such file")
+    return ScriptedModel.from_toml(path)
+
+
+async def close_model(model: Model) -> None:
+    """Release what ``model`` holds (the openai connection pool); models without an
+    ``aclose`` method hold nothing."""
+    aclose = getattr(model, "aclose", None)
+    if aclose is None:
+        await trio.lowlevel.checkpoint()
+        return
+    await aclose()
