@@ -1,0 +1,469 @@
+"""The engine facade: start, steer, cancel, resume and answer tasks.
+
+`open_engine` owns one nursery for all runs. The daemon serves an `Engine`; tests and
+scripts can use one in-process::
+
+    async with open_engine(config) as engine:
+        run = await engine.start_task("chat-demo", "run: echo hi")
+        outcome = await run.wait_done()
+
+Nothing here is tied to a connection: a front-end passes a `RunOrigin`, and
+`disconnect` cancels what that connection started with cause ``disconnected`` (R43).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Final
+
+import attrs
+import trio
+
+from engine.causes import Cause
+from engine.config import Config
+from engine.errors import BadRequest, Conflict, Forbidden, NotFound
+from engine.ids import check_session_id, check_task_hash, new_task_hash
+from engine.markers import MARKER_TTL_S
+from engine.models.base import Model
+from engine.nursery_tasks import Supervisor, TaskHandle
+from engine.pending import AskReply, AskRequest, Entry, Listener, PendingRegistry
+from engine.runs import RunOrigin, TaskRun, Toolbox, execute_task, resume_input
+from engine.sessions import Session
+from engine.snapshot import Snapshot, snapshot_from_json
+from engine.store.base import Store, TaskRow, marker_key
+from engine.tools.ask_user import AskUserTool
+from engine.tools.base import Services
+from engine.tools.history import ChatHistoryTool
+from engine.tools.run_command import RunCommandTool
+from engine.tools.secrets import StoreSecretTool
+from engine.tools.sudo import PasswordVerifier, SudoVerifier
+from protocol import events as ev
+from protocol.frames import PendingTaskInfo
+from protocol.http import HistoryEntry, HistoryRecord
+
+__all__ = ["CONFLICT_RUNNING", "Engine", "SendResult", "open_engine"]
+
+log = logging.getLogger("agentrio.engine")
+
+#: The exact message of a resume that finds its task claimed (R37).
+CONFLICT_RUNNING: Final = "[Conflict] pending task: running"
+#: How long shutdown waits for runs to record their end (R53 allows 5 s in all).
+SHUTDOWN_WAIT_S: Final = 3.0
+
+
+@attrs.frozen
+class SendResult:
+    """What ``POST /v1/send`` did: started/resumed a run, or steered one (R35)."""
+
+    session_id: str
+    run: TaskRun | None = None
+    steered: bool = False
+
+
+class Engine:
+    """Sessions, runs and the pending registry of one process. See the module doc."""
+
+    def __init__(self, services: Services, nursery: trio.Nursery, toolbox: Toolbox) -> None:
+        self.services = services
+        self.registry = services.registry
+        self.store = services.store
+        self.config = services.config
+        self.toolbox = toolbox
+        self.started_at = time.monotonic()
+        self._nursery = nursery
+        self._supervisor = Supervisor(nursery)
+        self._sessions: dict[str, Session] = {}
+        self._by_connection: dict[str, set[TaskRun]] = {}
+
+    # ------------------------------------------------------------------ sessions
+
+    def session(self, session_id: str) -> Session:
+        """The live session ``session_id`` (made on first use)."""
+        check_session_id(session_id)
+        session = self._sessions.get(session_id)
+        if session is None:
+            limit = self.config.background.max_tasks or None
+            session = Session(session_id, clock=self.services.clock, leg_limit=limit)
+            self._sessions[session_id] = session
+        return session
+
+    def find_run(self, task_hash: str, session_id: str | None = None) -> TaskRun | None:
+        """The run of ``task_hash`` in this process, queued or executing."""
+        if session_id is not None:
+            session = self._sessions.get(session_id)
+            return session.runs.get(task_hash) if session else None
+        for session in self._sessions.values():
+            run = session.runs.get(task_hash)
+            if run is not None:
+                return run
+        return None
+
+    # ------------------------------------------------------------------ starting
+
+    async def start_task(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        origin: RunOrigin | None = None,
+        allow_all: bool = False,
+    ) -> TaskRun:
+        """Start a task; returns once its marker is published and its cancel path is
+        registered (R46, R50), before it waits for a slot."""
+        session = self.session(session_id)
+        if not text.strip():
+            raise BadRequest("input is empty")
+        run = self._new_run(session, new_task_hash(), text, text, origin, allow_all)
+        await self._launch(run)
+        return run
+
+    def _new_run(
+        self,
+        session: Session,
+        task_hash: str,
+        objective: str,
+        first_input: str,
+        origin: RunOrigin | None,
+        allow_all: bool,
+        **extra: Any,
+    ) -> TaskRun:
+        return TaskRun(
+            services=self.services,
+            session=session,
+            task_hash=task_hash,
+            objective=objective,
+            input=first_input,
+            origin=origin or RunOrigin(),
+            handle=TaskHandle(name=f"task {session.id}/{task_hash}"),
+            allow_all=allow_all,
+            created_at=self.services.clock(),
+            **extra,
+        )
+
+    async def _launch(self, run: TaskRun) -> None:
+        session = run.session
+        session.runs[run.task_hash] = run
+        session.latest_task = run.task_hash
+        connection = run.origin.connection_id
+        if connection:
+            self._by_connection.setdefault(connection, set()).add(run)
+            run.on_end.append(self._forget_connection)
+        await self._supervisor.start(execute_task, run, self.toolbox, handle=run.handle)
+
+    async def _forget_connection(self, run: TaskRun) -> None:
+        runs = self._by_connection.get(run.origin.connection_id)
+        if runs is not None:
+            runs.discard(run)
+            if not runs:
+                del self._by_connection[run.origin.connection_id]
+
+    async def send(
+        self,
+        text: str,
+        *,
+        session_id: str | None = None,
+        pending_task: str | None = None,
+        allow_all: bool = False,
+        origin: RunOrigin | None = None,
+    ) -> SendResult:
+        """``POST /v1/send`` (R35): start a task; with ``pending_task``, steer it while it
+        runs here, or resume it (``text`` answers its questions, if it has any)."""
+        session_id = session_id or f"chat-{new_task_hash()[:12]}"
+        session = self.session(session_id)
+        if pending_task is None:
+            run = await self.start_task(session_id, text, origin=origin, allow_all=allow_all)
+            return SendResult(session_id=session_id, run=run)
+        check_task_hash(pending_task)
+        running = session.runs.get(pending_task)
+        if running is not None:
+            self.steer(session_id, pending_task, text)
+            return SendResult(session_id=session_id, steered=True)
+        run = await self.resume(
+            session_id, pending_task, answers=[text], origin=origin, allow_all=allow_all
+        )
+        return SendResult(session_id=session_id, run=run)
+
+    def steer(self, session_id: str, task_hash: str, text: str) -> None:
+        """Add ``text`` at the start of the running task's next turn (R35)."""
+        run = self.find_run(task_hash, session_id)
+        if run is None:
+            raise NotFound(f"task {task_hash} is not running in session {session_id}")
+        if not text.strip():
+            raise BadRequest("steer text is empty")
+        run.steers.append(text)
+
+    # ------------------------------------------------------------------ cancel
+
+    def cancel(
+        self,
+        task_hash: str,
+        cause: Cause,
+        *,
+        session_id: str | None = None,
+        connection_id: str | None = None,
+    ) -> bool:
+        """Cancel one task with ``cause`` (R40, R41, R52). With ``connection_id`` only a
+        task that connection started may be cancelled (R46): others raise `Forbidden`.
+        Returns False when the task does not run here (or already ended)."""
+        run = self.find_run(task_hash, session_id)
+        if run is None:
+            return False
+        if connection_id is not None and run.origin.connection_id != connection_id:
+            raise Forbidden(f"task {task_hash} was not started by this connection")
+        return run.handle.cancel(cause)
+
+    def record_stale_cancel(self, session_id: str, task_hash: str) -> None:
+        """A cancel for a task that does not run here: leave a ``canceled`` event."""
+        self.session(session_id).hub.emit(
+            task_hash, ev.Canceled, cause=str(Cause.USER_CANCELED), kept=False
+        )
+
+    def disconnect(self, connection_id: str) -> int:
+        """Cancel every run ``connection_id`` started, cause ``disconnected`` (R43)."""
+        runs = list(self._by_connection.get(connection_id, ()))
+        return sum(run.handle.cancel(Cause.DISCONNECTED) for run in runs)
+
+    # ------------------------------------------------------------------ resume
+
+    async def resume(
+        self,
+        session_id: str,
+        task_hash: str,
+        *,
+        answers: list[str] | None = None,
+        origin: RunOrigin | None = None,
+        allow_all: bool = False,
+    ) -> TaskRun:
+        """Resume a pending task as a new run (R11, R12, R36, R37, R42).
+
+        The claim is one atomic compare-and-set in the store: of N concurrent resumes,
+        in this process or another, exactly one wins; the rest raise `Conflict` with
+        ``[Conflict] pending task: running``. A parked task resumed without answers
+        asks its questions inline first, when the caller's window can take them.
+        """
+        session = self.session(session_id)
+        check_task_hash(task_hash)
+        if task_hash in session.runs:
+            raise Conflict(CONFLICT_RUNNING)
+        row = await self.store.get_task(session_id, task_hash)
+        if row is None:
+            raise NotFound(f"no pending task {task_hash} in session {session_id}")
+        questions = row.questions if row.state == "parked" else []
+        ask_inline = bool(questions) and answers is None
+        if ask_inline and not self._can_ask(session_id, task_hash, origin, questions):
+            raise BadRequest(f"task {task_hash} waits for answers to its questions; send answers")
+        moves = session.latest_task not in (None, task_hash) and not row.has_jobs
+        claimed = await self.store.claim(
+            session_id,
+            task_hash,
+            now=self.services.clock(),
+            ttl=MARKER_TTL_S,
+            new_task_hash=new_task_hash() if moves else None,
+        )
+        if row.ask_id and self.registry.get(row.ask_id) is not None:
+            self.registry.remove(row.ask_id, "resumed")
+        snapshot = (
+            snapshot_from_json(claimed.snapshot)
+            if claimed.snapshot
+            else Snapshot(objective=row.objective, messages=[])
+        )
+        run = self._new_run(
+            session,
+            claimed.task_hash,
+            row.objective,
+            "",
+            origin,
+            allow_all,
+            resumed_from=task_hash,
+            previous_answers=list(snapshot.previous_answers),
+        )
+        run.created_at = row.created_at
+        run.completed = list(snapshot.completed)
+        if ask_inline:
+            run.input = f"(resuming {task_hash}: asking its saved questions)"
+            run.resume_snapshot = snapshot
+        else:
+            run.input = resume_input(run, snapshot, answers)
+        await self._launch(run)
+        return run
+
+    def _can_ask(
+        self, session_id: str, task_hash: str, origin: RunOrigin | None, questions: list[Any]
+    ) -> bool:
+        request = AskRequest(
+            kind="ask_user",
+            session_id=session_id,
+            task_hash=task_hash,
+            window_hash=(origin or RunOrigin()).window_hash,
+            questions=questions,
+        )
+        return self.registry.has_listener(session_id, request)
+
+    async def answer(self, entry_id: str, reply: AskReply, *, by: Listener | None = None) -> Entry:
+        """Answer an ask. A reply to a *parked* question resumes its task exactly like
+        ``POST …/resume`` with answers (R11), and is subject to R37."""
+        entry = self.registry.resolve(entry_id, reply, by=by)
+        if entry.parked:
+            request = entry.request
+            await self.resume(
+                request.session_id,
+                request.task_hash,
+                answers=list(reply.answers or []),
+                origin=RunOrigin(window_hash=request.window_hash),
+            )
+        return entry
+
+    # ------------------------------------------------------------------ queries
+
+    async def pending_tasks(self, session_id: str) -> list[PendingTaskInfo]:
+        """Only actually resumable tasks: no live marker, not running here (R45, R51)."""
+        session = self.session(session_id)
+        rows = await self.store.list_resumable(session_id, now=self.services.clock())
+        return [_info(row) for row in rows if row.task_hash not in session.runs]
+
+    async def questions(self, session_id: str, task_hash: str) -> list[Any]:
+        row = await self._pending_row(session_id, task_hash)
+        return list(row.questions)
+
+    async def drop_pending(self, session_id: str, task_hash: str) -> None:
+        """Delete a pending task (404 unknown, 409 while it runs)."""
+        row = await self._pending_row(session_id, task_hash)
+        key = marker_key(session_id, task_hash)
+        running = task_hash in self.session(session_id).runs
+        if running or await self.store.marker_alive(key, now=self.services.clock()):
+            raise Conflict(CONFLICT_RUNNING)
+        if row.ask_id and self.registry.get(row.ask_id) is not None:
+            self.registry.remove(row.ask_id, "task dropped")
+        await self.store.delete_task(session_id, task_hash)
+
+    async def _pending_row(self, session_id: str, task_hash: str) -> TaskRow:
+        check_session_id(session_id)
+        check_task_hash(task_hash)
+        row = await self.store.get_task(session_id, task_hash)
+        if row is None:
+            raise NotFound(f"no pending task {task_hash} in session {session_id}")
+        return row
+
+    async def history(
+        self, session_id: str, *, keyword: str = "", limit: int = 50
+    ) -> list[HistoryEntry]:
+        check_session_id(session_id)
+        if not 1 <= limit <= 500:
+            raise BadRequest("limit must be from 1 to 500")
+        rows = await self.store.list_history(session_id, keyword=keyword, limit=limit)
+        return [
+            HistoryEntry(
+                task_hash=r.task_hash,
+                end_at=r.end_at,
+                objective=r.objective,
+                model=r.model,
+                reasoning=r.reasoning,
+                status=r.status,
+            )
+            for r in rows
+        ]
+
+    async def history_record(self, session_id: str, task_hash: str) -> HistoryRecord:
+        check_session_id(session_id)
+        check_task_hash(task_hash)
+        row = await self.store.get_history(session_id, task_hash)
+        if row is None:
+            raise NotFound(f"no finished task {task_hash} in session {session_id}")
+        return HistoryRecord(task_hash=row.task_hash, content=row.content)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def statistics(self) -> dict[str, Any]:
+        sessions = [s.statistics() for s in self._sessions.values()]
+        return {
+            "sessions": len(sessions),
+            "tasks_running": sum(s.tasks_running for s in sessions),
+            "tasks_queued": sum(s.tasks_queued for s in sessions),
+            "legs_running": sum(s.legs_running for s in sessions),
+            "events_dropped": sum(s.hub.dropped_total for s in sessions),
+            "subscribers": sum(s.hub.subscribers for s in sessions),
+            "pending": attrs.asdict(self.registry.statistics()),
+            "supervisor": attrs.asdict(self._supervisor.statistics()),
+        }
+
+    @property
+    def task_count(self) -> int:
+        return sum(len(s.runs) for s in self._sessions.values())
+
+    async def shutdown(self) -> None:
+        """Cancel every run with cause ``shutdown`` and wait for their exits (R53)."""
+        runs = [run for s in self._sessions.values() for run in s.runs.values()]
+        self._supervisor.cancel_all(Cause.SHUTDOWN)
+        with trio.move_on_after(SHUTDOWN_WAIT_S):
+            for run in runs:
+                await run.handle.wait_finished()
+
+
+def _info(row: TaskRow) -> PendingTaskInfo:
+    return PendingTaskInfo(
+        task_hash=row.task_hash,
+        objective=row.objective,
+        has_questions=bool(row.questions),
+        questions=list(row.questions),
+        updated_at=row.updated_at,
+        has_jobs=row.has_jobs,
+    )
+
+
+@asynccontextmanager
+async def open_engine(
+    config: Config,
+    *,
+    store: Store | None = None,
+    model: Model | None = None,
+    verifier: PasswordVerifier | None = None,
+    clock: Callable[[], float] = time.time,
+) -> AsyncIterator[Engine]:
+    """An engine with its own nursery; on exit every run is cancelled (``shutdown``)
+    and, if this function opened the store, the store is closed."""
+    from engine.models.factory import make_model
+    from engine.store.sqlite import SqliteStore
+
+    home = config.home_path
+    await trio.Path(home).mkdir(parents=True, exist_ok=True)
+    own_store = store is None
+    if store is None:
+        store = await SqliteStore.open(home / "agentrio.db")
+    try:
+        if model is None:
+            the_store = store
+
+            async def get_secret(name: str) -> str | None:
+                return await the_store.get_secret("", name)
+
+            model = await make_model(config.model, get_secret=get_secret)
+        services = Services(
+            config=config,
+            store=store,
+            registry=PendingRegistry(),
+            model=model,
+            verifier=verifier or SudoVerifier(),
+            clock=clock,
+        )
+        async with trio.open_nursery() as nursery:
+            toolbox = Toolbox(
+                [
+                    RunCommandTool(services),
+                    AskUserTool(services),
+                    StoreSecretTool(services),
+                    ChatHistoryTool(services),
+                ]
+            )
+            engine = Engine(services, nursery, toolbox)
+            try:
+                yield engine
+            finally:
+                with trio.CancelScope(shield=True):
+                    await engine.shutdown()
+    finally:
+        if own_store:
+            with trio.CancelScope(shield=True):
+                await store.aclose()

@@ -1,0 +1,442 @@
+"""One task's run: the agent loop and its single exit path.
+
+A run goes: write its row and online marker, say "started" (its cancel path now
+exists, R46/R50), wait for a session slot, then turns — model call, tool calls,
+results — until the model stops calling tools, the task parks on a question, fails,
+or is cancelled.
+
+However it ends, `_finish` is the one place that decides what becomes of the task's
+pending record, from the outcome or the handle's `Cause` (R40, R41, R45):
+
+| end | history | pending record | final event |
+|---|---|---|---|
+| finished | finished | deleted | ``done`` |
+| parked (R11) | — | kept, with questions | ``pending`` |
+| failed (R62) | failed | deleted | ``failed`` |
+| cancel, ``user_canceled`` | canceled, ``[Canceled]`` | deleted | ``canceled`` |
+| cancel, any other cause | — | kept, resumable | ``canceled`` |
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+import attrs
+import trio
+
+from engine.causes import Cause
+from engine.markers import keep_marker_alive, publish_marker
+from engine.models.base import Message, ModelError, ToolCallRequest
+from engine.nursery_tasks import TaskHandle, cancel_scope
+from engine.pending import AskRequest
+from engine.sessions import Session
+from engine.snapshot import (
+    QA,
+    CompletedCall,
+    InterruptedCall,
+    Snapshot,
+    clamp,
+    make_snapshot,
+    resume_message,
+    snapshot_to_json,
+)
+from engine.store.base import HistoryRow, TaskRow, marker_key
+from engine.tools.ask_user import ask_inline
+from engine.tools.base import Services, Tool, ToolOutcome
+from protocol import events as ev
+from protocol.events import Question
+from protocol.frames import DoneStatus
+
+__all__ = [
+    "RunOrigin",
+    "TaskOutcome",
+    "TaskRun",
+    "Toolbox",
+    "execute_task",
+    "resume_input",
+]
+
+log = logging.getLogger("agentrio.runs")
+
+_E = TypeVar("_E", bound=ev.Event)
+
+
+@attrs.frozen
+class RunOrigin:
+    """Who started a run: the connection (for cancel rights and disconnects, R43, R46)
+    and the REPL window (asks route only to it, R5). Empty for HTTP-started runs."""
+
+    connection_id: str = ""
+    window_hash: str = ""
+
+
+@attrs.frozen
+class TaskOutcome:
+    status: DoneStatus
+    error: str = ""
+    cause: Cause | None = None
+    text: str = ""
+
+
+_STATUS_BY_CAUSE: dict[Cause, DoneStatus] = {
+    Cause.USER_CANCELED: "canceled",
+    Cause.PAUSED: "paused",
+    Cause.USER_ABORTED: "aborted",
+    Cause.DISCONNECTED: "aborted",
+    Cause.SHUTDOWN: "aborted",
+    Cause.SUPERSEDED: "aborted",
+}
+
+
+@attrs.frozen
+class _Finished:
+    text: str
+
+
+@attrs.frozen
+class _Parked:
+    questions: list[Question]
+
+
+@attrs.frozen
+class _Failed:
+    error: str
+
+
+_Ending = _Finished | _Parked | _Failed
+
+
+@attrs.define(eq=False)
+class TaskRun:
+    """The live state of one task in this process."""
+
+    services: Services
+    session: Session
+    task_hash: str
+    #: The original objective (the first input), kept across resumes.
+    objective: str
+    #: The first user message of this run (the input, or a resume message).
+    input: str
+    origin: RunOrigin
+    handle: TaskHandle
+    allow_all: bool = False
+    resumed_from: str | None = None
+    created_at: float = 0.0
+    previous_answers: list[QA] = attrs.field(factory=list)
+    messages: list[Message] = attrs.field(factory=list)
+    steers: deque[str] = attrs.field(factory=deque)
+    #: Background reports waiting to be added at the start of the next turn (R26).
+    reports: deque[str] = attrs.field(factory=deque)
+    completed: list[CompletedCall] = attrs.field(factory=list)
+    #: Calls of the current turn not finished yet: "interrupted" if the run stops now.
+    open_calls: list[ToolCallRequest] = attrs.field(factory=list)
+    #: Tools approved with "Allow for this turn".
+    allow_turn: set[str] = attrs.field(factory=set)
+    record: list[str] = attrs.field(factory=list)
+    queued: bool = True
+    last_error: str = ""
+    reasoning: str = ""
+    outcome: TaskOutcome | None = None
+    #: Set when a parked task is resumed without answers: its questions are asked
+    #: inline first (R42).
+    resume_snapshot: Snapshot | None = None
+    #: Called once the outcome is recorded (background jobs hook in here, R44).
+    on_end: list[Callable[[TaskRun], Awaitable[None]]] = attrs.field(factory=list)
+
+    @property
+    def session_id(self) -> str:
+        return self.session.id
+
+    def emit(self, kind: type[_E], **fields: Any) -> _E:
+        return self.session.hub.emit(self.task_hash, kind, **fields)
+
+    async def wait_done(self) -> TaskOutcome:
+        await self.handle.wait_finished()
+        assert self.outcome is not None
+        return self.outcome
+
+
+class Toolbox:
+    """The tools a run may call, and the one place a call is executed."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    def add(self, tool: Tool) -> None:
+        self._tools[tool.name] = tool
+
+    def for_run(self, run: TaskRun) -> list[Tool]:
+        return [tool for tool in self._tools.values() if tool.available(run)]
+
+    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+        tool = self._tools.get(call.name)
+        if tool is None or not tool.available(run):
+            return ToolOutcome(
+                ok=False, output="", skipped=f"tool {call.name!r} is not available in this task"
+            )
+        try:
+            return await tool.execute(run, call)
+        except ValueError as exc:  # bad arguments from the model
+            return ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
+
+
+async def execute_task(
+    run: TaskRun, toolbox: Toolbox, *, task_status: trio.TaskStatus[None]
+) -> None:
+    """Run ``run`` inside its handle's scope (the supervisor entered it) to its end."""
+    services = run.services
+    ending: _Ending | None = None
+    try:
+        await services.store.put_task(_row(run, "running"))
+        await publish_marker(services.store, run.session_id, run.task_hash, clock=services.clock)
+        task_status.started()
+        run.emit(
+            ev.TaskStarted,
+            input=run.input,
+            origin=run.session.origin,
+            resumed_from=run.resumed_from,
+        )
+        run.record.append(f"user: {run.input}")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                partial(
+                    keep_marker_alive,
+                    services.store,
+                    run.session_id,
+                    run.task_hash,
+                    clock=services.clock,
+                )
+            )
+            try:
+                async with run.session.slots:
+                    run.queued = False
+                    ending = await _turns(run, toolbox)
+            except ModelError as exc:
+                ending = _Failed(f"model error: {exc}")
+            except Exception as exc:
+                log.exception("task %s failed", run.task_hash)
+                ending = _Failed(f"internal error: {type(exc).__name__}: {exc}")
+            finally:
+                cancel_scope(nursery.cancel_scope, Cause.SUPERSEDED)
+    finally:
+        # Shielded, not time-boxed: the store's own busy timeout bounds it, and a
+        # deadline here would also fire under a test's autojumping mock clock while
+        # the store works in its thread.
+        with trio.CancelScope(shield=True):
+            await _finish(run, ending)
+
+
+def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) -> str:
+    """The first message of a resumed run (R12); answers join ``previous_answers``."""
+    if snapshot.questions and answers is not None:
+        run.previous_answers.extend(
+            QA(question=q.text, answer=a) for q, a in zip(snapshot.questions, answers, strict=False)
+        )
+        return resume_message(snapshot, answers=answers, reason="ask_user")
+    return resume_message(snapshot, answers=None, reason="interrupted")
+
+
+async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
+    services = run.services
+    if run.resume_snapshot is not None:
+        snapshot, run.resume_snapshot = run.resume_snapshot, None
+        answers = await ask_inline(services, run, snapshot.questions)
+        if answers is None:
+            return _Parked(list(snapshot.questions))
+        run.input = resume_input(run, snapshot, answers)
+        run.record.append(f"user: {run.input}")
+    run.messages.append(Message(role="user", content=run.input))
+    for _turn in range(services.config.max_turns):
+        _inject(run)
+        run.allow_turn.clear()
+        tools = toolbox.for_run(run)
+        streamed: list[str] = []
+
+        async def on_text(delta: str, streamed: list[str] = streamed) -> None:
+            streamed.append(delta)
+            run.emit(ev.Text, text=delta)
+
+        reply = await services.model.complete(
+            run.messages, [tool.spec() for tool in tools], on_text=on_text
+        )
+        if reply.text and not streamed:
+            run.emit(ev.Text, text=reply.text)
+        if reply.reasoning:
+            run.reasoning = reply.reasoning
+        run.messages.append(
+            Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
+        )
+        if reply.text:
+            run.record.append(f"assistant: {reply.text}")
+        if not reply.tool_calls:
+            if run.steers or run.reports:  # a report that arrived just now: one more turn
+                continue
+            return _Finished(reply.text)
+        park: list[Question] | None = None
+        run.open_calls = list(reply.tool_calls)
+        for call in reply.tool_calls:
+            run.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
+            outcome = await toolbox.execute(run, call)
+            run.open_calls.remove(call)
+            if outcome.park is not None:
+                park = outcome.park
+                continue
+            _commit(run, call, outcome)
+        if park is not None:
+            return _Parked(park)
+    return _Failed(f"the task took more than {services.config.max_turns} turns")
+
+
+def _inject(run: TaskRun) -> None:
+    """Add steers and background reports at the start of a turn (R26, R35)."""
+    while run.steers:
+        text = run.steers.popleft()
+        run.emit(ev.SteerInjected, text=text)
+        run.messages.append(Message(role="user", content=text))
+        run.record.append(f"user (steer): {text}")
+    while run.reports:
+        text = run.reports.popleft()
+        run.messages.append(Message(role="user", content=text))
+        run.record.append(f"report: {text}")
+
+
+def _commit(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> None:
+    """Record a finished call: event, message for the model, action record."""
+    limit = run.services.config.tools.max_result_bytes
+    if outcome.skipped:
+        run.emit(ev.ToolSkipped, call_id=call.id, tool_name=call.name, reason=outcome.skipped)
+        content = f"not run: {outcome.skipped}"
+    else:
+        content = clamp(outcome.output, limit)
+        run.emit(ev.ToolResult, call_id=call.id, tool_name=call.name, ok=outcome.ok, output=content)
+        if not outcome.ok:
+            run.last_error = content[:500]
+    run.messages.append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
+    run.completed.append(
+        CompletedCall(call_id=call.id, tool_name=call.name, args=call.args, output=content)
+    )
+    run.record.append(f"tool {call.name} {json.dumps(call.args, ensure_ascii=False)}: {content}")
+
+
+def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **extra: Any) -> TaskRow:
+    now = run.services.clock()
+    return TaskRow(
+        session_id=run.session_id,
+        task_hash=run.task_hash,
+        state=state,
+        objective=run.objective,
+        origin=run.session.origin,
+        model=run.services.model.name,
+        created_at=run.created_at or now,
+        updated_at=now,
+        snapshot=extra.pop("snapshot", None),
+        questions=extra.pop("questions", []),
+        has_jobs=extra.pop("has_jobs", False),
+        ask_id=extra.pop("ask_id", None),
+        resumed_from=run.resumed_from,
+    )
+
+
+def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
+    return make_snapshot(
+        run.objective,
+        run.messages,
+        completed=run.completed,
+        interrupted=[
+            InterruptedCall(call_id=c.id, tool_name=c.name, args=c.args) for c in run.open_calls
+        ],
+        questions=questions,
+        previous_answers=run.previous_answers,
+        remaining_steps="",
+        reports=list(run.reports),
+    )
+
+
+async def _finish(run: TaskRun, ending: _Ending | None) -> None:
+    """The one exit path: record the outcome from ``ending`` or the handle's cause."""
+    services, store = run.services, run.services.store
+    key = marker_key(run.session_id, run.task_hash)
+    try:
+        match ending:
+            case _Finished(text):
+                await _to_history(run, "finished", f"assistant: {text}" if text else "")
+                await store.delete_task(run.session_id, run.task_hash)
+                run.emit(ev.Done, text=text)
+                run.outcome = TaskOutcome(status="finished", text=text)
+            case _Parked(questions):
+                snapshot = _snapshot(run, questions)
+                entry = services.registry.offer_parked(_parked_request(run, questions))
+                await store.put_task(
+                    _row(
+                        run,
+                        "parked",
+                        snapshot=snapshot_to_json(snapshot),
+                        questions=questions,
+                        ask_id=entry.id,
+                    )
+                )
+                run.emit(ev.Pending, questions=questions, ask_id=entry.id)
+                run.outcome = TaskOutcome(status="parked")
+            case _Failed(error):
+                run.last_error = error
+                await _to_history(run, "failed", f"error: {error}")
+                await store.delete_task(run.session_id, run.task_hash)
+                run.emit(ev.Failed, error=error)
+                run.outcome = TaskOutcome(status="failed", error=error)
+            case None:
+                cause = run.handle.cause or Cause.SHUTDOWN
+                if cause.keeps_pending:
+                    snapshot = _snapshot(run, [])
+                    await store.put_task(
+                        _row(run, "interrupted", snapshot=snapshot_to_json(snapshot))
+                    )
+                else:
+                    last = f"\nlast error: {run.last_error}" if run.last_error else ""
+                    await _to_history(run, "canceled", f"assistant: [Canceled]{last}")
+                    await store.delete_task(run.session_id, run.task_hash)
+                run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
+                run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
+        await store.delete_marker(key)
+    except Exception as exc:  # the store failed: say so, never hang the caller
+        log.exception("could not record the end of task %s", run.task_hash)
+        run.outcome = run.outcome or TaskOutcome(status="failed", error=f"store error: {exc}")
+    finally:
+        run.session.runs.pop(run.task_hash, None)
+        for hook in run.on_end:
+            try:
+                await hook(run)
+            except Exception:
+                log.exception("end hook of task %s failed", run.task_hash)
+
+
+def _parked_request(run: TaskRun, questions: list[Question]) -> AskRequest:
+    return AskRequest(
+        kind="ask_user",
+        session_id=run.session_id,
+        task_hash=run.task_hash,
+        window_hash=run.origin.window_hash,
+        questions=questions,
+    )
+
+
+async def _to_history(
+    run: TaskRun, status: Literal["finished", "failed", "canceled"], last: str
+) -> None:
+    content = "\n".join([*run.record, last] if last else run.record)
+    await run.services.store.add_history(
+        HistoryRow(
+            session_id=run.session_id,
+            task_hash=run.task_hash,
+            end_at=run.services.clock(),
+            objective=run.objective,
+            model=run.services.model.name,
+            reasoning=run.reasoning,
+            status=status,
+            content=content,
+        )
+    )

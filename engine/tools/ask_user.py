@@ -1,0 +1,131 @@
+"""The ``ask_user`` tool: inline for REPL tasks, parked for everything else (R10–R13).
+
+From a ``cli-`` task with a connected window the question goes through the registry
+and the same run continues with the answer. From any other origin — or a ``cli-`` task
+whose window is gone — the tool asks the loop to *park*: the turn's other calls run,
+a snapshot is written, the run ends, and an answer resumes it as a new turn.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from engine.causes import Cause
+from engine.errors import AskFailed
+from engine.models.base import ToolCallRequest, ToolSpec
+from engine.pending import AskRequest
+from engine.snapshot import QA
+from engine.tools.base import Services, ToolOutcome
+from protocol.events import Question
+
+if TYPE_CHECKING:
+    from engine.runs import TaskRun
+
+__all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
+
+
+class AskUserTool:
+    name = "ask_user"
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def spec(self) -> ToolSpec:
+        question = {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "options": {"type": "array", "items": {"type": "string"}},
+                "multi": {"type": "boolean"},
+            },
+            "required": ["text"],
+        }
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Ask the user one or more questions and wait for the answers. Give options "
+                "when the choice is closed."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"questions": {"type": "array", "items": question}},
+                "required": ["questions"],
+            },
+        )
+
+    def available(self, run: TaskRun) -> bool:
+        return True
+
+    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+        questions = parse_questions(call.args)
+        if run.session.origin != "cli-":
+            return ToolOutcome(output="", park=questions)
+        answers = await ask_inline(self._services, run, questions)
+        if answers is None:
+            return ToolOutcome(output="", park=questions)
+        run.previous_answers.extend(
+            QA(question=q.text, answer=a) for q, a in zip(questions, answers, strict=False)
+        )
+        return ToolOutcome(output=format_answers(questions, answers))
+
+
+async def ask_inline(
+    services: Services, run: TaskRun, questions: list[Question]
+) -> list[str] | None:
+    """Ask ``questions`` in the run's window and return the answers, or None when the
+    task should park instead: nobody can take the question (R10), or the reply failed
+    for a reason other than user cancellation (R13). A reply choosing "Cancel task" or
+    "Abort task" cancels the run with that cause."""
+    request = AskRequest(
+        kind="ask_user",
+        session_id=run.session_id,
+        task_hash=run.task_hash,
+        window_hash=run.origin.window_hash,
+        questions=questions,
+    )
+    registry = services.registry
+    if not registry.has_listener(run.session_id, request):
+        return None
+    try:
+        reply = await registry.ask(request)
+    except AskFailed:
+        return None
+    if reply.action is not None:
+        run.handle.cancel(
+            Cause.USER_CANCELED if reply.action == "cancel_task" else Cause.USER_ABORTED
+        )
+        await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
+    return list(reply.answers or [])
+
+
+def parse_questions(args: dict[str, Any]) -> list[Question]:
+    """Questions from ``{"questions": [...]}`` or a single ``{"question", "options"}``."""
+    raw = args.get("questions")
+    if raw is None and "question" in args:
+        raw = [{"text": args["question"], "options": args.get("options", [])}]
+    if not isinstance(raw, list) or not raw:
+        raise ValueError("argument 'questions' must be a non-empty list")
+    questions: list[Question] = []
+    for index, item in enumerate(raw):
+        if isinstance(item, str):
+            item = {"text": item}
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            raise ValueError(f"questions[{index}] needs a 'text' string")
+        options = item.get("options", [])
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise ValueError(f"questions[{index}].options must be a list of strings")
+        questions.append(
+            Question(text=item["text"], options=options, multi=bool(item.get("multi", False)))
+        )
+    return questions
+
+
+def format_answers(questions: list[Question], answers: list[str]) -> str:
+    """``Q: …`` / ``A: …`` pairs; a question left unanswered says so."""
+    lines: list[str] = []
+    for index, question in enumerate(questions):
+        answer = answers[index] if index < len(answers) else "(no answer)"
+        lines.append(f"Q: {question.text}\nA: {answer}")
+    return "\n".join(lines)

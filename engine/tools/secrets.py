@@ -1,0 +1,76 @@
+"""The ``store_secret`` tool: ask for a value in a hidden field and store it (R60, R73).
+
+The value travels once, from the person's reply to the store. It is never echoed
+back, never part of an event, the action record, a snapshot, a log line or an
+exception message: the tool result only names the key.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Final
+
+from engine.errors import AskFailed
+from engine.models.base import ToolCallRequest, ToolSpec
+from engine.pending import AskRequest
+from engine.tools.base import Services, ToolOutcome, string_arg
+from protocol.events import Question
+
+if TYPE_CHECKING:
+    from engine.runs import TaskRun
+
+__all__ = ["StoreSecretTool"]
+
+SECRET_KEY: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+class StoreSecretTool:
+    name = "store_secret"
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Ask the user for a secret value (an API key, a password) in a hidden field "
+                "and store it under a key. The value is never shown to you."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {"key": {"type": "string"}},
+                "required": ["key"],
+            },
+        )
+
+    def available(self, run: TaskRun) -> bool:
+        return True
+
+    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+        key = string_arg(call, "key").strip()
+        if not SECRET_KEY.fullmatch(key):
+            raise ValueError("argument 'key' must be 1-64 of [A-Za-z0-9_.-]")
+        request = AskRequest(
+            kind="secret",
+            session_id=run.session_id,
+            task_hash=run.task_hash,
+            window_hash=run.origin.window_hash,
+            tool_name=self.name,
+            tool_args={"key": key},
+            questions=[Question(text=f"Value for the secret {key!r}", secret=True)],
+        )
+        registry = self._services.registry
+        if not registry.has_listener(run.session_id, request):
+            return ToolOutcome(
+                ok=False, output="", skipped="no front-end can take the secret value"
+            )
+        try:
+            reply = await registry.ask(request)
+        except AskFailed as exc:
+            return ToolOutcome(ok=False, output="", skipped=f"no value received: {exc}")
+        value = reply.password or (reply.answers[0] if reply.answers else "")
+        if not value:
+            return ToolOutcome(ok=False, output="", skipped="no value was entered")
+        await self._services.store.put_secret(run.session_id, key, value)
+        return ToolOutcome(output=f"stored the secret {key} ({len(value)} characters)")
