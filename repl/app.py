@@ -1,0 +1,197 @@
+"""The prompt_toolkit application around a `ReplState` (asyncio side).
+
+`ReplApp` wires the state to the screen: the input line submits to the state, keys call
+the state's Esc/Ctrl+C decisions and carry out the two the UI owns (close the picker,
+clear the input), and after every change `refresh` swaps the visible dialog to match
+the state, prints new transcript lines above the prompt, and redraws. Frames reach it
+through `deliver`, which `repl.bridge` schedules on the asyncio loop.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.formatted_text import FormattedText
+from prompt_toolkit.history import History, InMemoryHistory
+from prompt_toolkit.layout import AnyContainer
+from prompt_toolkit.shortcuts import print_formatted_text
+
+from protocol.frames import Ask
+from repl.commands import ConfirmChoice
+from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
+from repl.key_bindings import load_repl_bindings
+from repl.layout import STYLE, SlashCompleter, make_layout
+from repl.messages import Incoming
+from repl.render import Line
+from repl.state import EscAction, Popup, ReplState
+
+__all__ = ["Dialog", "ReplApp", "print_lines"]
+
+Dialog = PopupDialog | ConfirmDialog | QuestionDialog
+
+
+def print_lines(lines: list[Line]) -> None:
+    """Print transcript lines (styled) to the current output."""
+    fragments: list[tuple[str, str]] = []
+    for style, text in lines:
+        fragments += [(style, text), ("", "\n")]
+    print_formatted_text(FormattedText(fragments), style=STYLE, end="")
+
+
+class ReplApp:
+    """One REPL window. See the module docstring."""
+
+    def __init__(self, state: ReplState, *, history: History | None = None) -> None:
+        self.state = state
+        self.buffer = Buffer(
+            name="input",
+            multiline=False,
+            completer=SlashCompleter(),
+            complete_while_typing=True,
+            history=history or InMemoryHistory(),
+            accept_handler=self._accept,
+        )
+        self.dialog: Dialog | None = None
+        self._dialog_key: tuple[str, object] | None = None
+        self._flushing = False
+        self.application: Application[None] = Application(
+            layout=make_layout(state, self.buffer, self._dialog_container),
+            key_bindings=load_repl_bindings(self),
+            style=STYLE,
+            full_screen=False,
+            mouse_support=False,
+            refresh_interval=0.25,
+            erase_when_done=False,
+        )
+        # Esc must act at once, not wait half a second for a possible escape sequence.
+        self.application.ttimeoutlen = 0.05
+
+    # ------------------------------------------------------------ running
+
+    async def run(self) -> None:
+        """Run until ``/quit``, Ctrl+D or `exit`; then print what is left to print."""
+        await self.application.run_async(pre_run=self.refresh)
+        rest = self.state.output[self.state.flushed :]
+        self.state.flushed = len(self.state.output)
+        if rest:
+            print_lines(rest)
+
+    def exit(self) -> None:
+        app = self.application
+        if app.is_running and app.future is not None and not app.future.done():
+            app.exit()
+
+    def deliver(self, message: Incoming) -> None:
+        self.state.handle(message)
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Make the screen match the state after any change."""
+        self._sync_dialog()
+        if self.state.quit_requested:
+            self.exit()
+            return
+        self._schedule_flush()
+        self.application.invalidate()
+
+    # ------------------------------------------------------------ keys
+
+    def on_escape(self) -> EscAction:
+        action = self.state.esc(
+            picker_open=self.buffer.complete_state is not None, input_text=self.buffer.text
+        )
+        if action is EscAction.CLOSE_PICKER:
+            self.buffer.cancel_completion()
+        elif action is EscAction.CLEAR_INPUT:
+            self.buffer.reset()
+        self.refresh()
+        return action
+
+    def on_ctrl_c(self) -> EscAction:
+        action = self.state.ctrl_c(input_text=self.buffer.text)
+        if action is EscAction.CLEAR_INPUT:
+            self.buffer.reset()
+        elif action is EscAction.NOTHING and self.state.popup is not None:
+            self.state.choose(0)
+        self.refresh()
+        return action
+
+    def _accept(self, buffer: Buffer) -> bool:
+        self.state.submit(buffer.text)
+        self.refresh()
+        return False
+
+    # ------------------------------------------------------------ dialogs
+
+    def _dialog_container(self) -> AnyContainer | None:
+        return self.dialog
+
+    def _sync_dialog(self) -> None:
+        """Show the popup if there is one, else the oldest open ask, else nothing;
+        move the focus into a dialog that just appeared, back to the input after."""
+        state = self.state
+        ask = state.current_ask()
+        key: tuple[str, object] | None
+        if state.popup is not None:
+            key = ("popup", state.popup)
+        elif ask is not None:
+            key = ("ask", ask.id)
+        else:
+            key = None
+        if key == self._dialog_key:
+            return
+        self._dialog_key = key
+        if state.popup is not None:
+            self.dialog = self._popup_dialog(state.popup)
+        elif ask is not None:
+            self.dialog = self._ask_dialog(ask)
+        else:
+            self.dialog = None
+        if self.dialog is not None:
+            focus(self.dialog.focus_target())
+        else:
+            focus(self.buffer)
+
+    def _popup_dialog(self, popup: Popup) -> PopupDialog:
+        def choose(index: int) -> None:
+            self.state.choose(index)
+            self.refresh()
+
+        return PopupDialog(popup, choose)
+
+    def _ask_dialog(self, ask: Ask) -> ConfirmDialog | QuestionDialog:
+        if ask.kind == "tool_confirm":
+
+            def confirmed(choice: ConfirmChoice, reason: str, password: str | None) -> None:
+                self.state.answer_confirm(ask.id, choice, reason=reason, password=password)
+                self.refresh()
+
+            return ConfirmDialog(ask, confirmed)
+
+        def answered(answers: list[str]) -> None:
+            self.state.answer_questions(ask.id, answers)
+            self.refresh()
+
+        return QuestionDialog(ask, answered)
+
+    # ------------------------------------------------------------ transcript
+
+    def _schedule_flush(self) -> None:
+        if self._flushing or self.state.flushed >= len(self.state.output):
+            return
+        if not self.application.is_running:
+            return
+        self._flushing = True
+        self.application.create_background_task(self._flush())
+
+    async def _flush(self) -> None:
+        """Print new transcript lines above the prompt, batching what arrived meanwhile."""
+        try:
+            while self.state.flushed < len(self.state.output):
+                lines = self.state.output[self.state.flushed :]
+                self.state.flushed = len(self.state.output)
+                await run_in_terminal(functools.partial(print_lines, lines))
+        finally:
+            self._flushing = False

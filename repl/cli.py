@@ -1,0 +1,87 @@
+"""``agentrio``: open the REPL (default) or run the daemon (``agentrio daemon …``).
+
+The daemon subcommand imports ``engine.cli`` lazily, inside `main`: the REPL itself
+speaks only the protocol and must start without importing the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import sys
+from pathlib import Path
+
+from prompt_toolkit.history import FileHistory
+
+from repl.app import ReplApp
+from repl.bridge import FrameSink, run_with_trio
+from repl.commands import new_session_id, new_window_hash
+from repl.daemon import default_home, model_label
+from repl.state import ReplState
+
+__all__ = ["build_parser", "main"]
+
+_SESSION = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentrio",
+        description=(
+            "Open the agentrio REPL. It connects to the daemon named in "
+            "<home>/daemon.json and starts a detached one when none answers "
+            "(its output goes to <home>/daemon.log). Type /help inside for commands."
+        ),
+        epilog=(
+            "agentrio daemon [--port N] ...  runs the daemon in the foreground "
+            "(see: agentrio daemon --help). Home: $AGENTRIO_HOME or ~/.config/agentrio."
+        ),
+    )
+    parser.add_argument(
+        "--home",
+        metavar="DIR",
+        help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
+    )
+    parser.add_argument(
+        "--session", metavar="ID", help="continue session ID (cli-…) instead of a new one"
+    )
+    return parser
+
+
+def _run_daemon(argv: list[str]) -> int:
+    try:
+        from engine import cli as engine_cli  # type: ignore[attr-defined,unused-ignore]
+    except ImportError as exc:
+        print(f"agentrio: the daemon is not available: {exc}", file=sys.stderr)
+        return 2
+    code = engine_cli.main(argv)  # type: ignore[attr-defined,unused-ignore]
+    return int(code or 0)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["daemon"]:
+        return _run_daemon(argv)
+    args = build_parser().parse_args(argv)
+    if args.home:
+        # Set, not just used: a daemon this REPL starts must share the home.
+        os.environ["AGENTRIO_HOME"] = str(Path(args.home).expanduser().resolve())
+    home = default_home()
+    session = args.session or new_session_id()
+    if not _SESSION.fullmatch(session):
+        print(f"agentrio: --session must look like cli-<letters, digits, _ or ->: {session!r}")
+        return 2
+    home.mkdir(parents=True, exist_ok=True)
+    sink = FrameSink()
+    state = ReplState(
+        session_id=session,
+        window_hash=new_window_hash(),
+        send=sink,
+        model=model_label(home),
+        home=str(home),
+    )
+    app = ReplApp(state, history=FileHistory(str(home / "repl_history")))
+    asyncio.run(run_with_trio(app, sink, home=home))
+    return 0

@@ -1,0 +1,131 @@
+"""The screen, as functions of the state (ptpython's ``layout.py``).
+
+Top to bottom, under the scrollback the transcript is printed into: the live area
+(streamed text of a line not finished yet, or a spinner while a task works), the open
+popup or dialog, the notice box, the input line, the ``/`` picker, the toolbar.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from prompt_toolkit.buffer import Buffer
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition, has_completions
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.layout import (
+    AnyContainer,
+    BufferControl,
+    ConditionalContainer,
+    Dimension,
+    DynamicContainer,
+    FormattedTextControl,
+    HSplit,
+    Layout,
+    Window,
+)
+from prompt_toolkit.layout.menus import CompletionsMenu
+from prompt_toolkit.layout.processors import BeforeInput
+from prompt_toolkit.styles import Style
+from prompt_toolkit.widgets import Frame
+
+from repl.commands import complete_command
+from repl.state import ReplState
+from repl.toolbar import make_toolbar, spinner_frame
+
+__all__ = ["PROMPT", "STYLE", "SlashCompleter", "live_fragments", "make_layout"]
+
+PROMPT = "> "
+
+STYLE = Style.from_dict(
+    {
+        "user": "bold",
+        "dim": "#888888",
+        "tool": "#5f87d7",
+        "result": "#9e9e9e",
+        "ok": "#5faf5f",
+        "warn": "#d7af00",
+        "error": "#d75f5f bold",
+        "leg": "#af87d7",
+        "live": "",
+        "notice": "#d7af00",
+        "dialog": "",
+        "dialog.title": "bold",
+        "menu.selected": "reverse",
+        "toolbar": "bg:#303030 #d0d0d0",
+        "toolbar.ok": "bg:#303030 #5faf5f",
+        "toolbar.warn": "bg:#303030 #d7af00",
+        "toolbar.busy": "bg:#303030 #87afd7",
+        "prompt": "bold #5f87d7",
+    }
+)
+
+
+class SlashCompleter(Completer):
+    """The ``/`` command picker: commands matching the first word, with their help."""
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent):  # type: ignore[no-untyped-def]
+        text = document.text_before_cursor
+        for name, doc in complete_command(text):
+            yield Completion(name, start_position=-len(text), display_meta=doc)
+
+
+def live_fragments(state: ReplState, now: float | None = None) -> StyleAndTextTuples:
+    """The unfinished streamed line of each run, or a spinner while it works."""
+    spin = spinner_frame(time.monotonic() if now is None else now)
+    out: StyleAndTextTuples = []
+    for run in state.runs.values():
+        if run.partial:
+            out.append(("class:live", run.partial + "\n"))
+        elif run.cancel_requested:
+            out.append(("class:dim", f"{spin} stopping…\n"))
+        else:
+            out.append(("class:dim", f"{spin} working… (Esc or Ctrl+C cancels)\n"))
+    if out:
+        last = out[-1]
+        out[-1] = (last[0], last[1].removesuffix("\n"))
+    return out
+
+
+def make_layout(
+    state: ReplState, buffer: Buffer, dialog: Callable[[], AnyContainer | None]
+) -> Layout:
+    input_window = Window(
+        BufferControl(buffer, input_processors=[BeforeInput(PROMPT, style="class:prompt")]),
+        height=Dimension(min=1, max=8),
+        wrap_lines=True,
+        dont_extend_height=True,
+    )
+    empty = Window(height=0)
+    body = HSplit(
+        [
+            ConditionalContainer(
+                Window(
+                    FormattedTextControl(lambda: live_fragments(state)),
+                    wrap_lines=True,
+                    dont_extend_height=True,
+                ),
+                filter=Condition(lambda: bool(state.runs)),
+            ),
+            DynamicContainer(lambda: dialog() or empty),
+            ConditionalContainer(
+                Frame(
+                    Window(
+                        FormattedTextControl(lambda: [("class:notice", state.notice or "")]),
+                        wrap_lines=True,
+                        dont_extend_height=True,
+                    ),
+                    title="notice (Esc closes)",
+                ),
+                filter=Condition(lambda: state.notice is not None),
+            ),
+            input_window,
+            ConditionalContainer(
+                CompletionsMenu(max_height=8, scroll_offset=1), filter=has_completions
+            ),
+            make_toolbar(state),
+        ]
+    )
+    return Layout(body, focused_element=input_window)
