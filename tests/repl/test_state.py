@@ -1,0 +1,625 @@
+"""The REPL state as plain transitions: Esc chain, held cancel, popups, runs, commands.
+
+SPEC §11, R5, R7, R40–R47. Frames go to a list; every test asserts the exact frames.
+"""
+
+from __future__ import annotations
+
+from protocol.events import (
+    Canceled,
+    Done,
+    LegFinished,
+    LegStarted,
+    Question,
+    TaskStarted,
+    Text,
+    ToolCall,
+    ToolResult,
+)
+from protocol.frames import (
+    BackgroundCancel,
+    Cancel,
+    ErrorFrame,
+    ListLegs,
+    ListPending,
+    PendingFrame,
+    PendingList,
+    PendingTaskInfo,
+    Reply,
+    Run,
+    Steer,
+    Verify,
+    Withdrawn,
+)
+from repl.commands import ConfirmChoice
+from repl.messages import Connected, Disconnected, HttpCall, HttpResult, Status
+from repl.state import EscAction, Popup, ReplState
+from tests.repl.helpers import (
+    HASH,
+    SESSION,
+    accepted,
+    ask_confirm,
+    ask_questions,
+    connected_state,
+    done,
+    event,
+    leg_list,
+)
+
+
+def start_run(state: ReplState, sent: list[object], text: str = "run: echo hello") -> str:
+    state.submit(text)
+    frame = sent.pop()
+    assert isinstance(frame, Run)
+    return frame.request_id
+
+
+def test_connect_lists_legs_and_pending() -> None:
+    """R47, R42: on connect the state asks for the session's legs and pending tasks."""
+    sent: list[object] = []
+    state = ReplState(session_id=SESSION, window_hash="w1", send=sent.append)
+    assert state.connection == "connecting"
+    state.handle(Connected(url="http://h:1", daemon_version="0.1.0"))
+    assert state.connection == "connected"
+    assert sent == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+    assert "connected to agentrio daemon 0.1.0" in state.output[-1][1]
+
+
+def test_submit_sends_run_with_window_hash() -> None:
+    """R5: a run carries this window's hash and the cli- session."""
+    state, sent = connected_state()
+    state.submit("run: echo hello")
+    (frame,) = sent
+    assert isinstance(frame, Run)
+    assert (frame.session_id, frame.input, frame.window_hash) == (
+        SESSION,
+        "run: echo hello",
+        "w1",
+    )
+    assert state.runs[frame.request_id].input == "run: echo hello"
+    assert state.output[-1] == ("class:user", "> run: echo hello")
+
+
+def test_input_while_running_steers() -> None:
+    """R35: text typed while this window's task runs is a steer of that task."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.submit("use staging")
+    assert sent == [Steer(session_id=SESSION, task_hash=HASH, input="use staging")]
+
+
+def test_not_connected_sends_nothing() -> None:
+    """R43: nothing is queued for a connection that is not there."""
+    sent: list[object] = []
+    state = ReplState(session_id=SESSION, window_hash="w1", send=sent.append)
+    state.submit("hello")
+    assert sent == []
+    assert state.runs == {}
+    assert state.notice is not None
+    assert "not connected" in state.notice
+
+
+# ---------------------------------------------------------------- Esc chain (R47)
+
+
+def test_esc_closes_picker_first() -> None:
+    """R47: an open / picker closes before anything else happens."""
+    state, sent = connected_state()
+    state.notice = "n"
+    start_run(state, sent)
+    assert state.esc(picker_open=True, input_text="/p") is EscAction.CLOSE_PICKER
+    assert state.notice == "n"
+    assert sent == []
+
+
+def test_esc_closes_notice_second() -> None:
+    """R47: the notice box closes before the run is touched."""
+    state, sent = connected_state()
+    start_run(state, sent)
+    state.notice = "something"
+    assert state.esc(picker_open=False, input_text="x") is EscAction.CLOSE_NOTICE
+    assert state.notice is None
+    assert sent == []
+
+
+def test_esc_cancels_at_once_when_nothing_shown() -> None:
+    """R47, R40: a run that has shown nothing is cancelled at once (user_canceled)."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(TaskStarted(seq=1, at=0.0, input="x", origin="cli-")))
+    assert state.esc(picker_open=False, input_text="typed") is EscAction.CANCEL_NOW
+    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert state.popup is None
+
+
+def test_esc_before_accepted_holds_the_cancel() -> None:
+    """R46: a cancel requested before the task hash is known is sent once it arrives."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    assert state.esc(picker_open=False, input_text="") is EscAction.CANCEL_NOW
+    assert sent == []
+    assert state.runs[rid].held_cancel is False
+    state.handle(accepted(rid))
+    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert state.runs[rid].held_cancel is None
+    state.handle(accepted(rid))
+    assert sent == [Cancel(task_hash=HASH, pause=False)]
+
+
+def test_ctrl_c_before_accepted_holds_the_cancel() -> None:
+    """R46: Ctrl+C before the first task hash is held too."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    assert state.ctrl_c(input_text="") is EscAction.CANCEL_NOW
+    assert sent == []
+    state.handle(accepted(rid))
+    assert sent == [Cancel(task_hash=HASH, pause=False)]
+
+
+def test_held_pause_is_sent_as_pause() -> None:
+    """R46, R41: a held pause goes out as cancel{pause: true}."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.request_cancel(state.runs[rid], pause=True)
+    state.handle(accepted(rid))
+    assert sent == [Cancel(task_hash=HASH, pause=True)]
+
+
+def shown_run(state: ReplState, sent: list[object]) -> str:
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(Text(seq=2, at=0.0, text="Running")))
+    return rid
+
+
+def test_esc_opens_popup_once_something_was_shown() -> None:
+    """R47: a run that has shown output is cancelled through the No / Pause / Yes popup."""
+    state, sent = connected_state()
+    rid = shown_run(state, sent)
+    assert state.esc(picker_open=False, input_text="") is EscAction.CANCEL_POPUP
+    assert state.popup is not None
+    assert (state.popup.kind, state.popup.choices, state.popup.target) == (
+        "cancel",
+        ("No", "Pause", "Yes"),
+        rid,
+    )
+    assert sent == []
+
+
+def test_popup_no_pause_yes() -> None:
+    """R47, R40, R41: No sends nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+    for index, expected in [
+        (0, []),
+        (1, [Cancel(task_hash=HASH, pause=True)]),
+        (2, [Cancel(task_hash=HASH, pause=False)]),
+    ]:
+        state, sent = connected_state()
+        shown_run(state, sent)
+        state.esc(picker_open=False, input_text="")
+        state.choose(index)
+        assert sent == expected, index
+        assert state.popup is None
+
+
+def test_esc_after_cancel_requested_moves_on() -> None:
+    """R47: once a run's cancel is on its way, Esc goes on down the chain."""
+    state, sent = connected_state()
+    shown_run(state, sent)
+    state.esc(picker_open=False, input_text="")
+    state.choose(2)
+    sent.clear()
+    assert state.esc(picker_open=False, input_text="abc") is EscAction.CLEAR_INPUT
+    assert sent == []
+
+
+def test_esc_clears_input_when_no_run() -> None:
+    """R47: with no run, Esc clears the input (even when legs run)."""
+    state, _sent = connected_state()
+    state.handle(leg_list(("cmd_00000001", "make")))
+    assert state.esc(picker_open=False, input_text="abc") is EscAction.CLEAR_INPUT
+    assert state.popup is None
+
+
+def test_esc_opens_leg_menu_single_leg() -> None:
+    """R47, R44: No and the leg; no All with one leg; then a confirmation."""
+    state, sent = connected_state()
+    state.handle(leg_list(("cmd_00000001", "make build")))
+    assert state.esc(picker_open=False, input_text="") is EscAction.LEG_MENU
+    assert state.popup is not None
+    assert state.popup.kind == "legs"
+    assert state.popup.choices == ("No", "cmd_00000001  make build (running)")
+    state.choose(1)
+    assert state.popup == Popup(
+        kind="leg_confirm",
+        title="Cancel background leg cmd_00000001 (make build)?",
+        choices=("No", "Yes"),
+        target="cmd_00000001",
+    )
+    assert sent == []
+    state.choose(1)
+    assert sent == [BackgroundCancel(session_id=SESSION, leg_id="cmd_00000001")]
+
+
+def test_leg_menu_all_with_two_legs() -> None:
+    """R47, R44: All appears with two or more legs and cancels every leg after confirming."""
+    state, sent = connected_state()
+    state.handle(leg_list(("cmd_00000001", "a"), ("sub_00000002", "b")))
+    state.esc(picker_open=False, input_text="")
+    assert state.popup is not None
+    assert state.popup.choices[-1] == "All (2 legs)"
+    state.choose(3)
+    assert state.popup is not None
+    assert state.popup.target == "all"
+    state.choose(1)
+    assert sent == [BackgroundCancel(session_id=SESSION, leg_id="all")]
+
+
+def test_leg_menu_no_and_confirm_no_send_nothing() -> None:
+    """R47: No in the menu and No in the confirmation send nothing."""
+    state, sent = connected_state()
+    state.handle(leg_list(("cmd_00000001", "a"), ("sub_00000002", "b")))
+    state.esc(picker_open=False, input_text="")
+    state.choose(0)
+    assert state.popup is None
+    state.esc(picker_open=False, input_text="")
+    state.choose(2)
+    state.choose(0)
+    assert state.popup is None
+    assert sent == []
+
+
+def test_esc_nothing() -> None:
+    """R47: with nothing to do, Esc does nothing."""
+    state, sent = connected_state()
+    assert state.esc(picker_open=False, input_text="") is EscAction.NOTHING
+    assert sent == []
+
+
+def test_ctrl_c_cancels_shown_run_without_popup() -> None:
+    """R40: Ctrl+C is user_canceled at once, even after output, closing any popup."""
+    state, sent = connected_state()
+    shown_run(state, sent)
+    state.esc(picker_open=False, input_text="")
+    assert state.ctrl_c(input_text="") is EscAction.CANCEL_NOW
+    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert state.popup is None
+
+
+def test_ctrl_c_without_run() -> None:
+    """SPEC §11: Ctrl+C with no run clears the input, or says how to leave."""
+    state, sent = connected_state()
+    assert state.ctrl_c(input_text="abc") is EscAction.CLEAR_INPUT
+    assert state.ctrl_c(input_text="") is EscAction.NOTHING
+    assert state.notice == "nothing to cancel — /quit or Ctrl+D leaves"
+    assert sent == []
+
+
+def test_legs_follow_events() -> None:
+    """R44: legs appear on leg_started and leave on leg_finished."""
+    state, sent = connected_state()
+    rid = shown_run(state, sent)
+    state.handle(
+        event(LegStarted(seq=3, at=1.0, job_id="job_1", leg_id="cmd_1", label="sleep", queued=True))
+    )
+    assert state.legs["cmd_1"].state == "queued"
+    state.handle(
+        event(
+            LegFinished(seq=4, at=2.0, job_id="job_1", leg_id="cmd_1", status="canceled", result="")
+        )
+    )
+    assert state.legs == {}
+    assert rid in state.runs
+
+
+# ---------------------------------------------------------------- runs
+
+
+def test_stream_and_done() -> None:
+    """SPEC §11: text streams by line, tool calls and results show compactly."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(Text(seq=2, at=0.0, text="Run")))
+    assert state.runs[rid].partial == "Run"
+    state.handle(event(Text(seq=3, at=0.0, text="ning.\nnext")))
+    state.handle(
+        event(
+            ToolCall(
+                seq=4, at=0.0, call_id="c", tool_name="run_command", args={"command": "echo hello"}
+            )
+        )
+    )
+    output = "exit 0\n" + "".join(f"line {i}\n" for i in range(20))
+    state.handle(
+        event(
+            ToolResult(seq=5, at=0.0, call_id="c", tool_name="run_command", ok=True, output=output)
+        )
+    )
+    state.handle(event(Done(seq=6, at=0.0, text="Running.\nnext")))
+    state.handle(done(rid))
+    lines = [text for _, text in state.output[-13:]]
+    assert lines == [
+        "Running.",
+        "next",
+        "⚙ run_command: echo hello",
+        "  ✓ run_command",
+        "    exit 0",
+        *[f"    line {i}" for i in range(7)],
+        "    … 13 more lines (folded)",
+    ]
+    assert state.runs == {}
+    assert sent == [ListLegs(session_id=SESSION)]
+
+
+def test_done_text_shown_when_nothing_streamed() -> None:
+    """SPEC §11: a final reply that did not stream is shown from the done event."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(Done(seq=6, at=0.0, text="All done")))
+    assert state.output[-1] == ("", "All done")
+
+
+def test_done_statuses() -> None:
+    """R41, R42: paused/parked/aborted runs point at /pending and refresh the list."""
+    for status, line in [
+        ("paused", "⏸ task paused — resume it with /pending"),
+        ("parked", "? task waits for answers — answer it with /pending"),
+        ("aborted", "✗ task aborted: disconnected — kept: resume it with /pending"),
+    ]:
+        state, sent = connected_state()
+        rid = start_run(state, sent)
+        state.handle(accepted(rid))
+        state.handle(done(rid, status, "disconnected" if status == "aborted" else ""))
+        assert state.output[-1][1] == line
+        assert sent == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+
+
+def test_canceled_event_is_not_repeated_by_done() -> None:
+    """R40: the canceled event says it once; done adds no second line."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(Canceled(seq=2, at=0.0, cause="user_canceled", kept=False)))
+    count = len(state.output)
+    state.handle(done(rid, "canceled"))
+    assert len(state.output) == count
+    assert state.output[-1] == ("class:warn", "✗ canceled (user_canceled)")
+
+
+def test_done_closes_its_popup_and_asks() -> None:
+    """R3, R47: a run that ends takes its cancel popup and open asks with it."""
+    state, sent = connected_state()
+    rid = shown_run(state, sent)
+    state.handle(ask_confirm())
+    state.esc(picker_open=False, input_text="")
+    state.handle(done(rid, "failed", "boom"))
+    assert state.popup is None
+    assert state.asks == {}
+    assert state.output[-1] == ("class:error", "✗ task failed: boom")
+
+
+def test_disconnect_ends_runs_and_reconnect_says_so() -> None:
+    """R43, SPEC §11: a lost connection ends this window's runs (kept in /pending) and a
+    reconnect tells the user."""
+    state, sent = connected_state()
+    shown_run(state, sent)
+    state.handle(ask_confirm())
+    state.handle(leg_list(("cmd_1", "x")))
+    state.handle(Disconnected(reason="daemon went away"))
+    assert state.connection == "reconnecting"
+    assert (state.runs, state.asks, state.legs) == ({}, {}, {})
+    assert state.output[-1] == (
+        "class:error",
+        "lost the daemon connection (daemon went away); 1 running task(s) kept in /pending "
+        "— reconnecting…",
+    )
+    state.handle(Connected(url="http://h:2", daemon_version="0.1.0", reconnect=True))
+    assert state.connection == "connected"
+    assert "reconnected" in state.output[-1][1]
+    assert "/pending" in state.output[-1][1]
+
+
+def test_status_lines() -> None:
+    """SPEC §11: daemon start and connection problems are shown."""
+    state, _ = connected_state()
+    state.handle(Status(text="started one, its log: /h/daemon.log"))
+    state.handle(Status(text="cannot reach", error=True))
+    assert state.output[-2:] == [
+        ("class:dim", "started one, its log: /h/daemon.log"),
+        ("class:error", "cannot reach"),
+    ]
+
+
+# ---------------------------------------------------------------- asks
+
+
+def test_asks_queue_and_withdraw() -> None:
+    """R3, R5: asks queue in arrival order; withdrawn closes one."""
+    state, _sent = connected_state()
+    state.handle(ask_confirm("k1"))
+    state.handle(ask_confirm("k2"))
+    assert state.current_ask() is not None
+    assert state.current_ask().id == "k1"
+    state.handle(Withdrawn(id="k1", reason="task canceled"))
+    assert list(state.asks) == ["k2"]
+    assert state.output[-1] == ("class:dim", "  question withdrawn: task canceled")
+    state.handle(Withdrawn(id="nope", reason="x"))
+    assert list(state.asks) == ["k2"]
+
+
+def test_answer_confirm_and_questions() -> None:
+    """R1, R10: answers send one reply and close the ask; secrets are not echoed."""
+    state, sent = connected_state()
+    state.handle(ask_confirm("k1"))
+    state.answer_confirm("k1", ConfirmChoice.DENY, reason="no")
+    assert sent == [Reply(id="k1", approve=False, reason="no")]
+    state.answer_confirm("k1", ConfirmChoice.APPROVE)
+    assert len(sent) == 1
+    state.handle(ask_questions([Question(text="token?", secret=True)], kind="secret"))
+    state.answer_questions("q1", ["s3cret"])
+    assert sent[-1] == Reply(id="q1", answers=["s3cret"])
+    assert all("s3cret" not in text for _, text in state.output)
+
+
+def test_verify() -> None:
+    """R7: the password check result is shown; a failure also in the notice box."""
+    state, _ = connected_state()
+    state.handle(Verify(id="k1", ok=True))
+    assert state.output[-1] == ("class:ok", "  ✓ password accepted")
+    state.handle(Verify(id="k1", ok=False, error="wrong password"))
+    assert state.notice == "password check failed: wrong password — call denied"
+
+
+def test_error_frame_goes_to_notice() -> None:
+    """R71: daemon error frames are shown in the notice box."""
+    state, _ = connected_state()
+    state.handle(ErrorFrame(code="forbidden", message="not your task"))
+    assert state.notice == "daemon error (forbidden): not your task"
+
+
+# ---------------------------------------------------------------- commands
+
+
+def pending_list(*hashes: str) -> PendingList:
+    return PendingList(
+        session_id=SESSION,
+        tasks=[
+            PendingTaskInfo(
+                task_hash=h,
+                objective=f"objective {h[:4]}",
+                has_questions=i == 0,
+                questions=[],
+                updated_at=0.0,
+                has_jobs=False,
+            )
+            for i, h in enumerate(hashes)
+        ],
+    )
+
+
+def test_pending_list_resume_and_drop() -> None:
+    """R42: /pending lists, /pending N resumes in this window, /pending drop N deletes."""
+    state, sent = connected_state()
+    state.submit("/pending 1")
+    assert sent == []
+    assert state.notice == "no pending tasks listed: type /pending first"
+    state.submit("/pending")
+    assert sent == [ListPending(session_id=SESSION)]
+    a, b = "a" * 32, "b" * 32
+    state.handle(pending_list(a, b))
+    assert [t for _, t in state.output[-2:]] == [
+        "  1. aaaaaaaa  objective aaaa [question]",
+        "  2. bbbbbbbb  objective bbbb",
+    ]
+    sent.clear()
+    state.submit("/pending 2")
+    (frame,) = sent
+    assert isinstance(frame, PendingFrame)
+    assert (frame.session_id, frame.task_hash, frame.window_hash, frame.answers) == (
+        SESSION,
+        b,
+        "w1",
+        None,
+    )
+    assert frame.request_id in state.runs
+    sent.clear()
+    state.submit("/pending drop aaaa")
+    assert sent == [
+        HttpCall(method="DELETE", path=f"/v1/session/{SESSION}/task/{a}", purpose="drop", ref=a)
+    ]
+    state.handle(HttpResult(call=sent[0], status=204))  # type: ignore[arg-type]
+    assert state.pending_tasks == []
+    assert state.output[-1] == ("class:dim", "dropped pending task aaaaaaaa")
+
+
+def test_pending_bad_refs() -> None:
+    """R42: out-of-range indexes and unknown hashes are reported."""
+    state, sent = connected_state()
+    state.handle(pending_list("a" * 32, "ab" + "0" * 30))
+    state.submit("/pending 3")
+    assert state.notice == "no pending task 3: choose 1-2"
+    state.submit("/pending a")
+    assert state.notice == "more than one pending task matches a"
+    state.submit("/pending c")
+    assert state.notice == "no pending task matches c"
+    assert sent == []
+
+
+def test_drop_conflict_shows_error_body() -> None:
+    """R37: a drop of a running task shows the daemon's message."""
+    state, _ = connected_state()
+    call = HttpCall(method="DELETE", path="/x", purpose="drop", ref="a" * 32)
+    body = {"error": {"code": "conflict", "message": "[Conflict] pending task: running"}}
+    state.handle(HttpResult(call=call, status=409, body=body))
+    assert state.notice == "[Conflict] pending task: running"
+    state.handle(HttpResult(call=call, status=0, error="connection refused"))
+    assert state.notice == "request failed: connection refused"
+
+
+def test_history() -> None:
+    """SPEC §11: /history WORD asks the history route with the keyword and lists it."""
+    state, sent = connected_state()
+    state.submit("/history echo")
+    call = HttpCall(
+        method="GET",
+        path=f"/v1/session/{SESSION}/task/history",
+        params={"limit": "20", "keyword": "echo"},
+        purpose="history",
+        ref="echo",
+    )
+    assert sent == [call]
+    body = {
+        "tasks": [
+            {
+                "task_hash": HASH,
+                "end_at": 0.0,
+                "objective": "run: echo hello",
+                "model": "builtin",
+                "reasoning": "",
+                "status": "finished",
+            }
+        ]
+    }
+    state.handle(HttpResult(call=call, status=200, body=body))
+    assert state.output[-2][1] == "recent tasks matching 'echo':"
+    assert state.output[-1][1].endswith("3f2a9c0d  finished run: echo hello")
+    state.handle(HttpResult(call=call, status=200, body={"tasks": []}))
+    assert state.output[-1][1] == "no finished tasks matching 'echo'"
+
+
+def test_legs_session_new_help_quit() -> None:
+    """SPEC §11: /legs lists, /session shows ids, /new changes session, /quit quits."""
+    state, sent = connected_state()
+    state.submit("/legs")
+    assert sent == [ListLegs(session_id=SESSION)]
+    state.handle(leg_list(("cmd_1", "make")))
+    assert state.output[-1][1].startswith("  cmd_1  running")
+    state.submit("/session")
+    assert state.output[-1][1].startswith(f"session {SESSION} · window w1 · model builtin")
+    sent.clear()
+    state.submit("/new")
+    assert state.session_id != SESSION
+    assert state.session_id.startswith("cli-")
+    assert state.legs == {}
+    assert sent == [ListLegs(session_id=state.session_id)]
+    state.submit("/help")
+    assert state.output[-1][1].startswith("  Ctrl+C")
+    state.submit("/nope")
+    assert state.notice is not None
+    assert state.notice.startswith("unknown command /nope")
+    assert not state.quit_requested
+    state.submit("/quit")
+    assert state.quit_requested
+
+
+def test_lists_of_other_sessions_are_ignored() -> None:
+    """R5: a listing for another session does not replace this one's."""
+    state, _ = connected_state()
+    state.handle(leg_list(("cmd_1", "make")))
+    state.handle(pending_list("a" * 32))
+    state.submit("/new")
+    state.handle(leg_list(("cmd_2", "other")))
+    assert state.legs == {}
