@@ -59,9 +59,11 @@ async def test_user_canceled_writes_history_then_deletes_pending(
 
 
 async def test_user_canceled_after_failure_keeps_last_error(
-    config: Config, autojump_clock: trio.testing.MockClock, wall_clock: Callable[[], float]
+    config: Config, wall_clock: Callable[[], float]
 ) -> None:
-    """R40: the [Canceled] history entry carries the last error when the task had one."""
+    """R40: the [Canceled] history entry carries the last error when the task had one.
+
+    Real time: a real subprocess runs, and a mock clock would jump past its timeout."""
     second_call = trio.Event()
 
     async def hang(messages: object, tools: object) -> object:
