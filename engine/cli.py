@@ -1,0 +1,93 @@
+"""``agentrio daemon`` / ``python -m engine daemon``: the daemon's command line.
+
+`main` takes the arguments after the program name (``["daemon", "--port", "0"]``), so
+the REPL's ``agentrio`` entry point can hand ``agentrio daemon …`` straight to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from engine.config import DEFAULT_PORT, load_config
+from engine.errors import ConfigError
+
+__all__ = ["build_parser", "main"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"port must be 0-65535 (0 = any free port), got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentrio",
+        description="agentrio's daemon: runs agent tasks and serves the REPL and scripts.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    daemon = commands.add_parser(
+        "daemon",
+        help="run the daemon in the foreground",
+        description=(
+            "Run the agentrio daemon in the foreground: HTTP API and WebSocket (/v1/ws) on "
+            "one port, bound to 127.0.0.1 unless told otherwise. Once it serves it writes "
+            "<home>/daemon.json {pid, host, port, started_at, version}, which clients read "
+            "to find it; every call but /v1/health needs the token in <home>/token "
+            "(created 0600 at the first start). One daemon per home: a second one exits "
+            "with status 1 and says which process holds the home. SIGINT or SIGTERM stops "
+            "it: running tasks are cancelled with cause 'shutdown' and stay resumable, and "
+            "it exits 0 within 5 seconds."
+        ),
+        epilog=(
+            "Logs go to <home>/daemon.log and stderr. Home: --home, else $AGENTRIO_HOME, "
+            "else ~/.config/agentrio. Other settings live in <home>/config.toml."
+        ),
+    )
+    daemon.add_argument(
+        "--port",
+        type=_port,
+        metavar="N",
+        help=f"TCP port to listen on; 0 picks a free one (default: [server] port, {DEFAULT_PORT})",
+    )
+    daemon.add_argument(
+        "--host",
+        metavar="H",
+        help=(
+            "address to bind (default: [server] host, 127.0.0.1); binding anything but "
+            "loopback exposes the daemon, token-protected, to the network"
+        ),
+    )
+    daemon.add_argument(
+        "--home",
+        metavar="DIR",
+        help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit
+    status. ``--help`` and usage errors exit through argparse (0 and 2)."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
+    from engine.server.lifecycle import run_daemon
+
+    home: Path | None = None
+    if args.home:
+        home = Path(args.home).expanduser().resolve()
+        # Set, not just passed: anything the daemon starts must share the home.
+        os.environ["AGENTRIO_HOME"] = str(home)
+    try:
+        config = load_config(home)
+    except ConfigError as exc:
+        print(f"agentrio daemon: {exc}", file=sys.stderr)
+        return 2
+    return run_daemon(config, host=args.host, port=args.port)

@@ -1,0 +1,324 @@
+"""The daemon's ASGI app: every HTTP route of SPEC §7 plus the ``/v1/ws`` endpoint.
+
+One Starlette app, served by hypercorn's Trio worker on one port. Each HTTP route is a
+thin translation: check the bearer token, decode the body with the protocol codec,
+call one `Engine` method, encode the reply body. Errors never escape as tracebacks:
+
+| raised | status | ``code`` |
+|---|---|---|
+| missing or wrong token | 401 | ``unauthorized`` |
+| body over 1 MiB | 413 | ``too_large`` |
+| `FrameDecodeError` (bad JSON, wrong field) | 400 | ``bad_request`` |
+| `AgentrioError` | its ``status`` | its ``code`` |
+| unknown route / method | 404 / 405 | ``not_found`` / ``bad_request`` |
+| anything else | 500 | ``internal`` (details only in ``daemon.log``) |
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, TypeVar
+
+import attrs
+import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route, WebSocketRoute
+
+from engine.causes import Cause
+from engine.core import Engine
+from engine.errors import AgentrioError, AlreadyResolved, BadRequest, NotFound
+from engine.ids import check_session_id, check_task_hash
+from engine.pending import AskReply
+from engine.server.auth import bearer_ok
+from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
+from protocol.errors import ErrorCode, FrameDecodeError
+from protocol.http import (
+    CancelResult,
+    ConfirmRequest,
+    ErrorBody,
+    ErrorDetail,
+    Health,
+    HistoryList,
+    PendingTasks,
+    Questions,
+    ResumeAccepted,
+    ResumeRequest,
+    SendRequest,
+    SendStarted,
+    SendSteered,
+)
+
+__all__ = [
+    "ServerContext",
+    "create_app",
+    "error_response",
+    "json_response",
+]
+
+log = logging.getLogger("agentrio.server")
+
+T = TypeVar("T")
+
+#: Ask ids (``confirm_hash``) are 32 lowercase hex, like task hashes.
+_ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
+#: Default and largest ``limit`` of the history list.
+HISTORY_LIMIT: Final = 50
+
+
+@attrs.define(eq=False, kw_only=True)
+class ServerContext:
+    """What every route and connection shares.
+
+    ``own_origins`` is filled in once the port is bound (``--port 0`` picks one), so
+    the daemon's own ``http://host:port`` passes the Origin check. ``closing`` is set
+    at shutdown: WebSocket connections close with 4001 and event streams end, so
+    hypercorn's graceful stop does not wait on them.
+    """
+
+    engine: Engine
+    token: str
+    version: str
+    allowed_origins: tuple[str, ...] = ()
+    own_origins: frozenset[str] = frozenset()
+    closing: trio.Event = attrs.field(factory=trio.Event)
+    #: Open WebSocket connections and event streams, for statistics.
+    connections: int = 0
+    streams: int = 0
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+Handler = Callable[[Request, ServerContext], Awaitable[Response]]
+
+
+def json_response(body: Any, status: int = 200) -> Response:
+    """A JSON response of a protocol body (encoded by the one codec)."""
+    return Response(dumps(body), status_code=status, media_type="application/json")
+
+
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> Response:
+    """``{"error": {"code", "message"}}`` with ``status``."""
+    body = ErrorBody(error=ErrorDetail(code=code, message=message))
+    return Response(dumps(body), status_code=status, media_type="application/json", headers=headers)
+
+
+def _context(request: Request) -> ServerContext:
+    ctx: ServerContext = request.app.state.ctx
+    return ctx
+
+
+def _endpoint(handler: Handler, *, auth: bool = True) -> Callable[[Request], Awaitable[Response]]:
+    """Wrap ``handler`` with the bearer check and the error mapping of the module doc."""
+
+    async def endpoint(request: Request) -> Response:
+        ctx = _context(request)
+        if auth and not bearer_ok(request.headers.get("authorization"), ctx.token):
+            return error_response(
+                401,
+                ErrorCode.UNAUTHORIZED,
+                "missing or wrong bearer token (see <home>/token)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        try:
+            return await handler(request, ctx)
+        except _BodyTooLarge:
+            return error_response(
+                413, ErrorCode.TOO_LARGE, f"request body larger than {MAX_MESSAGE_BYTES} bytes"
+            )
+        except FrameDecodeError as exc:
+            return error_response(400, ErrorCode.BAD_REQUEST, str(exc))
+        except AgentrioError as exc:
+            return error_response(exc.status, exc.code, str(exc) or type(exc).__name__)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.url.path)
+            return error_response(500, ErrorCode.INTERNAL, "internal error (see daemon.log)")
+
+    return endpoint
+
+
+async def _read_body(request: Request, cls: type[T]) -> T:
+    """Decode the request body into ``cls``; an empty body counts as ``{}``.
+
+    The size is checked while reading, so a client cannot make the daemon buffer more
+    than 1 MiB (a lying ``Content-Length`` included).
+    """
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES:
+        raise _BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_MESSAGE_BYTES:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    data = b"".join(chunks).strip() or b"{}"
+    result: T = decode(data, cls)
+    return result
+
+
+def _session_id(request: Request) -> str:
+    return check_session_id(request.path_params["session_id"])
+
+
+def _task_hash(request: Request) -> str:
+    return check_task_hash(request.path_params["task_hash"])
+
+
+# ---------------------------------------------------------------------- routes
+
+
+async def health(request: Request, ctx: ServerContext) -> Response:
+    engine = ctx.engine
+    statistics = engine.statistics()
+    statistics["connections"] = ctx.connections
+    statistics["event_streams"] = ctx.streams
+    body = Health(
+        ok=True,
+        version=ctx.version,
+        uptime_s=round(time.monotonic() - engine.started_at, 3),
+        tasks=engine.task_count,
+        legs=int(statistics.get("legs_running", 0)),
+        statistics=statistics,
+    )
+    return json_response(body)
+
+
+async def send(request: Request, ctx: ServerContext) -> Response:
+    """``POST /v1/send``: 202 started/resumed, 200 steered (R35)."""
+    body = await _read_body(request, SendRequest)
+    if body.session_id is not None:
+        check_session_id(body.session_id)
+    result = await ctx.engine.send(
+        body.input,
+        session_id=body.session_id,
+        pending_task=body.pending_task,
+        allow_all=body.allow_all,
+    )
+    if result.steered or result.run is None:
+        return json_response(SendSteered(session_id=result.session_id))
+    return json_response(
+        SendStarted(session_id=result.session_id, task_hash=result.run.task_hash), 202
+    )
+
+
+async def cancel(request: Request, ctx: ServerContext) -> Response:
+    """Cancel with cause ``user_canceled`` (R40). A task not running in this process
+    gets a ``canceled`` event recorded and ``stale: true``."""
+    session_id, task_hash = _session_id(request), _task_hash(request)
+    engine = ctx.engine
+    if engine.find_run(task_hash, session_id) is None:
+        engine.record_stale_cancel(session_id, task_hash)
+        return json_response(CancelResult(cancelled=False, stale=True))
+    cancelled = engine.cancel(task_hash, Cause.USER_CANCELED, session_id=session_id)
+    return json_response(CancelResult(cancelled=cancelled))
+
+
+async def confirm(request: Request, ctx: ServerContext) -> Response:
+    """Answer one ask of this session (R8 B); 410 when it is already resolved or gone."""
+    session_id = _session_id(request)
+    confirm_hash = request.path_params["confirm_hash"]
+    if not _ASK_ID.fullmatch(confirm_hash):
+        raise BadRequest(f"invalid confirm hash {confirm_hash[:64]!r}: 32 lowercase hex expected")
+    body = await _read_body(request, ConfirmRequest)
+    entry = ctx.engine.registry.get(confirm_hash)
+    if entry is None or entry.resolved:
+        raise AlreadyResolved(f"confirmation {confirm_hash} is already resolved or gone")
+    if entry.request.session_id != session_id:
+        raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
+    reply = AskReply(
+        approve=body.approve,
+        answers=body.answers,
+        password=body.password,
+        remember=body.remember,
+        allow_turn=body.allow_turn,
+        reason=body.reason,
+        action=body.action,
+    )
+    await ctx.engine.answer(confirm_hash, reply)
+    return json_response({})
+
+
+async def pending_tasks(request: Request, ctx: ServerContext) -> Response:
+    tasks = await ctx.engine.pending_tasks(_session_id(request))
+    return json_response(PendingTasks(tasks=tasks))
+
+
+async def questions(request: Request, ctx: ServerContext) -> Response:
+    session_id, task_hash = _session_id(request), _task_hash(request)
+    found = await ctx.engine.questions(session_id, task_hash)
+    return json_response(Questions(task_hash=task_hash, questions=found))
+
+
+async def resume(request: Request, ctx: ServerContext) -> Response:
+    """202 with the (possibly new, R36) task hash; 409 when claimed (R37); 404 unknown."""
+    session_id, task_hash = _session_id(request), _task_hash(request)
+    body = await _read_body(request, ResumeRequest)
+    run = await ctx.engine.resume(session_id, task_hash, answers=body.answers)
+    return json_response(ResumeAccepted(task_hash=run.task_hash), 202)
+
+
+async def drop(request: Request, ctx: ServerContext) -> Response:
+    await ctx.engine.drop_pending(_session_id(request), _task_hash(request))
+    return Response(status_code=204)
+
+
+async def history(request: Request, ctx: ServerContext) -> Response:
+    session_id = _session_id(request)
+    keyword = request.query_params.get("keyword", "")
+    raw_limit = request.query_params.get("limit", "") or str(HISTORY_LIMIT)
+    if not raw_limit.isdigit():
+        raise BadRequest(f"limit: expected an integer, got {raw_limit[:32]!r}")
+    entries = await ctx.engine.history(session_id, keyword=keyword, limit=int(raw_limit))
+    return json_response(HistoryList(tasks=entries))
+
+
+async def history_record(request: Request, ctx: ServerContext) -> Response:
+    record = await ctx.engine.history_record(_session_id(request), _task_hash(request))
+    return json_response(record)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.BAD_REQUEST
+    if exc.status_code == 404:
+        message = f"no route {request.method} {request.url.path}"
+    else:
+        message = str(exc.detail)
+    return error_response(exc.status_code, code, message, headers=exc.headers)
+
+
+def create_app(ctx: ServerContext) -> Starlette:
+    """The ASGI app serving ``ctx.engine`` (see the module doc for the error mapping)."""
+    from engine.server.sse import events
+    from engine.server.ws import websocket_endpoint
+
+    session = "/v1/session/{session_id}"
+    task = session + "/task/{task_hash}"
+    routes: list[BaseRoute] = [
+        Route("/v1/health", _endpoint(health, auth=False), methods=["GET"]),
+        Route("/v1/send", _endpoint(send), methods=["POST"]),
+        Route(session + "/cancel/{task_hash}", _endpoint(cancel), methods=["POST"]),
+        Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),
+        Route(session + "/events", _endpoint(events), methods=["GET"]),
+        Route(session + "/task", _endpoint(pending_tasks), methods=["GET"]),
+        Route(session + "/task/history", _endpoint(history), methods=["GET"]),
+        Route(task, _endpoint(drop), methods=["DELETE"]),
+        Route(task + "/questions", _endpoint(questions), methods=["GET"]),
+        Route(task + "/resume", _endpoint(resume), methods=["POST"]),
+        Route(task + "/history", _endpoint(history_record), methods=["GET"]),
+        WebSocketRoute("/v1/ws", websocket_endpoint),
+    ]
+    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app.state.ctx = ctx
+    return app

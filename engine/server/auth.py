@@ -1,0 +1,112 @@
+"""The daemon's door: the token file, the bearer check and the WebSocket Origin check (R70).
+
+The token is the only credential. It lives in ``<home>/token`` (mode 0600, made at the
+first start, reused after), so anything that can read the user's home can talk to the
+daemon and nothing else can. It is never logged, never echoed in an error and compared
+in constant time.
+
+The Origin check exists for browsers only: a page on another site may open a WebSocket
+to ``127.0.0.1`` (browsers do not apply CORS to WebSockets), and although it cannot know
+the token, refusing the upgrade outright keeps it from probing at all. Non-browser
+clients (the REPL, scripts, curl) send no ``Origin`` and are let through to ``hello``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+__all__ = [
+    "TOKEN_FILE",
+    "bearer_ok",
+    "load_or_create_token",
+    "origin_allowed",
+    "own_origins",
+    "token_ok",
+]
+
+TOKEN_FILE: Final = "token"
+_LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
+
+
+def load_or_create_token(home: Path) -> str:
+    """The token of ``home``: read ``<home>/token``, or create it (0600) when it is
+    missing or empty. Blocking: call it from a worker thread.
+
+    Creation uses ``O_EXCL`` so two daemons starting at once cannot both write one; the
+    loser reads the winner's token. The file's mode is tightened to 0600 if someone
+    loosened it.
+    """
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / TOKEN_FILE
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = ""
+    if token:
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+        return token
+    token = secrets.token_urlsafe(32)
+    tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, token.encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    try:
+        # A link fails if another starter won the race: keep theirs.
+        os.link(tmp, path)
+    except FileExistsError:
+        winner = path.read_text(encoding="utf-8").strip()
+        if winner:
+            token = winner
+        else:
+            os.replace(tmp, path)
+            return token
+    finally:
+        tmp.unlink(missing_ok=True)
+    return token
+
+
+def token_ok(candidate: str | None, token: str) -> bool:
+    """Constant-time comparison of a presented token with the real one."""
+    if candidate is None:
+        return False
+    return hmac.compare_digest(candidate.encode("utf-8"), token.encode("utf-8"))
+
+
+def bearer_ok(authorization: str | None, token: str) -> bool:
+    """Whether an ``Authorization`` header value is ``Bearer <token>``."""
+    if authorization is None:
+        return False
+    scheme, _, value = authorization.partition(" ")
+    return scheme.lower() == "bearer" and token_ok(value.strip(), token)
+
+
+def own_origins(host: str, port: int) -> frozenset[str]:
+    """The ``Origin`` values of pages the daemon itself would serve at ``host:port``;
+    a loopback host also accepts its loopback aliases."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    names = {shown}
+    if shown in _LOOPBACK_NAMES:
+        names.update(_LOOPBACK_NAMES)
+    return frozenset(f"http://{name}:{port}" for name in names)
+
+
+def origin_allowed(origin: str | None, allowed: Iterable[str], own: Iterable[str]) -> bool:
+    """Whether a WebSocket upgrade with this ``Origin`` header may proceed.
+
+    No header (a non-browser client) is allowed; otherwise the origin must be one of
+    ``allowed`` (``[server] allowed_origins``) or of ``own``. Comparison ignores case
+    and a trailing slash, as origins are case-insensitive in scheme and host.
+    """
+    if origin is None:
+        return True
+    wanted = origin.strip().rstrip("/").lower()
+    return any(wanted == o.strip().rstrip("/").lower() for o in (*allowed, *own))

@@ -1,0 +1,408 @@
+"""Running the daemon: one instance per home, ``daemon.json``, signals, logging (R27, R53).
+
+`run_daemon` is what ``agentrio daemon`` calls. In order it:
+
+1. takes ``<home>/daemon.lock`` with ``flock`` — a second daemon on the same home
+   prints who holds it (pid and address from ``daemon.json``) and exits 1;
+2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
+   passwords; the log file is 0600);
+3. clears ``<home>/sessions/*/background/`` (background work does not survive a
+   restart, R27), makes or reads the token, opens the engine and purges expired
+   online markers;
+4. serves HTTP and WebSocket on one port (`open_server`), then writes
+   ``<home>/daemon.json`` ``{pid, host, port, started_at, version}`` atomically;
+5. on SIGINT/SIGTERM: cancels every task with cause ``shutdown`` (their ``done``
+   frames still go out), closes connections, stops the server, closes the store,
+   removes ``daemon.json`` and exits 0 — within 5 s (R53).
+
+`open_server` is the reusable part: tests serve an in-process engine with it.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import importlib.metadata
+import json
+import logging
+import os
+import shutil
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import ExitStack, asynccontextmanager, contextmanager
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import attrs
+import hypercorn.trio
+import trio
+from hypercorn.config import Config as HypercornConfig
+
+from engine.config import Config
+from engine.core import Engine, open_engine
+from engine.server.app import ServerContext, create_app
+from engine.server.auth import load_or_create_token, own_origins
+
+__all__ = [
+    "DAEMON_JSON",
+    "GRACEFUL_S",
+    "LOCK_FILE",
+    "LOG_FILE",
+    "AlreadyRunning",
+    "RunningServer",
+    "clear_background",
+    "configure_logging",
+    "daemon_version",
+    "instance_lock",
+    "open_server",
+    "read_daemon_json",
+    "remove_daemon_json",
+    "run_daemon",
+    "serve",
+    "write_daemon_json",
+]
+
+log = logging.getLogger("agentrio.daemon")
+
+DAEMON_JSON: Final = "daemon.json"
+LOCK_FILE: Final = "daemon.lock"
+LOG_FILE: Final = "daemon.log"
+#: How long hypercorn lets open connections finish once the server stops.
+GRACEFUL_S: Final = 1.0
+#: Largest WebSocket message hypercorn buffers. Messages above 1 MiB (the protocol
+#: limit) and up to this get an ``error`` frame; beyond it hypercorn closes with 1009.
+WS_BUFFER_BYTES: Final = 16 * 1024 * 1024
+
+
+def daemon_version() -> str:
+    """The installed ``agentrio`` version, or ``0.0.0+unknown`` from a bare checkout."""
+    try:
+        return importlib.metadata.version("agentrio")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
+
+
+# ---------------------------------------------------------------------- home files
+
+
+class AlreadyRunning(Exception):
+    """Another daemon holds this home's lock; the message says which one."""
+
+
+@contextmanager
+def instance_lock(home: Path) -> Iterator[None]:
+    """Hold ``<home>/daemon.lock`` (``flock``, released by the kernel even on
+    ``kill -9``). Raises `AlreadyRunning` naming the holder."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES):
+                raise
+            raise AlreadyRunning(_describe_holder(home, path)) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        os.close(fd)
+
+
+def _describe_holder(home: Path, lock: Path) -> str:
+    info = read_daemon_json(home)
+    if info is not None:
+        return (
+            f"an agentrio daemon is already running for {home} "
+            f"(pid {info.get('pid')}, http://{info.get('host')}:{info.get('port')})"
+        )
+    try:
+        pid = lock.read_text(encoding="utf-8").strip() or "?"
+    except OSError:
+        pid = "?"
+    return f"an agentrio daemon is already running for {home} (pid {pid}, still starting)"
+
+
+def read_daemon_json(home: Path) -> dict[str, Any] | None:
+    """``<home>/daemon.json`` as a dict, or None when absent or unreadable."""
+    try:
+        data = json.loads((home / DAEMON_JSON).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_daemon_json(home: Path, info: dict[str, Any]) -> None:
+    """Write ``daemon.json`` atomically (temp file, fsync, ``os.replace``)."""
+    path = home / DAEMON_JSON
+    tmp = path.with_name(f".{DAEMON_JSON}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(info, indent=2).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def remove_daemon_json(home: Path, pid: int) -> None:
+    """Remove ``daemon.json`` if it still names ``pid`` (never another daemon's)."""
+    info = read_daemon_json(home)
+    if info is not None and info.get("pid") == pid:
+        (home / DAEMON_JSON).unlink(missing_ok=True)
+
+
+def clear_background(home: Path) -> int:
+    """Delete every ``<home>/sessions/*/background/`` folder (R27); return how many."""
+    cleared = 0
+    for folder in sorted((home / "sessions").glob("*/background")):
+        if folder.is_dir() and not folder.is_symlink():
+            shutil.rmtree(folder, ignore_errors=True)
+            cleared += 1
+    return cleared
+
+
+def configure_logging(home: Path, *, level: int = logging.INFO) -> list[logging.Handler]:
+    """Log ``agentrio.*`` to ``<home>/daemon.log`` (0600) and to stderr — but not twice
+    when stderr already is that file (a daemon the REPL started). Returns the handlers,
+    so the caller can remove them."""
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / LOG_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.close(fd)
+    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = [logging.FileHandler(path, encoding="utf-8")]
+    if not _stderr_is(path):
+        handlers.append(logging.StreamHandler(sys.stderr))
+    logger = logging.getLogger("agentrio")
+    logger.setLevel(level)
+    logger.propagate = False
+    for handler in handlers:
+        handler.setFormatter(formatter)
+        logger.addHandler(handler)
+    return handlers
+
+
+def _stderr_is(path: Path) -> bool:
+    try:
+        mine, theirs = os.fstat(sys.stderr.fileno()), path.stat()
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino)
+
+
+# ---------------------------------------------------------------------- the server
+
+
+@attrs.frozen(kw_only=True)
+class RunningServer:
+    """Where `open_server` listens."""
+
+    host: str
+    port: int
+    context: ServerContext
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{_url_host(self.host)}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{_url_host(self.host)}:{self.port}/v1/ws"
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
+def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+    config = HypercornConfig()
+    config.bind = [f"{_url_host(host)}:{port}"]
+    config.graceful_timeout = GRACEFUL_S
+    config.accesslog = None
+    config.errorlog = logging.getLogger("agentrio.hypercorn")
+    config.websocket_max_message_size = WS_BUFFER_BYTES
+    # A script may send many requests on one keep-alive connection.
+    config.max_requests = None
+    return config
+
+
+@asynccontextmanager
+async def open_server(
+    engine: Engine,
+    *,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    version: str | None = None,
+    allowed_origins: Sequence[str] = (),
+) -> AsyncIterator[RunningServer]:
+    """Serve ``engine`` over HTTP and WebSocket on ``host:port`` (0: any free port)
+    until the block exits; then close every WebSocket (4001) and event stream and stop
+    the server, letting in-flight requests finish for up to `GRACEFUL_S`."""
+    ctx = ServerContext(
+        engine=engine,
+        token=token,
+        version=version or daemon_version(),
+        allowed_origins=tuple(allowed_origins),
+    )
+    app = create_app(ctx)
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(
+            partial(
+                hypercorn.trio.serve,
+                app,  # type: ignore[arg-type]
+                _hypercorn_config(host, port),
+                shutdown_trigger=stop.wait,
+                mode="asgi",
+            )
+        )
+        bound = urlsplit(binds[0]).port
+        assert bound is not None, binds
+        ctx.own_origins = own_origins(host, bound)
+        try:
+            yield RunningServer(host=host, port=bound, context=ctx)
+        finally:
+            ctx.closing.set()
+            stop.set()
+
+
+async def serve(
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    stop: trio.Event | None = None,
+) -> None:
+    """The daemon: steps 3-5 of the module doc. Returns after a clean shutdown, which
+    SIGINT, SIGTERM or ``stop`` (for callers that are not the main thread) begins."""
+    home = config.home_path
+    host = host or config.server.host
+    port = config.server.port if port is None else port
+    cleared = await trio.to_thread.run_sync(clear_background, home)
+    if cleared:
+        log.info("cleared %d background folder(s) left from a previous run", cleared)
+    token = await trio.to_thread.run_sync(load_or_create_token, home)
+    version = daemon_version()
+    pid = os.getpid()
+    with _signals() as signals:
+        async with open_engine(config) as engine:
+            purged = await engine.store.purge_expired_markers(now=time.time())
+            if purged:
+                log.info("purged %d expired online marker(s)", purged)
+            async with open_server(
+                engine,
+                token=token,
+                host=host,
+                port=port,
+                version=version,
+                allowed_origins=config.server.allowed_origins,
+            ) as server:
+                info = {
+                    "pid": pid,
+                    "host": server.host,
+                    "port": server.port,
+                    "started_at": time.time(),
+                    "version": version,
+                }
+                await trio.to_thread.run_sync(write_daemon_json, home, info)
+                log.info(
+                    "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
+                )
+                try:
+                    await _wait_for_stop(signals, stop)
+                    log.info("shutting down: cancelling %d task(s)", engine.task_count)
+                    await engine.shutdown()
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await trio.to_thread.run_sync(remove_daemon_json, home, pid)
+    log.info("stopped")
+
+
+@contextmanager
+def _signals() -> Iterator[AsyncIterator[int] | None]:
+    """SIGINT/SIGTERM as a channel; None off the main thread (tests stop via ``stop``)."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as receiver:
+        yield receiver
+
+
+async def _wait_for_stop(signals: AsyncIterator[int] | None, stop: trio.Event | None) -> None:
+    async with trio.open_nursery() as nursery:
+
+        async def on_signal() -> None:
+            assert signals is not None
+            async for signum in signals:
+                log.info("received %s", signal.Signals(signum).name)
+                break
+            nursery.cancel_scope.cancel(reason="signal")
+
+        async def on_stop() -> None:
+            assert stop is not None
+            await stop.wait()
+            nursery.cancel_scope.cancel(reason="stop requested")
+
+        if signals is not None:
+            nursery.start_soon(on_signal)
+        if stop is not None:
+            nursery.start_soon(on_stop)
+        if signals is None and stop is None:
+            await trio.sleep_forever()
+
+
+def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:
+    """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
+    after a clean shutdown, 1 when another daemon holds the home or the address cannot
+    be bound."""
+    home = config.home_path
+    with ExitStack() as stack:
+        try:
+            stack.enter_context(instance_lock(home))
+        except AlreadyRunning as exc:
+            print(f"agentrio daemon: {exc}", file=sys.stderr)
+            return 1
+        stack.enter_context(_logging_to(home))
+        try:
+            trio.run(partial(serve, config, host=host, port=port))
+        except (OSError, BaseExceptionGroup) as exc:
+            error = _os_error_in(exc)
+            if error is None:
+                raise
+            where = f"{host or config.server.host}:{config.server.port if port is None else port}"
+            log.error("cannot serve on %s: %s", where, error.strerror or error)
+            return 1
+    return 0
+
+
+@contextmanager
+def _logging_to(home: Path) -> Iterator[None]:
+    handlers = configure_logging(home)
+    try:
+        yield
+    finally:
+        logger = logging.getLogger("agentrio")
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    """The `OSError` (e.g. address in use) inside ``exc``, however deeply grouped."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _os_error_in(inner)
+            if found is not None:
+                return found
+    return None

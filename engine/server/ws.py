@@ -1,0 +1,496 @@
+"""``/v1/ws``: one WebSocket connection of a REPL window or a script (SPEC §8).
+
+A connection is one reader loop plus the tasks it starts in its own nursery:
+
+- **hello first.** The upgrade is accepted (after the Origin check, R70); the first
+  message must be ``hello`` with the token and protocol 1, else the socket closes with
+  4401. No frame is acted on before ``welcome``.
+- **run / pending.** Each starts a forwarder task: it subscribes to the session's hub
+  *before* the engine starts the task (so no event is missed), answers ``accepted``
+  with the task hash, forwards that task's events as ``event`` frames, then sends
+  exactly one ``done``. Start errors (a bad session id, `Conflict` R37, `NotFound`)
+  still end in that one ``done``, with status ``failed`` and the message.
+- **asks (R5).** The connection's ``cli-`` listener accepts only requests carrying a
+  window hash this connection sent in ``run``/``pending``; its asks arrive as ``ask``
+  frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for script
+  front-ends. A ``reply`` is accepted only for an ask shown to this connection (by the
+  listener that showed it), or for an ask of a session it ``subscribe``\\d to (R8 B).
+- **bad input (R71).** Every frame that cannot be acted on — broken JSON, unknown
+  type, wrong field, over 1 MiB, an engine error — gets an ``error`` frame with a
+  ``ref`` (request id, ask id or task hash when known); the connection lives on.
+- **close.** The connection's runs are cancelled with cause ``disconnected`` (R43)
+  and its listeners closed, which fails its claimed asks (R6: never an approval).
+
+Sends are serialised by one lock. A send to a socket that is gone raises
+`ConnectionGone`, which ends the connection quietly.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any, Final
+
+import trio
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from engine.causes import Cause
+from engine.core import Engine
+from engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound
+from engine.ids import check_session_id
+from engine.pending import AskReply, AskRequest, Entry, Listener, Offered, Withdrawn
+from engine.runs import RunOrigin, TaskRun
+from engine.server.auth import origin_allowed, token_ok
+from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
+from protocol.errors import CLOSE_AUTH_FAILED, CLOSE_SHUTDOWN, ErrorCode, FrameDecodeError
+from protocol.frames import (
+    PROTOCOL_VERSION,
+    Accepted,
+    Ask,
+    BackgroundCancel,
+    Cancel,
+    ClientFrame,
+    DoneFrame,
+    ErrorFrame,
+    EventFrame,
+    Hello,
+    LegInfo,
+    LegList,
+    Listen,
+    ListLegs,
+    ListPending,
+    PendingFrame,
+    PendingList,
+    Reply,
+    Run,
+    Steer,
+    Subscribe,
+    Verify,
+    Welcome,
+)
+from protocol.frames import Withdrawn as WithdrawnFrame
+
+__all__ = [
+    "HELLO_TIMEOUT_S",
+    "Connection",
+    "ConnectionGone",
+    "cancel_leg",
+    "list_legs",
+    "verify_frame",
+    "websocket_endpoint",
+]
+
+log = logging.getLogger("agentrio.server.ws")
+
+#: A client that has not said ``hello`` within this many seconds is closed (4401).
+HELLO_TIMEOUT_S: Final = 10.0
+#: The longest ``ref`` echoed back in an ``error`` frame.
+_MAX_REF: Final = 128
+
+
+class ConnectionGone(Exception):
+    """The socket closed under a send; the connection is over."""
+
+
+async def websocket_endpoint(websocket: WebSocket) -> None:
+    """The ``/v1/ws`` route: Origin check, ``hello``, then `Connection.serve`."""
+    from engine.server.app import ServerContext
+
+    ctx: ServerContext = websocket.app.state.ctx
+    origin = websocket.headers.get("origin")
+    if not origin_allowed(origin, ctx.allowed_origins, ctx.own_origins):
+        log.warning("refused a WebSocket upgrade from origin %r", origin[:200] if origin else "")
+        await websocket.close(code=1008)  # before accept: hypercorn answers 403
+        return
+    await websocket.accept()
+    if not await _hello(websocket, ctx.token):
+        return
+    connection = Connection(websocket, ctx.engine, closing=ctx.closing)
+    ctx.connections += 1
+    try:
+        await connection.send(Welcome(protocol=PROTOCOL_VERSION, daemon_version=ctx.version))
+        await connection.serve()
+    except* ConnectionGone:
+        pass
+    finally:
+        ctx.connections -= 1
+
+
+async def _hello(websocket: WebSocket, token: str) -> bool:
+    """Read the first message; True when it is a valid ``hello``. Otherwise close with
+    4401 (the reason never repeats the token)."""
+    reason = "expected hello with a valid token and protocol 1"
+    with trio.move_on_after(HELLO_TIMEOUT_S):
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return False
+        text = message.get("text")
+        if text is not None:
+            try:
+                frame = decode_client_frame(text)
+            except FrameDecodeError as exc:
+                reason = f"expected hello ({exc.field}: {exc.problem})"[:120]
+            else:
+                if isinstance(frame, Hello):
+                    if not token_ok(frame.token, token):
+                        reason = "wrong token"
+                    elif frame.protocol != PROTOCOL_VERSION:
+                        reason = f"unsupported protocol {frame.protocol}; this daemon speaks 1"
+                    else:
+                        return True
+    try:
+        await websocket.close(code=CLOSE_AUTH_FAILED, reason=reason)
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        pass
+    return False
+
+
+def _ref_of(text: str) -> str:
+    """A best-effort ``ref`` from a frame that did not decode."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return ""
+    if isinstance(value, dict):
+        for key in ("request_id", "id", "task_hash"):
+            ref = value.get(key)
+            if isinstance(ref, str):
+                return ref[:_MAX_REF]
+    return ""
+
+
+def _ref_of_frame(frame: ClientFrame) -> str:
+    for key in ("request_id", "id", "task_hash", "session_id"):
+        ref = getattr(frame, key, None)
+        if isinstance(ref, str):
+            return ref[:_MAX_REF]
+    return ""
+
+
+def _ask_frame(entry: Entry) -> Ask:
+    request = entry.request
+    return Ask(
+        id=entry.id,
+        kind=request.kind,
+        session_id=request.session_id,
+        task_hash=request.task_hash,
+        tool_name=request.tool_name,
+        tool_args=dict(request.tool_args),
+        questions=list(request.questions),
+        restricted=request.restricted,
+        need_password=request.need_password,
+    )
+
+
+def verify_frame(notice: object) -> Verify | None:
+    """The ``verify`` frame (R7) of a registry notice that reports a password check:
+    any notice with ``entry_id``, ``ok`` and ``error`` (the registry's ``Verified``).
+    None for anything else."""
+    entry_id = getattr(notice, "entry_id", None)
+    ok = getattr(notice, "ok", None)
+    error = getattr(notice, "error", "")
+    if isinstance(entry_id, str) and isinstance(ok, bool):
+        return Verify(id=entry_id, ok=ok, error=error if isinstance(error, str) else "")
+    return None
+
+
+async def list_legs(engine: Engine, session_id: str) -> list[LegInfo]:
+    """The session's running and queued background legs, as ``leg_list`` shows them.
+
+    Background legs live in the engine's background module; an engine without a
+    ``list_legs`` method runs no legs, so the list is empty.
+    """
+    lister: Callable[[str], Any] | None = getattr(engine, "list_legs", None)
+    if lister is None:
+        return []
+    legs = lister(session_id)
+    if inspect.isawaitable(legs):
+        legs = await legs
+    return list(legs)
+
+
+async def cancel_leg(engine: Engine, session_id: str, leg_id: str) -> None:
+    """Cancel one leg, or every leg of the session for ``"all"`` (R44).
+
+    Raises `NotFound` ("no such leg") when the engine has no such leg — which is
+    always the case for an engine without a ``cancel_leg`` method.
+    """
+    canceller: Callable[[str, str], Any] | None = getattr(engine, "cancel_leg", None)
+    if canceller is None:
+        raise NotFound(f"no such leg {leg_id[:_MAX_REF]!r} in session {session_id}")
+    result = canceller(session_id, leg_id)
+    if inspect.isawaitable(result):
+        await result
+
+
+class Connection:
+    """One authenticated ``/v1/ws`` connection (see the module doc)."""
+
+    def __init__(self, websocket: WebSocket, engine: Engine, *, closing: trio.Event) -> None:
+        self.id = f"conn_{secrets.token_hex(6)}"
+        self.engine = engine
+        self._ws = websocket
+        self._closing = closing
+        self._send_lock = trio.Lock()
+        #: Window hashes this connection sent in ``run``/``pending`` (R5).
+        self.window_hashes: set[str] = set()
+        #: The window hash of runs sent without one: unique to this connection.
+        self.default_window = f"w_{self.id}"
+        #: Ask id → the listener that showed it here.
+        self.shown: dict[str, Listener] = {}
+        self.listeners: list[Listener] = []
+        self.listen_prefixes: set[str] = set()
+        self.subscribed: set[str] = set()
+        self._nursery: trio.Nursery | None = None
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(self, frame: Any) -> None:
+        """Send one frame; raises `ConnectionGone` when the socket is closed."""
+        text = dumps(frame)
+        async with self._send_lock:
+            try:
+                await self._ws.send_text(text)
+            except (WebSocketDisconnect, RuntimeError, OSError, trio.BrokenResourceError) as exc:
+                raise ConnectionGone from exc
+
+    async def send_error(self, code: str, message: str, ref: str = "") -> None:
+        await self.send(ErrorFrame(code=code, message=message, ref=ref[:_MAX_REF]))
+
+    # ------------------------------------------------------------------ lifetime
+
+    async def serve(self) -> None:
+        """Read frames until the client leaves or the daemon shuts down; then cancel
+        this connection's runs (``disconnected``, R43) and close its listeners (R6)."""
+        cli = self.engine.registry.listen("cli-", match=self._started_here)
+        self.listeners.append(cli)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._pump_asks, cli)
+                nursery.start_soon(self._close_on_shutdown)
+                await self._read_loop()
+                nursery.cancel_scope.cancel(reason="connection closed")
+        finally:
+            cancelled = self.engine.disconnect(self.id)
+            for listener in self.listeners:
+                listener.close()
+            if cancelled:
+                log.info("connection %s closed; %d run(s) cancelled", self.id, cancelled)
+
+    def _started_here(self, request: AskRequest) -> bool:
+        return request.window_hash in self.window_hashes
+
+    async def _close_on_shutdown(self) -> None:
+        await self._closing.wait()
+        try:
+            await self._ws.close(code=CLOSE_SHUTDOWN, reason="daemon shutting down")
+        except (WebSocketDisconnect, RuntimeError, OSError):
+            pass
+        assert self._nursery is not None
+        self._nursery.cancel_scope.cancel(reason="daemon shutting down")
+
+    async def _read_loop(self) -> None:
+        while True:
+            try:
+                message = await self._ws.receive()
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                return
+            if message["type"] == "websocket.disconnect":
+                return
+            text = message.get("text")
+            if text is None:
+                await self.send_error(
+                    ErrorCode.BAD_FRAME, "$: binary messages are not accepted; send JSON text"
+                )
+                continue
+            await self.handle_text(text)
+
+    # ------------------------------------------------------------------ frames
+
+    async def handle_text(self, text: str) -> None:
+        """Act on one message; every problem becomes an ``error`` frame (R71)."""
+        if len(text) > MAX_MESSAGE_BYTES or len(text.encode()) > MAX_MESSAGE_BYTES:
+            await self.send_error(
+                ErrorCode.TOO_LARGE, f"$: message larger than {MAX_MESSAGE_BYTES} bytes"
+            )
+            return
+        try:
+            frame = decode_client_frame(text)
+        except FrameDecodeError as exc:
+            await self.send_error(ErrorCode.BAD_FRAME, str(exc), _ref_of(text))
+            return
+        try:
+            await self.dispatch(frame)
+        except AgentrioError as exc:
+            await self.send_error(exc.code, str(exc) or type(exc).__name__, _ref_of_frame(frame))
+        except ConnectionGone:
+            raise
+        except Exception:
+            log.exception("connection %s: %s frame failed", self.id, type(frame).TYPE)
+            await self.send_error(
+                ErrorCode.INTERNAL, "internal error (see daemon.log)", _ref_of_frame(frame)
+            )
+
+    async def dispatch(self, frame: ClientFrame) -> None:
+        nursery = self._nursery
+        assert nursery is not None
+        match frame:
+            case Hello():
+                await self.send_error(ErrorCode.BAD_FRAME, "$.type: hello was already received")
+            case Run() | PendingFrame():
+                await nursery.start(self._request, frame)
+            case Cancel(task_hash=task_hash, pause=pause):
+                cause = Cause.PAUSED if pause else Cause.USER_CANCELED
+                if not self.engine.cancel(task_hash, cause, connection_id=self.id):
+                    raise NotFound(f"task {task_hash[:_MAX_REF]} is not running")
+            case Steer(session_id=session_id, task_hash=task_hash, input=text):
+                self.engine.steer(check_session_id(session_id), task_hash, text)
+            case Reply():
+                await self._reply(frame)
+            case Listen(prefix=prefix):
+                if prefix not in self.listen_prefixes:
+                    self.listen_prefixes.add(prefix)
+                    listener = self.engine.registry.listen(prefix)
+                    self.listeners.append(listener)
+                    nursery.start_soon(self._pump_asks, listener)
+            case Subscribe(session_id=session_id):
+                check_session_id(session_id)
+                if session_id not in self.subscribed:
+                    await nursery.start(self._subscription, session_id)
+            case ListPending(session_id=session_id):
+                tasks = await self.engine.pending_tasks(session_id)
+                await self.send(PendingList(session_id=session_id, tasks=tasks))
+            case ListLegs(session_id=session_id):
+                legs = await list_legs(self.engine, check_session_id(session_id))
+                await self.send(LegList(session_id=session_id, legs=legs))
+            case BackgroundCancel(session_id=session_id, leg_id=leg_id):
+                await cancel_leg(self.engine, check_session_id(session_id), leg_id)
+
+    async def _reply(self, frame: Reply) -> None:
+        entry = self.engine.registry.get(frame.id)
+        if entry is None or entry.resolved:
+            self.shown.pop(frame.id, None)
+            raise AlreadyResolved(f"ask {frame.id[:_MAX_REF]} is already resolved or gone")
+        listener = self.shown.get(frame.id)
+        if listener is None and entry.request.session_id not in self.subscribed:
+            raise Forbidden(f"ask {frame.id[:_MAX_REF]} was not shown to this connection")
+        reply = AskReply(
+            approve=frame.approve,
+            answers=frame.answers,
+            password=frame.password,
+            remember=frame.remember,
+            allow_turn=frame.allow_turn,
+            reason=frame.reason,
+            action=frame.action,
+        )
+        await self.engine.answer(frame.id, reply, by=listener)
+        self.shown.pop(frame.id, None)
+
+    # ------------------------------------------------------------------ tasks
+
+    async def _request(
+        self, frame: Run | PendingFrame, *, task_status: trio.TaskStatus[None]
+    ) -> None:
+        """One ``run``/``pending``: ``accepted``, the task's events, one ``done``.
+
+        `task_status.started` is called once the run exists (or failed to start), so
+        the reader handles the next frame — e.g. a ``cancel`` — only after that.
+        """
+        window = frame.window_hash or self.default_window
+        self.window_hashes.add(window)
+        origin = RunOrigin(connection_id=self.id, window_hash=window)
+        try:
+            session = self.engine.session(frame.session_id)
+        except AgentrioError as exc:
+            task_status.started()
+            await self._done(frame, "", "failed", str(exc))
+            return
+        with session.hub.subscribe(replay=False) as subscription:
+            try:
+                run = await self._start(frame, origin)
+            except AgentrioError as exc:
+                task_status.started()
+                await self._done(frame, getattr(frame, "task_hash", ""), "failed", str(exc))
+                return
+            task_status.started()
+            await self.send(
+                Accepted(
+                    request_id=frame.request_id,
+                    session_id=run.session_id,
+                    task_hash=run.task_hash,
+                )
+            )
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._forward_run_events, subscription, run)
+                outcome = await run.wait_done()
+                subscription.close()  # the pump drains what is queued, then ends
+        await self._done(frame, run.task_hash, outcome.status, outcome.error)
+
+    async def _start(self, frame: Run | PendingFrame, origin: RunOrigin) -> TaskRun:
+        if isinstance(frame, Run):
+            return await self.engine.start_task(
+                frame.session_id, frame.input, origin=origin, allow_all=frame.allow_all
+            )
+        return await self.engine.resume(
+            frame.session_id, frame.task_hash, answers=frame.answers, origin=origin
+        )
+
+    async def _done(
+        self, frame: Run | PendingFrame, task_hash: str, status: Any, error: str
+    ) -> None:
+        await self.send(
+            DoneFrame(request_id=frame.request_id, task_hash=task_hash, status=status, error=error)
+        )
+
+    async def _forward_run_events(self, subscription: Any, run: TaskRun) -> None:
+        async for task_hash, event in subscription:
+            if task_hash == run.task_hash:
+                await self.send(
+                    EventFrame(session_id=run.session_id, task_hash=task_hash, event=event)
+                )
+
+    async def _subscription(self, session_id: str, *, task_status: trio.TaskStatus[None]) -> None:
+        """``subscribe``: every event of the session, replay then live; meanwhile this
+        connection is a passive listener for the session's asks (R8 B)."""
+        engine = self.engine
+        self.subscribed.add(session_id)
+        try:
+            with (
+                engine.registry.listen(
+                    "", match=lambda request: request.session_id == session_id, passive=True
+                ),
+                engine.session(session_id).hub.subscribe(replay=True) as subscription,
+            ):
+                task_status.started()
+                async for task_hash, event in subscription:
+                    await self.send(
+                        EventFrame(session_id=session_id, task_hash=task_hash, event=event)
+                    )
+        finally:
+            self.subscribed.discard(session_id)
+
+    async def _pump_asks(self, listener: Listener) -> None:
+        """Show ``listener``'s asks as ``ask`` frames and its withdrawals as
+        ``withdrawn`` frames, until it is closed."""
+        while True:
+            try:
+                notice: object = await listener.next_notice()
+            except trio.ClosedResourceError:
+                return
+            match notice:
+                case Offered(entry=entry):
+                    if entry.resolved:
+                        continue
+                    self.shown[entry.id] = listener
+                    await self.send(_ask_frame(entry))
+                case Withdrawn(entry_id=entry_id, reason=reason):
+                    if self.shown.pop(entry_id, None) is not None:
+                        await self.send(WithdrawnFrame(id=entry_id, reason=reason))
+                case _:
+                    verify = verify_frame(notice)
+                    if verify is not None:
+                        await self.send(verify)
