@@ -1,0 +1,454 @@
+"""The prompt_toolkit application driven by keys: `create_pipe_input` + `DummyOutput`.
+
+SPEC §11, R7, R40–R47. Each test runs the real `ReplApp` on an asyncio loop, feeds key
+presses through a pipe, hands frames to `deliver` as the Trio side would, and asserts
+the exact frames the state sent (a list stands in for the socket). Waits poll for the
+expected effect; they never sleep for a fixed time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+from prompt_toolkit.application import create_app_session
+from prompt_toolkit.input import PipeInput, create_pipe_input
+from prompt_toolkit.output import DummyOutput
+
+from protocol.events import Question, Text
+from protocol.frames import (
+    BackgroundCancel,
+    Cancel,
+    ListLegs,
+    ListPending,
+    Reply,
+    Run,
+    Withdrawn,
+)
+from repl.app import ReplApp
+from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog
+from repl.messages import Connected, Outgoing
+from repl.state import ReplState
+from tests.repl.helpers import (
+    HASH,
+    SESSION,
+    accepted,
+    ask_confirm,
+    ask_questions,
+    event,
+    leg_list,
+)
+
+ESC = "\x1b"
+ENTER = "\r"
+DOWN = "\x1b[B"
+CTRL_C = "\x03"
+CTRL_D = "\x04"
+
+
+class Harness:
+    def __init__(self, pipe: PipeInput, app: ReplApp, sent: list[Outgoing]) -> None:
+        self.pipe = pipe
+        self.app = app
+        self.state = app.state
+        self.sent = sent
+        self.keys_done = 0
+
+        def count(_: object) -> None:
+            self.keys_done += 1
+
+        app.application.key_processor.after_key_press += count
+
+    async def until(self, condition: Callable[[], object], what: str = "") -> None:
+        """Wait for ``condition`` (the app processes keys asynchronously)."""
+        for _ in range(400):
+            if condition():
+                return
+            await asyncio.sleep(0.005)
+        raise AssertionError(f"timed out waiting for {what or condition}")
+
+    async def press(self, keys: str) -> None:
+        self.pipe.send_text(keys)
+        await asyncio.sleep(0)
+
+    async def esc(self) -> None:
+        """A lone Esc is recognised after the app's short escape timeout; wait until the
+        key processor has handled it."""
+        before = self.keys_done
+        self.pipe.send_text(ESC)
+        await self.until(lambda: self.keys_done > before, "Esc to be handled")
+
+    def frames(self) -> list[Outgoing]:
+        """Frames sent since the last call."""
+        out = self.sent[:]
+        self.sent.clear()
+        return out
+
+    async def start_run(self, text: str = "run: echo hello") -> str:
+        await self.press(text + ENTER)
+        await self.until(lambda: any(isinstance(f, Run) for f in self.sent), "run frame")
+        (frame,) = self.frames()
+        assert isinstance(frame, Run)
+        return frame.request_id
+
+
+@contextmanager
+def pipe_session() -> Iterator[PipeInput]:
+    with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
+        yield pipe
+
+
+def run_app(scenario: Callable[[Harness], Awaitable[None]]) -> None:
+    """Run ``scenario`` against a connected app; the app must have exited at the end."""
+
+    async def main() -> None:
+        with pipe_session() as pipe:
+            sent: list[Outgoing] = []
+            state = ReplState(session_id=SESSION, window_hash="w1", send=sent.append)
+            app = ReplApp(state)
+            task = asyncio.ensure_future(app.run())
+            h = Harness(pipe, app, sent)
+            await h.until(lambda: app.application.is_running, "app start")
+            app.deliver(Connected(url="http://127.0.0.1:1", daemon_version="0.1.0"))
+            assert h.frames() == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+            try:
+                await scenario(h)
+            finally:
+                app.exit()
+                await asyncio.wait_for(task, 5)
+            assert state.flushed == len(state.output)
+
+    asyncio.run(main())
+
+
+# ---------------------------------------------------------------- Esc chain (R47)
+
+
+def test_esc_closes_the_picker() -> None:
+    """R47: typing / opens the command picker; Esc closes it and keeps the text."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press("/")
+        await h.until(lambda: h.app.buffer.complete_state is not None, "picker")
+        await h.esc()
+        assert h.app.buffer.complete_state is None
+        assert h.app.buffer.text == "/"
+        assert h.frames() == []
+
+    run_app(scenario)
+
+
+def test_esc_closes_the_notice() -> None:
+    """R47: with a notice shown, Esc closes it and nothing else."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press("/nope" + ENTER)
+        await h.until(lambda: h.state.notice is not None, "notice")
+        await h.press("abc")
+        await h.until(lambda: h.app.buffer.text == "abc")
+        await h.esc()
+        assert h.state.notice is None
+        assert h.app.buffer.text == "abc"
+
+    run_app(scenario)
+
+
+def test_esc_cancels_at_once_and_holds_before_accepted() -> None:
+    """R47, R46: Esc on a run that showed nothing cancels at once; before its task hash
+    is known the cancel is held and sent when accepted arrives."""
+
+    async def scenario(h: Harness) -> None:
+        rid = await h.start_run()
+        await h.esc()
+        assert h.frames() == []
+        assert h.app.dialog is None
+        h.app.deliver(accepted(rid))
+        assert h.frames() == [Cancel(task_hash=HASH, pause=False)]
+
+    run_app(scenario)
+
+
+async def shown_run(h: Harness) -> str:
+    rid = await h.start_run()
+    h.app.deliver(accepted(rid))
+    h.app.deliver(event(Text(seq=2, at=0.0, text="Running `echo hello`.\n")))
+    return rid
+
+
+@pytest.mark.parametrize(
+    ("keys", "frames"),
+    [
+        (ESC, []),
+        ("1", []),
+        (DOWN + ENTER, [Cancel(task_hash=HASH, pause=True)]),
+        ("2", [Cancel(task_hash=HASH, pause=True)]),
+        (DOWN + DOWN + ENTER, [Cancel(task_hash=HASH, pause=False)]),
+        ("3", [Cancel(task_hash=HASH, pause=False)]),
+    ],
+)
+def test_cancel_popup_choices(keys: str, frames: list[Outgoing]) -> None:
+    """R47, R40, R41: after output, Esc opens No / Pause / Yes; No (or Esc) sends
+    nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        await h.esc()
+        assert isinstance(h.app.dialog, PopupDialog)
+        assert h.app.dialog.popup.choices == ("No", "Pause", "Yes")
+        assert h.app.application.layout.has_focus(h.app.dialog.menu)
+        await h.press(keys)
+        await h.until(lambda: h.state.popup is None, "popup closed")
+        assert h.frames() == frames
+        await h.until(lambda: h.app.application.layout.has_focus(h.app.buffer), "focus back")
+
+    run_app(scenario)
+
+
+def test_esc_clears_the_input() -> None:
+    """R47: with no run, Esc clears the input."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press("half a thought")
+        await h.until(lambda: h.app.buffer.text == "half a thought")
+        await h.esc()
+        assert h.app.buffer.text == ""
+        assert h.frames() == []
+
+    run_app(scenario)
+
+
+@pytest.mark.parametrize(
+    ("legs", "keys", "frames"),
+    [
+        (
+            (("cmd_00000001", "make"),),
+            "2" + "2",
+            [BackgroundCancel(session_id=SESSION, leg_id="cmd_00000001")],
+        ),
+        ((("cmd_00000001", "make"),), "2" + "1", []),
+        ((("cmd_00000001", "make"),), "1", []),
+        (
+            (("cmd_00000001", "make"), ("sub_00000002", "docs")),
+            "3" + DOWN + ENTER,
+            [BackgroundCancel(session_id=SESSION, leg_id="sub_00000002")],
+        ),
+        (
+            (("cmd_00000001", "make"), ("sub_00000002", "docs")),
+            "4" + "2",
+            [BackgroundCancel(session_id=SESSION, leg_id="all")],
+        ),
+    ],
+)
+def test_background_menu(
+    legs: tuple[tuple[str, str], ...], keys: str, frames: list[Outgoing]
+) -> None:
+    """R47, R44: Esc on an empty line with legs running opens No, each leg, All (two or
+    more), then a No / Yes confirmation; Yes sends background_cancel."""
+
+    async def scenario(h: Harness) -> None:
+        h.app.deliver(leg_list(*legs))
+        await h.esc()
+        assert isinstance(h.app.dialog, PopupDialog)
+        assert h.app.dialog.popup.kind == "legs"
+        assert len(h.app.dialog.popup.choices) == 1 + len(legs) + (len(legs) >= 2)
+        for key in [keys[0], keys[1:]] if len(keys) > 1 else [keys]:
+            await h.press(key)
+            await h.until(
+                lambda: h.state.popup is None or h.state.popup.kind == "leg_confirm", "menu step"
+            )
+            if h.state.popup is not None:
+                await h.until(
+                    lambda: (
+                        h.app.dialog is not None
+                        and h.app.application.layout.has_focus(h.app.dialog.menu)
+                    )
+                )  # type: ignore[union-attr]
+        await h.until(lambda: h.state.popup is None, "menu closed")
+        assert h.frames() == frames
+
+    run_app(scenario)
+
+
+def test_esc_with_nothing_to_do() -> None:
+    """R47: with nothing open, no run, empty input and no legs, Esc changes nothing."""
+
+    async def scenario(h: Harness) -> None:
+        await h.esc()
+        await h.press("x")
+        await h.until(lambda: h.app.buffer.text == "x", "key after Esc")
+        assert h.state.popup is None
+        assert h.frames() == []
+
+    run_app(scenario)
+
+
+def test_ctrl_c_cancels_at_once() -> None:
+    """R40: Ctrl+C cancels the running task at once (user_canceled), with no popup."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        await h.press(CTRL_C)
+        await h.until(lambda: h.sent, "cancel")
+        assert h.frames() == [Cancel(task_hash=HASH, pause=False)]
+        assert h.state.popup is None
+
+    run_app(scenario)
+
+
+# ---------------------------------------------------------------- dialogs
+
+
+@pytest.mark.parametrize(
+    ("keys", "reply"),
+    [
+        (ENTER, Reply(id="k1", approve=True)),
+        ("1", Reply(id="k1", approve=True)),
+        (
+            DOWN + ENTER + "not on a Friday" + ENTER,
+            Reply(id="k1", approve=False, reason="not on a Friday"),
+        ),
+        ("3", Reply(id="k1", approve=True, remember=True)),
+        ("4", Reply(id="k1", approve=True, allow_turn=True)),
+        ("5", Reply(id="k1", action="cancel_task")),
+        ("6", Reply(id="k1", action="abort_task")),
+    ],
+)
+def test_confirmation_choices(keys: str, reply: Reply) -> None:
+    """SPEC §11, R40, R41: each confirmation choice sends its exact reply frame and
+    closes the dialog."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        h.app.deliver(ask_confirm("k1"))
+        assert isinstance(h.app.dialog, ConfirmDialog)
+        assert h.app.application.layout.has_focus(h.app.dialog.menu)
+        await h.press(keys)
+        await h.until(lambda: h.sent, "reply")
+        assert h.frames() == [reply]
+        await h.until(lambda: h.app.dialog is None, "dialog closed")
+        assert h.app.application.layout.has_focus(h.app.buffer)
+
+    run_app(scenario)
+
+
+def test_deny_reason_esc_goes_back() -> None:
+    """SPEC §11: Esc in the deny-reason field returns to the choices; nothing is sent."""
+
+    async def scenario(h: Harness) -> None:
+        h.app.deliver(ask_confirm("k1"))
+        dialog = h.app.dialog
+        assert isinstance(dialog, ConfirmDialog)
+        await h.press("2")
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.reason), "reason field")
+        await h.esc()
+        assert h.app.application.layout.has_focus(dialog.menu)
+        assert h.frames() == []
+        await h.press("1")
+        await h.until(lambda: h.sent, "reply")
+        assert h.frames() == [Reply(id="k1", approve=True)]
+
+    run_app(scenario)
+
+
+def test_password_confirmation() -> None:
+    """R7: a restricted confirmation asks for the system password first; approving
+    without one is refused locally; the password rides with the approval."""
+
+    async def scenario(h: Harness) -> None:
+        h.app.deliver(ask_confirm("k1", need_password=True))
+        dialog = h.app.dialog
+        assert isinstance(dialog, ConfirmDialog)
+        assert h.app.application.layout.has_focus(dialog.password)
+        await h.press(ENTER)
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.menu), "menu")
+        await h.press(ENTER)
+        await h.until(lambda: dialog.error != "", "error")
+        assert dialog.error == "enter the system password first"
+        assert h.frames() == []
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.password), "password")
+        await h.press("hunter2" + ENTER)
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.menu), "menu again")
+        await h.press(ENTER)
+        await h.until(lambda: h.sent, "reply")
+        assert h.frames() == [Reply(id="k1", approve=True, password="hunter2")]
+        assert all("hunter2" not in text for _, text in h.state.output)
+
+    run_app(scenario)
+
+
+def test_question_form() -> None:
+    """SPEC §11, R10: options, multi-select, free text and secret questions in turn,
+    answered with one reply carrying every answer in order."""
+
+    async def scenario(h: Harness) -> None:
+        questions = [
+            Question(text="Which branch?", options=["main", "release"]),
+            Question(text="Which targets?", options=["lint", "test", "docs"], multi=True),
+            Question(text="Release note?"),
+            Question(text="API token?", secret=True),
+        ]
+        h.app.deliver(ask_questions(questions))
+        dialog = h.app.dialog
+        assert isinstance(dialog, QuestionDialog)
+        await h.press("2")
+        await h.until(lambda: len(dialog.answers) == 1, "first answer")
+        await h.press(" " + DOWN + DOWN + " " + ENTER)
+        await h.until(lambda: len(dialog.answers) == 2, "second answer")
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.element), "text focus")
+        await h.press("ship it" + ENTER)
+        await h.until(lambda: len(dialog.answers) == 3, "third answer")
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.element), "secret focus")
+        await h.press("s3cret" + ENTER)
+        await h.until(lambda: h.sent, "reply")
+        assert h.frames() == [
+            Reply(id="q1", answers=["release", "lint, docs", "ship it", "s3cret"])
+        ]
+        assert all("s3cret" not in text for _, text in h.state.output)
+        await h.until(lambda: h.app.dialog is None, "dialog closed")
+
+    run_app(scenario)
+
+
+def test_withdrawn_closes_the_dialog_and_shows_the_next() -> None:
+    """R3: a withdrawn ask closes its dialog; the next queued ask is shown."""
+
+    async def scenario(h: Harness) -> None:
+        h.app.deliver(ask_confirm("k1"))
+        h.app.deliver(ask_questions([Question(text="Name?")], ask_id="q2"))
+        assert isinstance(h.app.dialog, ConfirmDialog)
+        h.app.deliver(Withdrawn(id="k1", reason="task canceled"))
+        assert isinstance(h.app.dialog, QuestionDialog)
+        h.app.deliver(Withdrawn(id="q2", reason="task canceled"))
+        assert h.app.dialog is None
+        await h.until(lambda: h.app.application.layout.has_focus(h.app.buffer), "focus back")
+        assert h.frames() == []
+
+    run_app(scenario)
+
+
+# ---------------------------------------------------------------- leaving
+
+
+def test_picker_enter_takes_the_command() -> None:
+    """SPEC §11: Enter with the / picker open runs the first matching command."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press("/qu")
+        await h.until(lambda: h.app.buffer.complete_state is not None, "picker")
+        await h.press(ENTER)
+        await h.until(lambda: h.state.quit_requested, "quit")
+
+    run_app(scenario)
+
+
+def test_ctrl_d_quits_on_empty_line() -> None:
+    """SPEC §11: Ctrl+D on an empty line leaves the REPL."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press(CTRL_D)
+        await h.until(lambda: h.state.quit_requested, "quit")
+        await h.until(lambda: not h.app.application.is_running, "exit")
+
+    run_app(scenario)
