@@ -43,7 +43,8 @@ It does not understand language; it reads the conversation the way a test would:
 Tool call ids are ``call_<turn>_<index>``: the turn is the number of assistant messages
 so far plus one, the index counts from 0 within the reply. When a steer or report
 arrives after tool results, the reply both summarises the results and handles the new
-user message.
+user message. With nothing new since the last assistant message it says so, rather
+than repeat an older verb.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ __all__ = [
     "GROUP_RESUME_HEADER",
     "HELP_TEXT",
     "INTERRUPTED_RESUME_HEADER",
+    "NOTHING_NEW",
     "REPORT_FINISHED_HEADER",
     "REPORT_UPDATE_HEADER",
     "BuiltinModel",
@@ -83,6 +85,7 @@ GROUP_RESUME_HEADER: Final = "[Resumed Task — background group finished]"
 REPORT_FINISHED_HEADER: Final = "[Background Report — background task finished]"
 REPORT_UPDATE_HEADER: Final = "[Background Report — background task update]"
 
+NOTHING_NEW: Final = "There is nothing new to answer."
 HELP_TEXT: Final = (
     "I am the builtin offline model; I understand these verbs:\n"
     "- run: CMD — run a command\n"
@@ -177,6 +180,9 @@ def decide(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply
     last_tool = max((i for i, m in enumerate(tail) if m.role == "tool"), default=-1)
     if summaries and last_tool > user_index:
         return ModelReply(text="\n\n".join(summaries))
+    if user_index < 0 and not summaries:
+        # Nothing arrived since the model last spoke; repeating an older verb would loop.
+        return ModelReply(text=NOTHING_NEW)
     text = tail[user_index].content.strip() if user_index >= 0 else ""
     reply = _answer_user(text, available, turn)
     if summaries:
@@ -193,11 +199,15 @@ def _summarise_result(message: Message, call: ToolCallRequest | None) -> str:
     content = message.content.strip()
     lowered = content.lower()
     if lowered.startswith(("denied", "not run")):
-        return f"{name} was not run: {content}"
+        # The engine words a skipped call as "not run: <why>"; say it once.
+        return f"{name} was not run: {_strip_prefix(content, 'not run:')}"
     if name == "run_command":
         return _summarise_command(args, content)
     if name == "ask_user":
-        return f"You answered: {content}." if content else "You gave no answer."
+        # engine/tools/ask_user.py writes "Q: …" / "A: …" pairs; the answers are the A lines.
+        answers = [line[2:].strip() for line in content.splitlines() if line.startswith("A:")]
+        said = "; ".join(answers) if answers else content
+        return f"You answered: {said}." if said else "You gave no answer."
     if name == "store_secret":
         key = str(args.get("key", "")) or "requested"
         if "stored" in lowered or "saved" in lowered:
@@ -216,36 +226,21 @@ def _summarise_result(message: Message, call: ToolCallRequest | None) -> str:
 
 
 def _summarise_command(args: dict[str, Any], content: str) -> str:
-    """Find the exit code in the result: a JSON object with ``exit_code`` (or
-    ``returncode``) and ``output`` (or ``stdout``/``stderr``), or a first or last line
-    such as ``exit code 0`` / ``[exit code: 1]``; otherwise quote the result as is."""
+    """Read the result as engine/tools/run_command.py writes it: a first line saying how
+    the command ended (``exit 0``, ``exit code: 1``, ``timed out after 5.0 s …``,
+    ``killed by signal 9``), then the output. Anything else is quoted as it is."""
     label = f"`{_command_text(args)}`" if args.get("command") else "The command"
-    code: int | None = None
-    output = content
-    parsed = _json_object(content)
-    if parsed is not None:
-        raw = parsed.get("exit_code", parsed.get("returncode"))
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            code = raw
-            output = "\n".join(
-                str(parsed[k]).rstrip("\n")
-                for k in ("output", "stdout", "stderr")
-                if isinstance(parsed.get(k), str) and parsed[k]
-            )
+    head, _, output = content.partition("\n")
+    output = output.strip("\n")
+    if match := _EXIT_RE.match(head):
+        ended = f"finished with exit code {int(match.group(1))}"
+    elif head.startswith(("timed out", "killed by signal")):
+        ended = head.strip()
     else:
-        lines = content.splitlines()
-        for position in (0, -1):
-            match = _EXIT_RE.match(lines[position]) if lines else None
-            if match:
-                code = int(match.group(1))
-                del lines[position]
-                output = "\n".join(lines).strip("\n")
-                break
-    if code is None:
         return f"{label} finished:\n{_fence(content)}"
     if not output.strip():
-        return f"{label} finished with exit code {code} and printed nothing."
-    return f"{label} finished with exit code {code}:\n{_fence(output)}"
+        return f"{label} {ended} and printed nothing."
+    return f"{label} {ended}:\n{_fence(output)}"
 
 
 def _summarise_history(args: dict[str, Any], content: str) -> str:
@@ -516,14 +511,10 @@ def _leading_object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
+def _strip_prefix(text: str, prefix: str) -> str:
+    if text.lower().startswith(prefix):
+        return text[len(prefix) :].strip() or text
+    return text
 
 
 def _fence(text: str) -> str:

@@ -71,7 +71,8 @@ class OpenAIModel:
     """A chat-completions client for one model at one endpoint.
 
     The client (and its connection pool) lives as long as the model; call `aclose`, or
-    use the model as an async context manager. ``transport`` is for tests only.
+    use the model as an async context manager. ``transport`` replaces the network
+    (e.g. ``httpx.MockTransport``); by default httpx's own is used.
     """
 
     def __init__(
@@ -244,7 +245,9 @@ class OpenAIModel:
             for position, raw in enumerate(raw_calls):
                 if not isinstance(raw, dict):
                     raise ModelError(f"malformed tool call #{position}: not an object")
-                index = raw.get("index", position)
+                index = raw.get("index")
+                if not isinstance(index, int) or isinstance(index, bool):
+                    index = position  # servers that send one call per chunk may omit it
                 partial = partials.setdefault(index, _PartialCall())
                 partial.add(raw)
         calls = [

@@ -9,9 +9,11 @@ import trio
 
 from engine.config import ModelConfig
 from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
-from engine.models.builtin import HELP_TEXT, BuiltinModel
+from engine.models.builtin import HELP_TEXT, NOTHING_NEW, BuiltinModel
 from engine.models.factory import close_model, make_model
 from engine.snapshot import InterruptedCall, make_snapshot, resume_message
+from engine.tools.process import CommandResult
+from engine.tools.run_command import format_command_result
 from protocol.events import Question
 
 ALL_TOOLS = [
@@ -140,6 +142,13 @@ async def test_anything_else_gets_the_help_reply(text: str) -> None:
         assert verb in HELP_TEXT
 
 
+async def test_nothing_new_is_not_acted_on_again() -> None:
+    """R61: with no new user or tool message the model does not repeat an older verb."""
+    messages = [user("run: ls"), Message(role="assistant", content="Running `ls`.")]
+    assert await ask(messages) == ModelReply(text=NOTHING_NEW)
+    assert await ask([]) == ModelReply(text=NOTHING_NEW)
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [
@@ -176,16 +185,43 @@ async def test_fail_verb_raises_model_error() -> None:
         await ask([user("fail:")])
 
 
+def command_result(
+    exit_code: int | None = 0,
+    output: str = "",
+    *,
+    signal: int | None = None,
+    timed_out: bool = False,
+) -> str:
+    """A run_command result exactly as engine/tools/run_command.py words it."""
+    result = CommandResult(
+        exit_code=exit_code,
+        signal=signal,
+        output=output,
+        output_bytes=len(output),
+        timed_out=timed_out,
+        duration_s=5.0,
+    )
+    return format_command_result(result)
+
+
 @pytest.mark.parametrize(
     ("content", "summary"),
     [
-        ("exit code 0\nhello\n", "`echo hello` finished with exit code 0:\n```\nhello\n```"),
-        ("hello\n[exit code: 3]", "`echo hello` finished with exit code 3:\n```\nhello\n```"),
+        (command_result(0, "hello\n"), "`echo hello` finished with exit code 0:\n```\nhello\n```"),
         (
-            '{"exit_code": 1, "output": "oops"}',
-            "`echo hello` finished with exit code 1:\n```\noops\n```",
+            command_result(3, "a\nexit 0\n"),
+            "`echo hello` finished with exit code 3:\n```\na\nexit 0\n```",
         ),
-        ("exit code 0\n", "`echo hello` finished with exit code 0 and printed nothing."),
+        (command_result(0), "`echo hello` finished with exit code 0 and printed nothing."),
+        (
+            command_result(None, "partial", timed_out=True),
+            "`echo hello` timed out after 5.0 s (process group killed):\n```\npartial\n```",
+        ),
+        (
+            command_result(None, signal=9),
+            "`echo hello` killed by signal 9 and printed nothing.",
+        ),
+        ("exit code: 1\noops", "`echo hello` finished with exit code 1:\n```\noops\n```"),
         ("just some text", "`echo hello` finished:\n```\njust some text\n```"),
         ("has ``` inside", "`echo hello` finished:\n````\nhas ``` inside\n````"),
         (
@@ -193,8 +229,8 @@ async def test_fail_verb_raises_model_error() -> None:
             "run_command was not run: denied: the user said no",
         ),
         (
-            "not run: needs approval",
-            "run_command was not run: not run: needs approval",
+            "not run: denied by the user",
+            "run_command was not run: denied by the user",
         ),
     ],
 )
@@ -212,7 +248,7 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
     """R61 (R60): an argv command is summarised as one shell-quoted line."""
     messages = [
         call("call_1_0", "run_command", command=["echo", "a b"]),
-        result("call_1_0", "run_command", "exit code 0\na b"),
+        result("call_1_0", "run_command", command_result(0, "a b")),
     ]
     reply = await ask(messages)
     assert reply.text == "`echo 'a b'` finished with exit code 0:\n```\na b\n```"
@@ -221,8 +257,14 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
 @pytest.mark.parametrize(
     ("name", "args", "content", "summary"),
     [
-        ("ask_user", {}, "Deploy now? yes", "You answered: Deploy now? yes."),
-        ("store_secret", {"key": "API_TOKEN"}, "stored", "Stored the secret API_TOKEN."),
+        ("ask_user", {}, "Q: Deploy now?\nA: yes\nQ: Colour?\nA: blue", "You answered: yes; blue."),
+        ("ask_user", {}, "yes", "You answered: yes."),
+        (
+            "store_secret",
+            {"key": "API_TOKEN"},
+            "stored the secret API_TOKEN (12 characters)",
+            "Stored the secret API_TOKEN.",
+        ),
         (
             "store_secret",
             {"key": "API_TOKEN"},
@@ -290,7 +332,7 @@ async def test_several_results_are_summarised_in_order() -> None:
                 ToolCallRequest(id="b", name="store_secret", args={"key": "K"}),
             ],
         ),
-        result("a", "run_command", "exit code 0"),
+        result("a", "run_command", command_result(0)),
         result("b", "store_secret", "stored"),
     ]
     reply = await ask(messages)
@@ -303,7 +345,7 @@ async def test_results_then_new_user_message_summarise_and_act() -> None:
     """R61 (R35 steer): a user message after tool results is acted on, after the summary."""
     messages = [
         call("call_1_0", "run_command", command="true"),
-        result("call_1_0", "run_command", "exit code 0"),
+        result("call_1_0", "run_command", command_result(0)),
         user("run: ls"),
     ]
     reply = await ask(messages)
