@@ -34,7 +34,9 @@ from repl.messages import (
 
 __all__ = [
     "CLIENT_NAME",
+    "RESTART_GRACE_S",
     "RETRY_DELAYS",
+    "START_BACKOFF_S",
     "Connection",
     "do_http",
     "pump",
@@ -44,6 +46,12 @@ __all__ = [
 CLIENT_NAME: Final = "agentrio-repl/0.1.0"
 #: Seconds between reconnect attempts (the last one repeats).
 RETRY_DELAYS: Final = (0.2, 0.5, 1.0, 2.0)
+#: After losing a daemon, how long to wait for it to come back (a restart) before
+#: starting one ourselves: a restart by hand must not race with the REPL's own start.
+RESTART_GRACE_S: Final = 5.0
+#: After a daemon we started failed, how long before starting another (meanwhile we
+#: keep looking for one that answers, e.g. started by hand after fixing its config).
+START_BACKOFF_S: Final = 30.0
 
 
 class Connection(Protocol):
@@ -55,7 +63,8 @@ class Connection(Protocol):
 
 
 Connect = Callable[[str, str], AbstractAsyncContextManager[Connection]]
-Locate = Callable[[httpx.AsyncClient], Awaitable[Endpoint]]
+#: ``locate(client, may_start)``: a healthy daemon's endpoint; may start one if allowed.
+Locate = Callable[[httpx.AsyncClient, bool], Awaitable[Endpoint]]
 
 
 def _default_connect(url: str, token: str) -> AbstractAsyncContextManager[Connection]:
@@ -144,20 +153,27 @@ async def run_client(
 ) -> None:
     """Keep one daemon connection alive until cancelled (the REPL exits)."""
 
-    async def default_locate(client: httpx.AsyncClient) -> Endpoint:
-        return await ensure_daemon(home, client, status=deliver)
+    async def default_locate(client: httpx.AsyncClient, may_start: bool) -> Endpoint:
+        return await ensure_daemon(home, client, status=deliver, start=may_start)
 
     find = locate or default_locate
     connected_once = False
     last_problem = ""
     attempt = 0
+    lost_at: float | None = None
+    failed_start_at: float | None = None
     async with httpx.AsyncClient(timeout=10.0) as client:
         while True:
             problem = ""
             reason = ""
             session_up = False
+            may_start = True
             try:
-                endpoint = await find(client)
+                now = trio.current_time()
+                may_start = (lost_at is None or now - lost_at >= RESTART_GRACE_S) and (
+                    failed_start_at is None or now - failed_start_at >= START_BACKOFF_S
+                )
+                endpoint = await find(client, may_start)
                 async with connect(endpoint.ws_url, endpoint.token) as conn:
                     _drain(outgoing)
                     welcome = getattr(conn, "welcome", None)
@@ -171,6 +187,7 @@ async def run_client(
                     connected_once = session_up = True
                     last_problem = ""
                     attempt = 0
+                    lost_at = None
 
                     async def http(call: HttpCall, endpoint: Endpoint = endpoint) -> HttpResult:
                         return await do_http(client, endpoint, call)
@@ -179,11 +196,21 @@ async def run_client(
             except AuthRefused as exc:
                 problem = f"the daemon refused our token ({exc}); retrying"
             except DaemonStartError as exc:
-                problem = str(exc)
+                if may_start:
+                    problem = str(exc)
+                    failed_start_at = trio.current_time()
+                elif failed_start_at is not None:
+                    problem = last_problem
+                else:
+                    problem = (
+                        f"waiting for the daemon to come back (or {RESTART_GRACE_S:g} s to "
+                        "start a new one)"
+                    )
             except (OSError, trio_websocket.HandshakeError, trio_websocket.ConnectionClosed) as exc:
                 problem = f"cannot reach the daemon: {str(exc) or type(exc).__name__}"
             if session_up:
                 deliver(Disconnected(reason=reason or problem))
+                lost_at = trio.current_time()
             elif problem and problem != last_problem:
                 deliver(Status(text=problem, error=True))
                 last_problem = problem

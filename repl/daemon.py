@@ -41,7 +41,8 @@ _POLL_S: Final = 0.1
 
 
 class DaemonStartError(Exception):
-    """No daemon answered and starting one did not help; the message names the log."""
+    """No daemon answered and starting one did not help (or was not allowed yet); the
+    message says which, and names the log."""
 
 
 @attrs.frozen(kw_only=True)
@@ -142,10 +143,15 @@ async def ensure_daemon(
     client: httpx.AsyncClient,
     *,
     status: Callable[[Status], None],
+    start: bool = True,
     spawn: Callable[[Path], int] = spawn_daemon,
+    exited: Callable[[int], bool] | None = None,
     wait_s: float = HEALTH_TIMEOUT_S,
 ) -> Endpoint:
-    """The endpoint of a healthy daemon, starting one when none answers.
+    """The endpoint of a healthy daemon, starting one when none answers and ``start``.
+
+    ``exited(pid)`` tells whether the started process has ended (default: reap our
+    child without blocking).
 
     While waiting, ``daemon.json`` is re-read on every poll: if another REPL started a
     daemon at the same moment, ours loses the port and exits, and we use theirs.
@@ -154,19 +160,21 @@ async def ensure_daemon(
     if endpoint is not None and await health_ok(client, endpoint):
         return attrs.evolve(endpoint, token=await trio.to_thread.run_sync(read_token, home))
     log = home / "daemon.log"
+    if not start:
+        raise DaemonStartError("no daemon answers")
+    has_exited = exited or _reaped
     pid = await trio.to_thread.run_sync(spawn, home)
     status(Status(text=f"no daemon answered; started one (pid {pid}), its log: {log}"))
-    exited = False
+    gone = False
     with trio.move_on_after(wait_s):
         while True:
             endpoint = await trio.to_thread.run_sync(read_endpoint, home)
             if endpoint is not None and await health_ok(client, endpoint):
                 token = await trio.to_thread.run_sync(read_token, home)
                 return attrs.evolve(endpoint, token=token)
-            if not exited and _reaped(pid):
-                exited = True
-            elif exited:
+            if gone:
                 break
+            gone = has_exited(pid)
             await trio.sleep(_POLL_S)
-    why = "exited" if exited else f"did not answer within {wait_s:g} s"
+    why = "exited" if gone else f"did not answer within {wait_s:g} s"
     raise DaemonStartError(f"the daemon {why}; see its log: {log}")

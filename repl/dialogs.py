@@ -127,6 +127,9 @@ class Menu:
             out.append((style, f"{mark}{number}{box}{choice}\n"))
         if self.multi:
             out.append(("class:dim", "  Space toggles, Enter confirms\n"))
+        if out:
+            last = out[-1]
+            out[-1] = (last[0], last[1].removesuffix("\n"))
         return out
 
     def __pt_container__(self) -> Container:
@@ -187,10 +190,10 @@ class ConfirmDialog:
         self.menu = Menu([c.value for c in ConfirmChoice], self._picked)
         header: StyleAndTextTuples = [
             ("class:dialog.title", f"Run {ask.tool_name}?\n"),
-            ("class:tool", f"  {format_args(ask.tool_args, 300)}\n"),
+            ("class:tool", f"  {format_args(ask.tool_args, 300)}"),
         ]
         if ask.restricted:
-            header.append(("class:warn", "  ⚠ touches a restricted path\n"))
+            header.append(("class:warn", "\n  ⚠ touches a restricted path"))
         self.container = Frame(
             HSplit(
                 [

@@ -172,6 +172,7 @@ class ReplState:
         self._show_pending = False
         self._show_legs = False
         self.quit_requested = False
+        self._cut_runs = 0
 
     # ------------------------------------------------------------ output
 
@@ -500,11 +501,13 @@ class ReplState:
         self.url = message.url
         self.daemon_version = message.daemon_version
         if message.reconnect:
-            self.write(
-                f"reconnected to the daemon at {message.url} — tasks of the old connection were "
-                "cancelled (disconnected) and kept: see /pending",
-                "class:warn",
+            tail = (
+                " — the tasks cut off were cancelled (disconnected) and kept: see /pending"
+                if self._cut_runs
+                else ""
             )
+            self._cut_runs = 0
+            self.write(f"reconnected to the daemon at {message.url}{tail}", "class:warn")
         else:
             self.write(
                 f"connected to agentrio daemon {message.daemon_version} at {message.url} · "
@@ -522,6 +525,7 @@ class ReplState:
         for run in self.runs.values():
             self._flush_partial(run)
         cut = len(self.runs)
+        self._cut_runs += cut
         tail = f"; {cut} running task(s) kept in /pending" if cut else ""
         self.write(f"lost the daemon connection ({reason}){tail} — reconnecting…", "class:error")
         self.runs.clear()

@@ -418,7 +418,7 @@ def test_disconnect_ends_runs_and_reconnect_says_so() -> None:
     )
     state.handle(Connected(url="http://h:2", daemon_version="0.1.0", reconnect=True))
     assert state.connection == "connected"
-    assert "reconnected" in state.output[-1][1]
+    assert state.output[-1][1].startswith("reconnected to the daemon at http://h:2 — the tasks cut")
     assert "/pending" in state.output[-1][1]
 
 
