@@ -155,7 +155,9 @@ class OpenAIModel:
                 if self._stream and content_type.startswith("text/event-stream"):
                     lines = response.aiter_lines()
                     try:
-                        return await self._read_stream(lines, on_text)
+                        reply = await self._read_stream(lines, on_text)
+                        await _drain(lines)
+                        return reply
                     finally:
                         await _unwind(response, lines)
                 await response.aread()
@@ -346,6 +348,16 @@ def _tool_call(index: int, call_id: object, name: object, arguments: object) -> 
         )
     ident = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
     return ToolCallRequest(id=ident, name=name, args=args)
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what follows ``[DONE]`` (normally just the end of the body), so the
+    connection goes back to the pool for the next call. The reply is complete already:
+    a failure here is ignored, and a server still talking after `UNWIND_S` is left to
+    `_unwind`."""
+    with trio.move_on_after(UNWIND_S), contextlib.suppress(httpx.HTTPError):
+        async for _ in lines:
+            pass
 
 
 async def _unwind(response: httpx.Response, lines: AsyncIterator[str]) -> None:

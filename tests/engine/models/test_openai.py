@@ -36,6 +36,8 @@ Answer = Callable[[dict[str, Any]], Awaitable[Response]]
 class Received:
     body: dict[str, Any]
     authorization: str | None
+    #: The client's port: the same port on two requests means a reused connection.
+    port: int = attrs.field(default=0, eq=False)
 
 
 @attrs.define
@@ -48,7 +50,8 @@ class FakeProvider:
 
     async def handle(self, request: Request) -> Response:
         body = await request.json()
-        self.received.append(Received(body, request.headers.get("authorization")))
+        port = request.client.port if request.client else 0
+        self.received.append(Received(body, request.headers.get("authorization"), port))
         assert self.answer is not None, "the test set no answer"
         return await self.answer(body)
 
@@ -296,6 +299,21 @@ async def test_streaming_text_and_tool_call_deltas(provider: FakeProvider) -> No
         ],
     )
     assert provider.received[0].body["stream"] is True
+
+
+async def test_streamed_calls_reuse_the_connection(provider: FakeProvider) -> None:
+    """R61: a stream read to [DONE] leaves its connection reusable for the next call."""
+    provider.answer = answer_with(
+        sse({"choices": [{"index": 0, "delta": {"content": "one"}}]}, "data: [DONE]\n\n")
+    )
+    async with model_for(provider) as model:
+        first = await model.complete([Message(role="user", content="a")], [])
+        provider.answer = answer_with(
+            sse({"choices": [{"index": 0, "delta": {"content": "two"}}]}, "data: [DONE]\n\n")
+        )
+        second = await model.complete([Message(role="user", content="b")], [])
+    assert (first.text, second.text) == ("one", "two")
+    assert provider.received[0].port == provider.received[1].port != 0
 
 
 async def test_streaming_request_answered_with_json(provider: FakeProvider) -> None:
