@@ -1,0 +1,119 @@
+"""End to end in a real terminal: ``agentrio`` in tmux against a real daemon.
+
+SPEC §11, R5, R42: the REPL connects to a daemon started with ``--port 0`` in a fresh
+home, runs ``run: echo hello``, shows the confirmation dialog (the read-only allowlist
+is emptied so the call needs one), approves it with Enter and prints ``hello``.
+Skipped only when tmux is not installed (CI installs it). Waits poll the screen for what
+must appear, with generous deadlines: they bound a failure, they do not time anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 20.0) -> None:
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def healthy(home: Path) -> bool:
+    try:
+        info = json.loads((home / "daemon.json").read_text())
+        url = f"http://{info['host']}:{info['port']}/v1/health"
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(json.load(response)["ok"])
+    except (OSError, ValueError, KeyError):
+        return False
+
+
+@pytest.fixture
+def daemon_home(tmp_path: Path) -> Iterator[Path]:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[tools]\nreadonly_commands = []\n")
+    env = {**os.environ, "AGENTRIO_HOME": str(home)}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "engine", "daemon", "--port", "0"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: healthy(home) or daemon.poll() is not None, "daemon health")
+        assert daemon.poll() is None, (home / "daemon.log").read_text()
+        yield home
+    finally:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+
+
+class Tmux:
+    def __init__(self) -> None:
+        self.socket = "agentrio-test-" + secrets.token_hex(4)
+
+    def __call__(self, *args: str) -> str:
+        done = subprocess.run(
+            ["tmux", "-L", self.socket, *args], capture_output=True, text=True, timeout=10
+        )
+        return done.stdout
+
+    def screen(self) -> str:
+        return self("capture-pane", "-p", "-t", "repl")
+
+    def lines(self) -> list[str]:
+        return [line.rstrip() for line in self.screen().splitlines()]
+
+
+def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
+    """SPEC §11, R5: type `run: echo hello`, approve in the dialog, see hello."""
+    tmux = Tmux()
+    command = (
+        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m repl; "
+        "echo REPL-EXITED $?; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
+    try:
+        wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")
+        tmux("send-keys", "-t", "repl", "run: echo hello", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        assert "1. Approve" in tmux.screen()
+        assert "6. Abort task" in tmux.screen()
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "    hello" in tmux.lines(), "hello in the tool result")
+        lines = tmux.lines()
+        assert "> run: echo hello" in lines
+        assert "  → Approve (run_command)" in lines
+        assert "  ✓ run_command" in lines
+        assert "Confirm tool call" not in tmux.screen()
+        tmux("send-keys", "-t", "repl", "/quit", "Enter")
+        wait_for(lambda: "REPL-EXITED 0" in tmux.lines(), "the REPL to exit with status 0")
+        history = (daemon_home / "repl_history").read_text()
+        assert "run: echo hello" in history
+    finally:
+        tmux("kill-server")
