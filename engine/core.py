@@ -424,12 +424,12 @@ async def open_engine(
 ) -> AsyncIterator[Engine]:
     """An engine with its own nursery; on exit every run is cancelled (``shutdown``)
     and, if this function opened the store, the store is closed."""
-    from engine.models.factory import make_model
+    from engine.models.factory import close_model, make_model
     from engine.store.sqlite import SqliteStore
 
     home = config.home_path
     await trio.Path(home).mkdir(parents=True, exist_ok=True)
-    own_store = store is None
+    own_store, own_model = store is None, model is None
     if store is None:
         store = await SqliteStore.open(home / "agentrio.db")
     try:
@@ -464,6 +464,8 @@ async def open_engine(
                 with trio.CancelScope(shield=True):
                     await engine.shutdown()
     finally:
-        if own_store:
-            with trio.CancelScope(shield=True):
+        with trio.CancelScope(shield=True):
+            if own_model and model is not None:
+                await close_model(model)
+            if own_store:
                 await store.aclose()
