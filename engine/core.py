@@ -22,6 +22,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+from engine.background import BackgroundManager
 from engine.causes import Cause
 from engine.config import Config
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -35,13 +36,14 @@ from engine.sessions import Session
 from engine.snapshot import Snapshot, snapshot_from_json
 from engine.store.base import Store, TaskRow, marker_key
 from engine.tools.ask_user import AskUserTool
+from engine.tools.background_tools import BackgroundCommandTool, BackgroundSubagentsTool
 from engine.tools.base import Services
 from engine.tools.history import ChatHistoryTool
 from engine.tools.run_command import RunCommandTool
 from engine.tools.secrets import StoreSecretTool
 from engine.tools.sudo import PasswordVerifier, SudoVerifier
 from protocol import events as ev
-from protocol.frames import PendingTaskInfo
+from protocol.frames import LegInfo, PendingTaskInfo
 from protocol.http import HistoryEntry, HistoryRecord
 
 __all__ = ["CONFLICT_RUNNING", "Engine", "SendResult", "open_engine"]
@@ -72,6 +74,10 @@ class Engine:
         self.store = services.store
         self.config = services.config
         self.toolbox = toolbox
+        #: The tools of background sub-agent runs (R30): no questions, no legs.
+        self.subagent_toolbox = toolbox
+        #: Background jobs and legs (R20-R30); set by `open_engine`.
+        self.background: BackgroundManager | None = None
         self.started_at = time.monotonic()
         self._nursery = nursery
         self._supervisor = Supervisor(nursery)
@@ -110,13 +116,26 @@ class Engine:
         *,
         origin: RunOrigin | None = None,
         allow_all: bool = False,
+        objective: str | None = None,
+        subagent_of: str | None = None,
     ) -> TaskRun:
         """Start a task; returns once its marker is published and its cancel path is
-        registered (R46, R50), before it waits for a slot."""
+        registered (R46, R50), before it waits for a slot.
+
+        ``objective`` defaults to ``text`` (a background follow-up passes the job's);
+        ``subagent_of`` names the leg a background sub-agent run works for (R30)."""
         session = self.session(session_id)
         if not text.strip():
             raise BadRequest("input is empty")
-        run = self._new_run(session, new_task_hash(), text, text, origin, allow_all)
+        run = self._new_run(
+            session,
+            new_task_hash(),
+            objective or text,
+            text,
+            origin,
+            allow_all,
+            subagent_of=subagent_of,
+        )
         await self._launch(run)
         return run
 
@@ -151,7 +170,10 @@ class Engine:
         if connection:
             self._by_connection.setdefault(connection, set()).add(run)
             run.on_end.append(self._forget_connection)
-        await self._supervisor.start(execute_task, run, self.toolbox, handle=run.handle)
+        if self.background is not None:
+            run.on_end.append(self.background.on_task_end)
+        toolbox = self.subagent_toolbox if run.subagent_of is not None else self.toolbox
+        await self._supervisor.start(execute_task, run, toolbox, handle=run.handle)
 
     async def _forget_connection(self, run: TaskRun) -> None:
         runs = self._by_connection.get(run.origin.connection_id)
@@ -225,6 +247,23 @@ class Engine:
         """Cancel every run ``connection_id`` started, cause ``disconnected`` (R43)."""
         runs = list(self._by_connection.get(connection_id, ()))
         return sum(run.handle.cancel(Cause.DISCONNECTED) for run in runs)
+
+    # ------------------------------------------------------------------ legs
+
+    def cancel_leg(self, session_id: str, leg_id: str) -> int:
+        """Cancel one background leg, or every leg of the session with ``"all"``, cause
+        ``user_canceled`` (R44); returns how many. An unknown leg raises `NotFound`."""
+        check_session_id(session_id)
+        if self.background is None:
+            if leg_id == "all":
+                return 0
+            raise NotFound(f"no such leg {leg_id[:64]!r} in session {session_id}")
+        return self.background.cancel_leg(session_id, leg_id)
+
+    def list_legs(self, session_id: str) -> list[LegInfo]:
+        """The session's queued and running background legs (R22, R47)."""
+        check_session_id(session_id)
+        return self.background.list_legs(session_id) if self.background is not None else []
 
     # ------------------------------------------------------------------ resume
 
@@ -396,6 +435,8 @@ class Engine:
     async def shutdown(self) -> None:
         """Cancel every run with cause ``shutdown`` and wait for their exits (R53)."""
         runs = [run for s in self._sessions.values() for run in s.runs.values()]
+        if self.background is not None:
+            self.background.shutdown()  # legs first: no follow-up starts from here on
         self._supervisor.cancel_all(Cause.SHUTDOWN)
         with trio.move_on_after(SHUTDOWN_WAIT_S):
             for run in runs:
@@ -421,25 +462,32 @@ async def open_engine(
     model: Model | None = None,
     verifier: PasswordVerifier | None = None,
     clock: Callable[[], float] = time.time,
+    decision_model: Model | None = None,
 ) -> AsyncIterator[Engine]:
-    """An engine with its own nursery; on exit every run is cancelled (``shutdown``)
-    and, if this function opened the store, the store is closed."""
+    """An engine with its own nursery; on exit every run and leg is cancelled
+    (``shutdown``) and, if this function opened the store, the store is closed.
+
+    ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
+    the config is built when it is set."""
     from engine.models.factory import close_model, make_model
     from engine.store.sqlite import SqliteStore
 
     home = config.home_path
     await trio.Path(home).mkdir(parents=True, exist_ok=True)
     own_store, own_model = store is None, model is None
+    own_decision = decision_model is None and config.decision_model is not None
     if store is None:
         store = await SqliteStore.open(home / "agentrio.db")
+    the_store = store
+
+    async def get_secret(name: str) -> str | None:
+        return await the_store.get_secret("", name)
+
     try:
         if model is None:
-            the_store = store
-
-            async def get_secret(name: str) -> str | None:
-                return await the_store.get_secret("", name)
-
             model = await make_model(config.model, get_secret=get_secret)
+        if own_decision and config.decision_model is not None:
+            decision_model = await make_model(config.decision_model, get_secret=get_secret)
         services = Services(
             config=config,
             store=store,
@@ -458,6 +506,11 @@ async def open_engine(
                 ]
             )
             engine = Engine(services, nursery, toolbox)
+            engine.subagent_toolbox = Toolbox([RunCommandTool(services), ChatHistoryTool(services)])
+            background = BackgroundManager(engine, nursery, decision_model=decision_model)
+            engine.background = background
+            toolbox.add(BackgroundCommandTool(services, background))
+            toolbox.add(BackgroundSubagentsTool(services, background))
             try:
                 yield engine
             finally:
@@ -467,5 +520,7 @@ async def open_engine(
         with trio.CancelScope(shield=True):
             if own_model and model is not None:
                 await close_model(model)
+            if own_decision and decision_model is not None:
+                await close_model(decision_model)
             if own_store:
                 await store.aclose()

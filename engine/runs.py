@@ -147,6 +147,10 @@ class TaskRun:
     resume_snapshot: Snapshot | None = None
     #: Called once the outcome is recorded (background jobs hook in here, R44).
     on_end: list[Callable[[TaskRun], Awaitable[None]]] = attrs.field(factory=list)
+    #: The leg this run works for when it is a background sub-agent (R30): it gets no
+    #: background tools and asks no questions; a call that needs a confirmation is not
+    #: run. None for tasks that run for themselves.
+    subagent_of: str | None = None
 
     @property
     def session_id(self) -> str:

@@ -98,6 +98,18 @@ class RunCommandTool:
             return None
         if program in run.session.remembered_commands and not verdict.restricted:
             return None
+        if run.subagent_of is not None:
+            # R30: a background sub-agent never raises a confirmation; its leg reports
+            # the call as still needing approval.
+            shown = command if isinstance(command, str) else shlex.join(command)
+            return ToolOutcome(
+                ok=False,
+                output="",
+                skipped=(
+                    f"needs approval: {shown!r} — background sub-agents never ask for "
+                    "confirmation, so it was not run"
+                ),
+            )
         need_password = verdict.restricted and not await services.verifier.credentials_cached()
         request = AskRequest(
             kind="tool_confirm",

@@ -1,0 +1,176 @@
+"""The ``background_command`` and ``background_subagents`` tools (R20-R22, R30).
+
+Both exist only for ``cli-`` tasks that run for themselves (not for sub-agent child
+runs, R20) and return at once with the ids of the legs they started (R25); the legs'
+reports come later, routed by `engine.background`. Legs one task starts in one turn,
+through either tool, form one job; its ``objective`` and ``next`` are the first
+non-empty values given in that turn (R21).
+
+A background command is confirmed in the starting task, exactly like ``run_command``
+(read-only commands go straight through; everything else asks the task's window, and
+is denied when nobody can answer, R8): the leg itself never asks (R30). Each command
+is confirmed on its own, so one denial does not stop the others. Sub-agent objectives
+need no confirmation: the sub-agent's own calls that would need one are not run (R30).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from engine.models.base import ToolCallRequest, ToolSpec
+from engine.tools.base import Services, ToolOutcome
+from engine.tools.run_command import RunCommandTool
+
+if TYPE_CHECKING:
+    from engine.background import BackgroundManager, Job, Leg
+    from engine.runs import TaskRun
+
+__all__ = ["BackgroundCommandTool", "BackgroundSubagentsTool"]
+
+_GROUP_PROPERTIES: dict[str, Any] = {
+    "objective": {
+        "type": "string",
+        "description": "What this group of background work is for, understandable alone.",
+    },
+    "next": {
+        "type": "string",
+        "description": "What to do with the reports once the work finishes.",
+    },
+}
+
+
+def _strings(args: dict[str, Any], plural: str, singular: str) -> list[str]:
+    raw = args.get(plural, args.get(singular))
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
+        raise ValueError(f"argument {plural!r} must be a non-empty list of strings")
+    values = [value.strip() for value in raw]
+    if not all(values):
+        raise ValueError(f"argument {plural!r} must not hold empty strings")
+    return values
+
+
+def _text(args: dict[str, Any], name: str) -> str:
+    value = args.get(name, "")
+    if not isinstance(value, str):
+        raise ValueError(f"argument {name!r} must be a string")
+    return value
+
+
+def _started(job: Job, legs: list[Leg]) -> str:
+    lines = [f"Started {len(legs)} background leg(s) in job {job.id}:"]
+    lines.extend(
+        f"- {leg.id}: {leg.label}"
+        + (" (queued: the session's leg limit is reached)" if leg.state == "queued" else "")
+        for leg in legs
+    )
+    lines.append(
+        "They keep running after this task ends. Their reports arrive as messages "
+        "starting with [Background Report — …]; if this task has ended by then, the "
+        "job runs once more as a new task with every report."
+    )
+    return "\n".join(lines)
+
+
+class _Confirmer(RunCommandTool):
+    """``run_command``'s confirmation, asked under the ``background_command`` name."""
+
+    name = "background_command"
+
+
+class BackgroundCommandTool:
+    name = "background_command"
+
+    def __init__(self, services: Services, manager: BackgroundManager) -> None:
+        self._services = services
+        self._manager = manager
+        self._confirmer = _Confirmer(services)
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Run shell commands in the background, one leg each, and return at once. "
+                "Output is watched for errors; reports arrive later as messages."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "commands": {"type": "array", "items": {"type": "string"}},
+                    "cwd": {"type": "string"},
+                    **_GROUP_PROPERTIES,
+                },
+                "required": ["commands"],
+            },
+        )
+
+    def available(self, run: TaskRun) -> bool:
+        return self._manager.available(run)
+
+    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+        commands = _strings(call.args, "commands", "command")
+        objective, next_step = _text(call.args, "objective"), _text(call.args, "next")
+        cwd = call.args.get("cwd")
+        if cwd is not None and not isinstance(cwd, str):
+            raise ValueError("argument 'cwd' must be a string")
+        approved: list[str] = []
+        refused: list[str] = []
+        for command in commands:
+            args: dict[str, Any] = {"command": command}
+            if cwd is not None:
+                args["cwd"] = cwd
+            one = ToolCallRequest(id=call.id, name=self.name, args=args)
+            denial = await self._confirmer._confirm(run, one, command, cwd)
+            if denial is None:
+                approved.append(command)
+            else:
+                refused.append(f"- {command}: {denial.skipped}")
+        if not approved:
+            return ToolOutcome(
+                ok=False, output="", skipped="no command was started:\n" + "\n".join(refused)
+            )
+        job, legs = await self._manager.start_legs(
+            run, "cmd", approved, objective=objective, next_step=next_step, cwd=cwd
+        )
+        output = _started(job, legs)
+        if refused:
+            output += "\nNot started:\n" + "\n".join(refused)
+        return ToolOutcome(ok=not refused, output=output)
+
+
+class BackgroundSubagentsTool:
+    name = "background_subagents"
+
+    def __init__(self, services: Services, manager: BackgroundManager) -> None:
+        self._services = services
+        self._manager = manager
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Start background sub-agents, one per objective, and return at once. Each "
+                "works alone (it cannot ask questions or get confirmations) and saves a "
+                "report file; reports arrive later as messages."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "objectives": {"type": "array", "items": {"type": "string"}},
+                    **_GROUP_PROPERTIES,
+                },
+                "required": ["objectives"],
+            },
+        )
+
+    def available(self, run: TaskRun) -> bool:
+        return self._manager.available(run)
+
+    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+        objectives = _strings(call.args, "objectives", "objective_list")
+        objective, next_step = _text(call.args, "objective"), _text(call.args, "next")
+        job, legs = await self._manager.start_legs(
+            run, "sub", objectives, objective=objective, next_step=next_step
+        )
+        return ToolOutcome(output=_started(job, legs))

@@ -1,0 +1,265 @@
+"""The keyword watcher of a command leg (R28) and the decision-model check (R29).
+
+A `Watcher` is fed the leg's output chunks as they arrive (`Watcher.feed`, synchronous,
+from `engine.tools.process.run_in_group`'s ``on_output``) and runs one loop
+(`Watcher.run`) that decides when a *hit* becomes a report. It starts no process and
+reads no clock but Trio's, so it is tested with a mock clock and plain byte strings.
+
+Semantics, with the defaults of ``[background]`` in config:
+
+- A **hit** is a line containing a keyword, compared case-insensitively. A line is
+  checked once: as soon as it (or its unfinished part) contains a keyword; a line that
+  ends later is not counted a second time. Hits while a report is pending join it.
+- A pending hit becomes a report once output **settles**: ``settle_s`` (2 s) without new
+  output, but at most ``max_settle_s`` (10 s) after the hit, so a command that never
+  goes quiet is still reported.
+- At most one report per ``report_interval_s`` (30 s): a hit that settles sooner after
+  the previous *emitted* report waits until the interval has passed, and then reports
+  the latest output, which includes everything that came in meanwhile. Nothing is lost,
+  only merged.
+- A report carries the **latest output**: the last ``keep_bytes`` (8 KiB) bytes of the
+  stream, cut at a character boundary.
+- With a `DecisionCheck` (R29), each hit is checked first: an output identical to the
+  last emitted report is dropped without asking; otherwise the model answers ``REPORT``
+  or ``BENIGN`` (``REPEAT`` for a repeat in other words). Benign hits and repeats are
+  dropped. When the check fails — model error, timeout, an answer that is none of those
+  words — the report goes out unchecked, with the failure noted. Without a check every
+  hit is reported.
+- `Watcher.close` (the command ended) ends `run`; a hit still pending then is dropped:
+  the leg's final report carries the output anyway.
+"""
+
+from __future__ import annotations
+
+import codecs
+import math
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Final, Protocol
+
+import attrs
+import trio
+
+from engine.models.base import Message, Model, ModelError
+
+__all__ = [
+    "CHECK_TIMEOUT_S",
+    "REPORT_KEEP_BYTES",
+    "DecisionCheck",
+    "Verdict",
+    "WatchReport",
+    "Watcher",
+    "latest_output",
+]
+
+#: Most bytes of output one watch report carries (R28).
+REPORT_KEEP_BYTES: Final = 8 * 1024
+#: How long the decision model may take over one hit before the check counts as failed.
+CHECK_TIMEOUT_S: Final = 30.0
+
+_VERDICT_RE: Final = re.compile(r"\b(REPORT|BENIGN|REPEAT)\b")
+
+
+@attrs.frozen(kw_only=True)
+class WatchReport:
+    """One report the watcher raised: the latest output, the line that triggered it,
+    and ``note`` (non-empty when the decision check failed and it went out unchecked)."""
+
+    output: str
+    hit_line: str
+    note: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Verdict:
+    """A decision check's answer: ``keep`` the report or drop it; ``note`` says why a
+    check failed (then ``keep`` is True: an unchecked report beats a lost one)."""
+
+    keep: bool
+    note: str = ""
+
+
+class Checker(Protocol):
+    async def __call__(self, hit_line: str, output: str, last_report: str | None) -> Verdict: ...
+
+
+class DecisionCheck:
+    """Asks a model whether a watcher hit is worth a report (R29).
+
+    The model gets one system and one user message and must answer with one of the
+    words ``REPORT``, ``BENIGN`` or ``REPEAT``. Anything else, a `ModelError`, or no
+    answer within ``timeout_s`` is a failed check: `Verdict` keep with the failure noted.
+    """
+
+    def __init__(self, model: Model, *, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+        self._model = model
+        self._timeout_s = timeout_s
+
+    async def __call__(self, hit_line: str, output: str, last_report: str | None) -> Verdict:
+        messages = [
+            Message(
+                role="system",
+                content=(
+                    "You watch the output of a command running in the background. A line "
+                    "matched an error keyword. Answer with exactly one word: REPORT if the "
+                    "output shows a real problem the user should hear about now, BENIGN if "
+                    "the match is harmless (for example '0 errors'), REPEAT if it says "
+                    "nothing new compared with the last report."
+                ),
+            ),
+            Message(
+                role="user",
+                content=(
+                    f"Matching line:\n{hit_line}\n\nLatest output:\n{output}\n\n"
+                    f"Last report:\n{last_report if last_report is not None else '(none)'}"
+                ),
+            ),
+        ]
+        reply = None
+        try:
+            with trio.move_on_after(self._timeout_s):
+                reply = await self._model.complete(messages, [])
+        except ModelError as exc:
+            return Verdict(keep=True, note=f"decision check failed (model error: {exc})")
+        if reply is None:
+            return Verdict(
+                keep=True, note=f"decision check failed (no answer within {self._timeout_s:g} s)"
+            )
+        match = _VERDICT_RE.search(reply.text.upper())
+        if match is None:
+            return Verdict(
+                keep=True, note=f"decision check failed (unreadable answer {reply.text[:80]!r})"
+            )
+        return Verdict(keep=match.group(1) == "REPORT")
+
+
+def latest_output(data: bytes | bytearray, keep_bytes: int = REPORT_KEEP_BYTES) -> str:
+    """The last ``keep_bytes`` of ``data`` as text, starting at a character boundary
+    (invalid bytes replaced)."""
+    tail = bytes(data[-keep_bytes:]) if keep_bytes else b""
+    start = 0
+    while start < len(tail) and start < 4 and tail[start] & 0xC0 == 0x80:
+        start += 1
+    return tail[start:].decode("utf-8", errors="replace")
+
+
+class Watcher:
+    """Turns a stream of output chunks into watch reports; see the module docstring.
+
+    ``emit`` is awaited with each report that survives the check, from inside `run`.
+    """
+
+    def __init__(
+        self,
+        keywords: Sequence[str],
+        emit: Callable[[WatchReport], Awaitable[None]],
+        *,
+        settle_s: float = 2.0,
+        max_settle_s: float = 10.0,
+        report_interval_s: float = 30.0,
+        keep_bytes: int = REPORT_KEEP_BYTES,
+        check: Checker | None = None,
+    ) -> None:
+        self._keywords = [k.lower() for k in keywords if k]
+        self._emit = emit
+        self._settle_s = settle_s
+        self._max_settle_s = max_settle_s
+        self._interval_s = report_interval_s
+        self._keep_bytes = keep_bytes
+        self._check = check
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._buffer = bytearray()
+        self._partial = ""
+        self._partial_hit = False
+        self._wakeup = trio.Event()
+        self._closed = False
+        self._last_output_at = -math.inf
+        self._hit_at: float | None = None
+        self._hit_line = ""
+        self._last_report_at = -math.inf
+        self._last_report: str | None = None
+        #: Counters for tests and statistics.
+        self.hits = 0
+        self.reports = 0
+        self.dropped = 0
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, chunk: bytes) -> None:
+        """Take one chunk of output; never blocks, never raises for odd bytes."""
+        if self._closed or not chunk:
+            return
+        self._last_output_at = trio.current_time()
+        self._buffer += chunk
+        if len(self._buffer) > 2 * self._keep_bytes:
+            del self._buffer[: len(self._buffer) - self._keep_bytes]
+        text = self._partial + self._decoder.decode(chunk)
+        *lines, self._partial = text.split("\n")
+        for line in lines:
+            if self._partial_hit:
+                self._partial_hit = False  # this line was counted while it was partial
+            elif self._matches(line):
+                self._hit(line)
+        if self._partial and not self._partial_hit and self._matches(self._partial):
+            self._partial_hit = True
+            self._hit(self._partial)
+        if len(self._partial) > self._keep_bytes:
+            self._partial = self._partial[-self._keep_bytes :]
+        self._wakeup.set()
+
+    def close(self) -> None:
+        """The stream ended: `run` returns; a pending hit is dropped."""
+        self._closed = True
+        self._wakeup.set()
+
+    def _matches(self, line: str) -> bool:
+        lowered = line.lower()
+        return any(keyword in lowered for keyword in self._keywords)
+
+    def _hit(self, line: str) -> None:
+        self.hits += 1
+        if self._hit_at is None:
+            self._hit_at = trio.current_time()
+            self._hit_line = line.strip()
+
+    # ------------------------------------------------------------------ loop
+
+    def _due(self) -> float:
+        assert self._hit_at is not None
+        settled = min(self._last_output_at + self._settle_s, self._hit_at + self._max_settle_s)
+        return max(settled, self._last_report_at + self._interval_s)
+
+    async def run(self) -> None:
+        """Raise reports until `close`; cancel it to stop at once."""
+        while not self._closed:
+            if self._hit_at is None:
+                await self._wait_input()
+                continue
+            with trio.move_on_at(self._due()):
+                await self._wait_input()
+                continue
+            await self._fire()
+
+    async def _wait_input(self) -> None:
+        self._wakeup = trio.Event()
+        await self._wakeup.wait()
+
+    async def _fire(self) -> None:
+        hit_line, self._hit_at = self._hit_line, None
+        output = latest_output(self._buffer, self._keep_bytes)
+        note = ""
+        if self._check is not None:
+            if output == self._last_report:
+                self.dropped += 1
+                return
+            verdict = await self._check(hit_line, output, self._last_report)
+            if not verdict.keep:
+                self.dropped += 1
+                return
+            note = verdict.note
+        if self._closed:
+            return
+        self._last_report_at = trio.current_time()
+        self._last_report = output
+        self.reports += 1
+        await self._emit(WatchReport(output=output, hit_line=hit_line, note=note))
