@@ -1,0 +1,262 @@
+"""The keyword watcher (R28) and its decision-model check (R29), on a mock clock.
+
+No subprocess runs here: the watcher is fed byte strings, and `autojump_clock` makes the
+settle, max-settle and interval times pass at once and exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import pytest
+import trio
+import trio.testing
+
+from engine.config import BackgroundConfig
+from engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
+from engine.watch import DecisionCheck, Verdict, Watcher, WatchReport, latest_output
+
+KEYWORDS = BackgroundConfig().keywords
+
+
+class Recorder:
+    """Collects reports with the (mock) time each was emitted."""
+
+    def __init__(self) -> None:
+        self.reports: list[tuple[float, WatchReport]] = []
+
+    async def __call__(self, report: WatchReport) -> None:
+        self.reports.append((trio.current_time(), report))
+
+
+@asynccontextmanager
+async def watching(
+    recorder: Recorder, *, check: DecisionCheck | None = None
+) -> AsyncIterator[Watcher]:
+    watcher = Watcher(KEYWORDS, recorder, check=check)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watcher.run)
+        yield watcher
+        watcher.close()
+
+
+class VerdictModel:
+    """A decision model answering from a list, or raising; records what it was asked."""
+
+    name = "verdicts"
+
+    def __init__(self, answers: Sequence[str | Exception]) -> None:
+        self._answers = list(answers)
+        self.asked: list[str] = []
+
+    async def complete(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        *,
+        on_text: TextSink | None = None,
+    ) -> ModelReply:
+        await trio.lowlevel.checkpoint()
+        self.asked.append(messages[-1].content)
+        answer = self._answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return ModelReply(text=answer)
+
+
+async def test_report_after_two_quiet_seconds(autojump_clock: trio.testing.MockClock) -> None:
+    """R28: a keyword line is reported once output has been quiet for 2 s."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        start = trio.current_time()
+        watcher.feed(b"compiling\nError: disk on fire\n")
+        await trio.sleep(1.5)
+        watcher.feed(b"still going\n")  # output moves the settle point on
+        await trio.sleep(1.9)
+        assert recorder.reports == []
+        await trio.sleep(0.2)
+        assert len(recorder.reports) == 1
+        at, report = recorder.reports[0]
+        assert at - start == pytest.approx(3.5)
+        assert report == WatchReport(
+            output="compiling\nError: disk on fire\nstill going\n",
+            hit_line="Error: disk on fire",
+        )
+
+
+async def test_chatter_forces_report_after_ten_seconds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R28: output that never settles is reported 10 s after the hit."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        start = trio.current_time()
+        watcher.feed(b"FATAL: lost the plot\n")
+        await trio.sleep(0.5)  # ticks at 1.5 s, 2.5 s, ...: never at a deadline
+        for i in range(25):
+            await trio.sleep(1)
+            watcher.feed(f"tick {i}\n".encode())
+        assert [at - start for at, _ in recorder.reports] == [pytest.approx(10.0)]
+        assert recorder.reports[0][1].output.endswith("tick 8\n")
+
+
+async def test_at_most_one_report_per_thirty_seconds(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R28: a second hit soon after a report waits out the 30 s interval, then reports
+    the latest output (both hits merged)."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        start = trio.current_time()
+        watcher.feed(b"error one\n")
+        await trio.sleep(5)
+        watcher.feed(b"error two\n")
+        await trio.sleep(5)
+        watcher.feed(b"error three\n")
+        await trio.sleep(60)
+        times = [at - start for at, _ in recorder.reports]
+        assert times == [pytest.approx(2.0), pytest.approx(32.0)]
+        assert recorder.reports[1][1].output == "error one\nerror two\nerror three\n"
+        assert recorder.reports[1][1].hit_line == "error two"
+        assert watcher.hits == 3
+
+
+async def test_keywords_match_case_insensitively_and_once_per_line(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R28: keywords match in any case; a line split over chunks counts once; lines
+    without a keyword raise nothing."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(b"all good\nnothing to see\n")
+        await trio.sleep(40)
+        assert recorder.reports == []
+        watcher.feed(b"Segmentation ")
+        watcher.feed(b"FAULT")
+        assert watcher.hits == 1  # the unfinished line already matched
+        watcher.feed(b" (core dumped)\n")
+        assert watcher.hits == 1  # ...and is not counted again when it ends
+        await trio.sleep(3)
+        assert [r.hit_line for _, r in recorder.reports] == ["Segmentation FAULT"]
+
+
+async def test_close_drops_a_pending_hit(autojump_clock: trio.testing.MockClock) -> None:
+    """R28: when the command ends before a hit settles, no update is raised (the leg's
+    final report carries the output)."""
+    recorder = Recorder()
+    watcher = Watcher(KEYWORDS, recorder)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watcher.run)
+        watcher.feed(b"panic: oops\n")
+        await trio.sleep(1)
+        watcher.close()
+    assert recorder.reports == []
+
+
+async def test_report_keeps_the_latest_eight_kib(autojump_clock: trio.testing.MockClock) -> None:
+    """R28: a report carries at most 8 KiB: the newest output."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(("é" * 10_000 + "\n").encode())
+        watcher.feed(b"exception: boom\n")
+        await trio.sleep(3)
+    output = recorder.reports[0][1].output
+    assert len(output.encode()) <= 8 * 1024
+    assert output.endswith("é\nexception: boom\n")
+    assert "\ufffd" not in output
+    assert latest_output(b"abc", 2) == "bc"
+
+
+async def test_without_decision_model_every_hit_is_reported(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R29: with no decision model, identical hits are reported each time."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(b"error\n")
+        await trio.sleep(31)
+        watcher.feed(b"error\n")
+        await trio.sleep(31)
+    assert len(recorder.reports) == 2
+    assert recorder.reports[0][1].output == "error\n"
+    assert recorder.reports[1][1].output == "error\nerror\n"
+
+
+async def test_decision_model_drops_benign_hits(autojump_clock: trio.testing.MockClock) -> None:
+    """R29: a hit the decision model calls BENIGN is dropped; REPORT keeps the next."""
+    model = VerdictModel(["BENIGN", "REPORT"])
+    recorder = Recorder()
+    async with watching(recorder, check=DecisionCheck(model)) as watcher:
+        watcher.feed(b"0 errors, 0 warnings\n")
+        await trio.sleep(3)
+        assert recorder.reports == []
+        assert watcher.dropped == 1
+        watcher.feed(b"error: linker failed\n")
+        await trio.sleep(3)
+    assert [r.note for _, r in recorder.reports] == [""]
+    assert recorder.reports[0][1].hit_line == "error: linker failed"
+    assert "Matching line:\n0 errors, 0 warnings" in model.asked[0]
+    assert "Last report:\n(none)" in model.asked[1]
+
+
+async def test_decision_model_drops_repeats_of_the_last_report(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R29: an output identical to the last report is dropped without asking; one the
+    model calls a REPEAT is dropped too."""
+    model = VerdictModel(["REPORT", "REPEAT"])
+    recorder = Recorder()
+    watcher = Watcher(["error"], recorder, check=DecisionCheck(model), keep_bytes=6)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watcher.run)
+        watcher.feed(b"error\n")
+        await trio.sleep(31)
+        watcher.feed(b"error\n")  # same latest 6 bytes as the report: not even asked
+        await trio.sleep(31)
+        assert len(model.asked) == 1
+        watcher.feed(b"ERROR\n")
+        await trio.sleep(31)
+        watcher.close()
+    assert len(model.asked) == 2
+    assert [r.output for _, r in recorder.reports] == ["error\n"]
+    assert watcher.dropped == 2
+
+
+async def test_failed_decision_check_reports_unchecked(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R29: when the check fails (model error, unreadable answer) the report goes out
+    anyway, with the failure noted."""
+    model = VerdictModel([ModelError("provider down"), "maybe?"])
+    recorder = Recorder()
+    async with watching(recorder, check=DecisionCheck(model)) as watcher:
+        watcher.feed(b"traceback (most recent call last)\n")
+        await trio.sleep(3)
+        watcher.feed(b"permission denied\n")
+        await trio.sleep(40)
+    notes = [r.note for _, r in recorder.reports]
+    assert notes == [
+        "decision check failed (model error: provider down)",
+        "decision check failed (unreadable answer 'maybe?')",
+    ]
+
+
+async def test_decision_check_times_out(autojump_clock: trio.testing.MockClock) -> None:
+    """R29: a decision model that does not answer in time counts as a failed check."""
+
+    class Silent:
+        name = "silent"
+
+        async def complete(
+            self,
+            messages: Sequence[Message],
+            tools: Sequence[ToolSpec],
+            *,
+            on_text: TextSink | None = None,
+        ) -> ModelReply:
+            await trio.sleep_forever()
+            raise AssertionError("unreachable")
+
+    verdict = await DecisionCheck(Silent(), timeout_s=5)("error", "error\n", None)
+    assert verdict == Verdict(keep=True, note="decision check failed (no answer within 5 s)")
