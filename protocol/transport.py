@@ -19,7 +19,12 @@ from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED
 from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
 
-__all__ = ["AuthRefused", "FrameConnection", "open_frame_connection"]
+__all__ = [
+    "AuthRefused",
+    "FrameConnection",
+    "close_socket_after_peer_close",
+    "open_frame_connection",
+]
 
 
 class AuthRefused(Exception):
@@ -67,15 +72,30 @@ async def open_frame_connection(
     async with trio_websocket.open_websocket_url(
         url, extra_headers=headers, max_message_size=MAX_MESSAGE_BYTES * 4
     ) as ws:
-        conn = FrameConnection(ws)
-        await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
         try:
-            first = await conn.receive()
-        except trio_websocket.ConnectionClosed as exc:
-            if exc.reason is not None and exc.reason.code == CLOSE_AUTH_FAILED:
-                raise AuthRefused(exc.reason.reason or "authentication failed") from None
-            raise
-        if not isinstance(first, Welcome):
-            raise AuthRefused(f"expected welcome, got {type(first).TYPE}")
-        conn.welcome = first
-        yield conn
+            conn = FrameConnection(ws)
+            await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
+            try:
+                first = await conn.receive()
+            except trio_websocket.ConnectionClosed as exc:
+                if exc.reason is not None and exc.reason.code == CLOSE_AUTH_FAILED:
+                    raise AuthRefused(exc.reason.reason or "authentication failed") from None
+                raise
+            if not isinstance(first, Welcome):
+                raise AuthRefused(f"expected welcome, got {type(first).TYPE}")
+            conn.welcome = first
+            yield conn
+        finally:
+            await close_socket_after_peer_close(ws)
+
+
+async def close_socket_after_peer_close(ws: trio_websocket.WebSocketConnection) -> None:
+    """Close the TCP stream of a connection whose *peer* closed the WebSocket.
+
+    trio-websocket 0.12 leaves the client's socket open in that case (its ``aclose``
+    returns early once a close reason is set, and the reader stops at EOF without
+    closing the stream), which leaks the socket. Closing it twice is harmless.
+    """
+    if ws.closed is not None:
+        with trio.CancelScope(shield=True):
+            await ws._stream.aclose()

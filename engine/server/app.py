@@ -20,6 +20,7 @@ import logging
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import aclosing
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -157,11 +158,12 @@ async def _read_body(request: Request, cls: type[T]) -> T:
         raise _BodyTooLarge
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_MESSAGE_BYTES:
-            raise _BodyTooLarge
-        chunks.append(chunk)
+    async with aclosing(request.stream()) as stream:
+        async for chunk in stream:
+            size += len(chunk)
+            if size > MAX_MESSAGE_BYTES:
+                raise _BodyTooLarge
+            chunks.append(chunk)
     data = b"".join(chunks).strip() or b"{}"
     result: T = decode(data, cls)
     return result

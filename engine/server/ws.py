@@ -163,7 +163,7 @@ def _ref_of(text: str) -> str:
 
 
 def _ref_of_frame(frame: ClientFrame) -> str:
-    for key in ("request_id", "id", "task_hash", "session_id"):
+    for key in ("request_id", "id", "task_hash"):
         ref = getattr(frame, key, None)
         if isinstance(ref, str):
             return ref[:_MAX_REF]

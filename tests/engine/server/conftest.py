@@ -1,0 +1,78 @@
+"""In-process server fixtures: a real engine (builtin model, temp home) served by
+hypercorn on a free loopback port, driven by httpx and trio-websocket.
+
+Testing rules kept here: no sleeps for timing (tests wait on frames and events), every
+connection is closed by its test, every test names the SPEC ids it covers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import attrs
+import httpx
+import pytest
+
+from engine.config import Config, ServerConfig
+from engine.core import Engine, open_engine
+from engine.server.auth import load_or_create_token
+from engine.server.lifecycle import RunningServer, open_server
+from protocol.frames import DoneFrame, ServerFrame
+from protocol.transport import FrameConnection, open_frame_connection
+
+ALLOWED_ORIGIN = "https://allowed.example"
+
+
+@attrs.frozen
+class Served:
+    engine: Engine
+    server: RunningServer
+    token: str
+    http: httpx.AsyncClient
+    home: Path
+
+    @property
+    def ws_url(self) -> str:
+        return self.server.ws_url
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[FrameConnection]:
+        async with open_frame_connection(self.ws_url, self.token) as conn:
+            yield conn
+
+
+@pytest.fixture
+async def served(tmp_path: Path) -> AsyncIterator[Served]:
+    home = tmp_path / "home"
+    config = Config(home=str(home), server=ServerConfig(allowed_origins=[ALLOWED_ORIGIN]))
+    token = load_or_create_token(home)
+    async with (
+        open_engine(config) as engine,
+        open_server(
+            engine, token=token, version="9.9.9", allowed_origins=[ALLOWED_ORIGIN]
+        ) as server,
+        httpx.AsyncClient(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}
+        ) as http,
+    ):
+        yield Served(engine=engine, server=server, token=token, http=http, home=home)
+
+
+async def receive_until_done(conn: FrameConnection, request_id: str) -> list[ServerFrame]:
+    """Frames up to and including the ``done`` of ``request_id``."""
+    frames: list[ServerFrame] = []
+    while True:
+        frame = await conn.receive()
+        frames.append(frame)
+        if isinstance(frame, DoneFrame) and frame.request_id == request_id:
+            return frames
+
+
+async def receive_type(conn: FrameConnection, kind: type[ServerFrame]) -> ServerFrame:
+    """The next frame of type ``kind``; others are skipped."""
+    while True:
+        frame = await conn.receive()
+        if isinstance(frame, kind):
+            return frame
