@@ -58,6 +58,7 @@ __all__ = [
     "Offered",
     "PendingRegistry",
     "RegistryStatistics",
+    "Verified",
     "Withdrawn",
 ]
 
@@ -157,7 +158,17 @@ class Withdrawn:
     reason: str
 
 
-Notice = Offered | Withdrawn
+@attrs.frozen
+class Verified:
+    """A listener's notice: the system password it passed along for entry
+    ``entry_id`` was checked (R7); ``ok`` false means the call was denied."""
+
+    entry_id: str
+    ok: bool
+    error: str = ""
+
+
+Notice = Offered | Withdrawn | Verified
 
 
 @attrs.frozen(kw_only=True)
@@ -194,7 +205,7 @@ class Listener:
     id: str = attrs.field(factory=lambda: f"lst_{secrets.token_hex(4)}")
     _registry: PendingRegistry = attrs.field(repr=False, alias="registry")
     _claimed: set[str] = attrs.field(factory=set, init=False, repr=False)
-    _notices: deque[Withdrawn] = attrs.field(factory=deque, init=False, repr=False)
+    _notices: deque[Withdrawn | Verified] = attrs.field(factory=deque, init=False, repr=False)
     _wakeup: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False)
 
@@ -430,6 +441,15 @@ class PendingRegistry:
         self._answered_total += 1
         self._finish(entry, notify=ANSWERED_ELSEWHERE, skip=by)
         return entry
+
+    def report_verify(self, entry: Entry, ok: bool, error: str = "") -> None:
+        """Tell the listener that answered ``entry`` (already resolved) how the
+        system-password check went (R7: the REPL shows a ``verify`` frame). Nothing
+        happens when it was answered over HTTP or its listener is gone."""
+        claimer = entry.claimed_by
+        if claimer is not None and not claimer.closed:
+            claimer._notices.append(Verified(entry.id, ok, error))
+            claimer._wakeup.set()
 
     def fail(self, entry_id: str, error: str) -> None:
         """Resolve the entry with an error: its producer raises `AskFailed(error)`,

@@ -173,7 +173,7 @@ class RunCommandTool:
                 else (False, "no password entered")
             )
             if entry_box:
-                self._services.registry.report_verify(entry_box[0].id, ok, error)
+                self._services.registry.report_verify(entry_box[0], ok, error)
             if not ok:
                 return ToolOutcome(
                     ok=False, output="", skipped=f"denied: system password check failed ({error})"
