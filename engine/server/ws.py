@@ -15,6 +15,8 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
   frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for script
   front-ends. A ``reply`` is accepted only for an ask shown to this connection (by the
   listener that showed it), or for an ask of a session it ``subscribe``\\d to (R8 B).
+  A password check of a restricted confirmation answered here comes back as
+  ``verify`` (R7).
 - **bad input (R71).** Every frame that cannot be acted on — broken JSON, unknown
   type, wrong field, over 1 MiB, an engine error — gets an ``error`` frame with a
   ``ref`` (request id, ask id or task hash when known); the connection lives on.
@@ -41,7 +43,15 @@ from engine.causes import Cause
 from engine.core import Engine
 from engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound
 from engine.ids import check_session_id
-from engine.pending import AskReply, AskRequest, Entry, Listener, Offered, Withdrawn
+from engine.pending import (
+    AskReply,
+    AskRequest,
+    Entry,
+    Listener,
+    Offered,
+    Verified,
+    Withdrawn,
+)
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
@@ -185,16 +195,9 @@ def _ask_frame(entry: Entry) -> Ask:
     )
 
 
-def verify_frame(notice: object) -> Verify | None:
-    """The ``verify`` frame (R7) of a registry notice that reports a password check:
-    any notice with ``entry_id``, ``ok`` and ``error`` (the registry's ``Verified``).
-    None for anything else."""
-    entry_id = getattr(notice, "entry_id", None)
-    ok = getattr(notice, "ok", None)
-    error = getattr(notice, "error", "")
-    if isinstance(entry_id, str) and isinstance(ok, bool):
-        return Verify(id=entry_id, ok=ok, error=error if isinstance(error, str) else "")
-    return None
+def verify_frame(notice: Verified) -> Verify:
+    """The ``verify`` frame (R7) of the registry's password-check notice."""
+    return Verify(id=notice.entry_id, ok=notice.ok, error=notice.error)
 
 
 async def list_legs(engine: Engine, session_id: str) -> list[LegInfo]:
@@ -478,7 +481,7 @@ class Connection:
         ``withdrawn`` frames, until it is closed."""
         while True:
             try:
-                notice: object = await listener.next_notice()
+                notice = await listener.next_notice()
             except trio.ClosedResourceError:
                 return
             match notice:
@@ -490,7 +493,6 @@ class Connection:
                 case Withdrawn(entry_id=entry_id, reason=reason):
                     if self.shown.pop(entry_id, None) is not None:
                         await self.send(WithdrawnFrame(id=entry_id, reason=reason))
-                case _:
-                    verify = verify_frame(notice)
-                    if verify is not None:
-                        await self.send(verify)
+                case Verified():
+                    # Sent only to the listener that passed the password on (R7).
+                    await self.send(verify_frame(notice))
