@@ -395,9 +395,13 @@ class BackgroundManager:
                 leg.started_at = leg.created_at
             run.emit(ev.LegStarted, job_id=job.id, leg_id=leg_id, label=label, queued=queued)
             legs.append(leg)
-        await self._save(job)
-        for leg in legs:
-            await self._supervisor.start(self._leg_main, leg, handle=leg.handle)
+        # Shielded: a cancel of the task now must neither leave registered legs
+        # unstarted (holding limiter tokens) nor keep a leg inside the task's scope
+        # (`nursery.start` leaves a child in place when the caller is cancelled).
+        with trio.CancelScope(shield=True):
+            for leg in legs:
+                await self._supervisor.start(self._leg_main, leg, handle=leg.handle)
+            await self._save(job)
         return job, legs
 
     async def _job_for(self, run: TaskRun, objective: str, next_step: str) -> Job:
@@ -590,7 +594,9 @@ class BackgroundManager:
         return state, "\n".join(lines)
 
     async def _leg_ended(self, leg: Leg, ending: tuple[LegState, str] | None) -> None:
-        """Record a leg's end, route its report, and settle its job if it was the last."""
+        """Record a leg's end, route its report, then say ``leg_finished`` (so a client
+        that sees it knows the report is where it goes) and settle the job if this was
+        its last leg."""
         job = leg.job
         leg.ended_at = self._services.clock()
         cause = leg.handle.cause or Cause.SHUTDOWN
@@ -599,15 +605,6 @@ class BackgroundManager:
             leg.result = f"canceled ({cause})"
         else:
             leg.state, leg.result = ending[0], clamp(ending[1], RESULT_LIMIT)
-        session = self._engine.session(job.session_id)
-        session.hub.emit(
-            job.task_hash,
-            ev.LegFinished,
-            job_id=job.id,
-            leg_id=leg.id,
-            status=leg.state,
-            result=leg.result,
-        )
         try:
             if ending is not None:
                 await self._deliver(
@@ -623,9 +620,20 @@ class BackgroundManager:
                     "not finish. Start it again if it is still needed.",
                 )
             await self._save(job)
-            await self._maybe_settle(job)
         except Exception:
             log.exception("could not record the end of leg %s", leg.id)
+        self._engine.session(job.session_id).hub.emit(
+            job.task_hash,
+            ev.LegFinished,
+            job_id=job.id,
+            leg_id=leg.id,
+            status=leg.state,
+            result=leg.result,
+        )
+        try:
+            await self._maybe_settle(job)
+        except Exception:
+            log.exception("could not settle job %s", job.id)
 
     async def _watch_report(self, leg: Leg, report: WatchReport) -> None:
         """A watcher update (R28): kept on the leg (R24), announced and routed (R26).
