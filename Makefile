@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit daemon bench soak clean
+.PHONY: run test lint typecheck unit daemon bench soak clean sysdeps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy engine protocol
 
-unit: $(STAMP)
+# System programs the end-to-end tests drive (a fresh machine has none of them).
+sysdeps:
+	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+
+unit: $(STAMP) sysdeps
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
