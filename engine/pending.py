@@ -47,6 +47,8 @@ import trio
 from engine.errors import AlreadyResolved, AskFailed, Forbidden
 from engine.ids import new_ask_id, origin_of
 from protocol.events import Question
+from protocol.frames import Reply
+from protocol.http import ConfirmRequest
 
 __all__ = [
     "AskKind",
@@ -105,6 +107,19 @@ class AskReply:
     allow_turn: bool = False
     reason: str = ""
     action: Literal["cancel_task", "abort_task"] | None = None
+
+    @classmethod
+    def from_wire(cls, answer: ConfirmRequest | Reply) -> AskReply:
+        """The reply carried by a ``reply`` frame or a ``POST …/confirm`` body."""
+        return cls(
+            approve=answer.approve,
+            answers=answer.answers,
+            password=answer.password,
+            remember=answer.remember,
+            allow_turn=answer.allow_turn,
+            reason=answer.reason,
+            action=answer.action,
+        )
 
 
 @attrs.define(eq=False, kw_only=True)

@@ -6,10 +6,11 @@ every provider we ship can map to it; tool arguments are already-parsed dicts.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Literal, Protocol
 
 import attrs
+import trio
 
 __all__ = [
     "Message",
@@ -19,6 +20,7 @@ __all__ = [
     "TextSink",
     "ToolCallRequest",
     "ToolSpec",
+    "stream_pieces",
 ]
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -90,3 +92,14 @@ class Model(Protocol):
         *,
         on_text: TextSink | None = None,
     ) -> ModelReply: ...
+
+
+async def stream_pieces(on_text: TextSink | None, pieces: Iterable[str]) -> None:
+    """Send ``pieces`` to ``on_text`` in order, with a checkpoint between two pieces
+    (so a cancel can land mid-stream, as with a real provider)."""
+    if on_text is None:
+        return
+    for index, piece in enumerate(pieces):
+        if index:
+            await trio.lowlevel.checkpoint()
+        await on_text(piece)

@@ -65,6 +65,7 @@ from engine.models.base import (
     TextSink,
     ToolCallRequest,
     ToolSpec,
+    stream_pieces,
 )
 
 __all__ = [
@@ -153,11 +154,8 @@ class BuiltinModel:
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         reply = decide(messages, tools)
-        if on_text is not None and reply.text:
-            for index, piece in enumerate(_pieces(reply.text, 3)):
-                if index:
-                    await trio.lowlevel.checkpoint()
-                await on_text(piece)
+        if reply.text:
+            await stream_pieces(on_text, _pieces(reply.text, 3))
         return reply
 
     async def aclose(self) -> None:

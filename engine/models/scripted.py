@@ -53,6 +53,7 @@ from engine.models.base import (
     TextSink,
     ToolCallRequest,
     ToolSpec,
+    stream_pieces,
 )
 
 __all__ = ["EXHAUSTED", "ScriptedModel", "ScriptedTurn", "Turn", "parse_script"]
@@ -160,11 +161,7 @@ class ScriptedModel:
             else:
                 await trio.lowlevel.checkpoint()
                 reply = result
-        if on_text is not None:
-            for position, chunk in enumerate(chunks or ([reply.text] if reply.text else [])):
-                if position:
-                    await trio.lowlevel.checkpoint()
-                await on_text(chunk)
+        await stream_pieces(on_text, chunks or ([reply.text] if reply.text else []))
         return reply
 
     async def aclose(self) -> None:

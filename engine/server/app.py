@@ -238,15 +238,7 @@ async def confirm(request: Request, ctx: ServerContext) -> Response:
         raise AlreadyResolved(f"confirmation {confirm_hash} is already resolved or gone")
     if entry.request.session_id != session_id:
         raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
-    reply = AskReply(
-        approve=body.approve,
-        answers=body.answers,
-        password=body.password,
-        remember=body.remember,
-        allow_turn=body.allow_turn,
-        reason=body.reason,
-        action=body.action,
-    )
+    reply = AskReply.from_wire(body)
     await ctx.engine.answer(confirm_hash, reply)
     return json_response({})
 

@@ -381,15 +381,7 @@ class Connection:
         listener = self.shown.get(frame.id)
         if listener is None and entry.request.session_id not in self.subscribed:
             raise Forbidden(f"ask {frame.id[:_MAX_REF]} was not shown to this connection")
-        reply = AskReply(
-            approve=frame.approve,
-            answers=frame.answers,
-            password=frame.password,
-            remember=frame.remember,
-            allow_turn=frame.allow_turn,
-            reason=frame.reason,
-            action=frame.action,
-        )
+        reply = AskReply.from_wire(frame)
         await self.engine.answer(frame.id, reply, by=listener)
         self.shown.pop(frame.id, None)
 

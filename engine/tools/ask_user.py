@@ -17,7 +17,7 @@ from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskRequest
 from engine.snapshot import QA
-from engine.tools.base import Services, ToolOutcome
+from engine.tools.base import Services, ServiceTool, ToolOutcome
 from protocol.events import Question
 
 if TYPE_CHECKING:
@@ -26,11 +26,8 @@ if TYPE_CHECKING:
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
 
 
-class AskUserTool:
+class AskUserTool(ServiceTool):
     name = "ask_user"
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
 
     def spec(self) -> ToolSpec:
         question = {
@@ -54,9 +51,6 @@ class AskUserTool:
                 "required": ["questions"],
             },
         )
-
-    def available(self, run: TaskRun) -> bool:
-        return True
 
     async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
         questions = parse_questions(call.args)

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from engine.store.base import Store
     from engine.tools.sudo import PasswordVerifier
 
-__all__ = ["Services", "Tool", "ToolOutcome"]
+__all__ = ["ServiceTool", "Services", "Tool", "ToolOutcome", "string_arg"]
 
 
 @attrs.frozen(kw_only=True)
@@ -58,6 +58,19 @@ class Tool(Protocol):
     def available(self, run: TaskRun) -> bool: ...
 
     async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome: ...
+
+
+class ServiceTool:
+    """Base of the shipped tools: keeps the engine's `Services`; available everywhere
+    unless a subclass says otherwise."""
+
+    name: str
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    def available(self, run: TaskRun) -> bool:
+        return True
 
 
 def string_arg(call: ToolCallRequest, name: str, default: str | None = None) -> str:

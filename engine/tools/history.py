@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.snapshot import RESULT_LIMIT, clamp
 from engine.store.base import HistoryRow
-from engine.tools.base import Services, ToolOutcome
+from engine.tools.base import ServiceTool, ToolOutcome
 
 if TYPE_CHECKING:
     from engine.runs import TaskRun
@@ -16,11 +16,8 @@ if TYPE_CHECKING:
 __all__ = ["ChatHistoryTool"]
 
 
-class ChatHistoryTool:
+class ChatHistoryTool(ServiceTool):
     name = "chat_history"
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -40,9 +37,6 @@ class ChatHistoryTool:
                 "required": ["mode"],
             },
         )
-
-    def available(self, run: TaskRun) -> bool:
-        return True
 
     async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
         args: dict[str, Any] = call.args

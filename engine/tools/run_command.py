@@ -19,7 +19,7 @@ from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
-from engine.tools.base import Services, ToolOutcome
+from engine.tools.base import ServiceTool, ToolOutcome
 from engine.tools.policy import classify
 from engine.tools.process import run_in_group
 from protocol import events as ev
@@ -31,11 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["RunCommandTool", "format_command_result"]
 
 
-class RunCommandTool:
+class RunCommandTool(ServiceTool):
     name = "run_command"
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -59,9 +56,6 @@ class RunCommandTool:
                 "required": ["command"],
             },
         )
-
-    def available(self, run: TaskRun) -> bool:
-        return True
 
     async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
         command = _command_arg(call.args)

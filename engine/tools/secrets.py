@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskRequest
-from engine.tools.base import Services, ToolOutcome, string_arg
+from engine.tools.base import ServiceTool, ToolOutcome, string_arg
 from protocol.events import Question
 
 if TYPE_CHECKING:
@@ -24,11 +24,8 @@ __all__ = ["StoreSecretTool"]
 SECRET_KEY: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 
-class StoreSecretTool:
+class StoreSecretTool(ServiceTool):
     name = "store_secret"
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -43,9 +40,6 @@ class StoreSecretTool:
                 "required": ["key"],
             },
         )
-
-    def available(self, run: TaskRun) -> bool:
-        return True
 
     async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
         key = string_arg(call, "key").strip()
