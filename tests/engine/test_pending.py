@@ -19,6 +19,7 @@ from engine.pending import (
     AskRequest,
     Entry,
     Listener,
+    Notice,
     Offered,
     PendingRegistry,
     RegistryStatistics,
@@ -81,6 +82,21 @@ def entry_of(producer: Producer) -> Entry:
     return producer.entry
 
 
+async def notice_now(listener: Listener) -> Notice | None:
+    """The notice ``listener`` has for us right now, or None where next_notice would
+    wait; never blocks, so a regression fails instead of hanging."""
+    got: list[Notice] = []
+
+    async def take() -> None:
+        got.append(await listener.next_notice())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(take)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+    return got[0] if got else None
+
+
 def windows_match(started: set[str]) -> Callable[[AskRequest], bool]:
     """The REPL's match (R5): only requests carrying a window hash it started."""
     return lambda req: req.window_hash in started
@@ -122,7 +138,8 @@ async def test_on_registered_runs_before_any_listener_can_answer() -> None:
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: registry.ask(request(), on_registered=on_registered))
-        notice = await listener.next_notice()
+        await trio.testing.wait_all_tasks_blocked()
+        notice = await notice_now(listener)
         assert isinstance(notice, Offered)
         assert seen == [(True, frozenset(), 0)]
         registry.resolve(notice.entry.id, AskReply(approve=False), by=listener)
@@ -229,7 +246,7 @@ async def test_cancelling_next_notice_loses_nothing() -> None:
             await listener.next_notice()
         assert scope.cancelled_caught is True
         assert listener.claimed == frozenset()
-        assert await listener.next_notice() == Offered(entry_of(producer))
+        assert await notice_now(listener) == Offered(entry_of(producer))
         nursery.cancel_scope.cancel()
 
 
@@ -243,7 +260,7 @@ async def test_producer_cancel_withdraws_entry_at_once() -> None:
     listener = registry.listen("cli-")
     async with trio.open_nursery() as nursery:
         producer = await start_producer(nursery, registry, request())
-        offered = await listener.next_notice()
+        offered = await notice_now(listener)
         assert offered == Offered(entry_of(producer))
         producer.scope.cancel()
         # No checkpoint yet: the producer has not run again, but its entry is gone.
@@ -251,7 +268,7 @@ async def test_producer_cancel_withdraws_entry_at_once() -> None:
         assert listener.claimed == frozenset()
         with pytest.raises(AlreadyResolved):
             registry.resolve(entry_of(producer).id, AskReply(approve=True), by=listener)
-        assert await listener.next_notice() == Withdrawn(entry_of(producer).id, "task canceled")
+        assert await notice_now(listener) == Withdrawn(entry_of(producer).id, "task canceled")
     assert producer.cancelled is True
     assert producer.reply is None
     assert producer.error is None
@@ -279,11 +296,11 @@ async def test_withdrawn_before_offered_is_reported_first() -> None:
     listener = registry.listen("cli-")
     async with trio.open_nursery() as nursery:
         first = await start_producer(nursery, registry, request())
-        assert await listener.next_notice() == Offered(entry_of(first))
+        assert await notice_now(listener) == Offered(entry_of(first))
         second = await start_producer(nursery, registry, request())
         first.scope.cancel()
-        assert await listener.next_notice() == Withdrawn(entry_of(first).id, "task canceled")
-        assert await listener.next_notice() == Offered(entry_of(second))
+        assert await notice_now(listener) == Withdrawn(entry_of(first).id, "task canceled")
+        assert await notice_now(listener) == Offered(entry_of(second))
         nursery.cancel_scope.cancel()
 
 
@@ -327,9 +344,7 @@ async def test_passive_listener_counts_but_never_picks() -> None:
         async with trio.open_nursery() as nursery:
             producer = await start_producer(nursery, registry, req)
             assert registry.pick_next(subscriber) is None
-            with trio.move_on_after(1) as waited:
-                await subscriber.next_notice()
-            assert waited.cancelled_caught is True
+            assert await notice_now(subscriber) is None
             registry.resolve(entry_of(producer).id, AskReply(approve=False, reason="no"))
         assert producer.reply == AskReply(approve=False, reason="no")
     assert subscriber.closed is True
@@ -371,7 +386,7 @@ async def test_close_fails_claimed_asks_never_approves() -> None:
     async with trio.open_nursery() as nursery:
         with registry.listen("cli-") as conn:
             producer = await start_producer(nursery, registry, request())
-            assert await conn.next_notice() == Offered(entry_of(producer))
+            assert await notice_now(conn) == Offered(entry_of(producer))
             stays = registry.listen("cli-")
             other = await start_producer(nursery, registry, request("cli-2"))
         await trio.testing.wait_all_tasks_blocked()
@@ -426,7 +441,8 @@ async def test_close_is_idempotent_and_ends_next_notice() -> None:
         await trio.testing.wait_all_tasks_blocked()
         listener.close()
         listener.close("again")
-    assert raised == [trio.ClosedResourceError]
+        await trio.testing.wait_all_tasks_blocked()
+        assert raised == [trio.ClosedResourceError]
     with pytest.raises(trio.ClosedResourceError):
         await listener.next_notice()
     with pytest.raises(trio.ClosedResourceError):
@@ -446,7 +462,7 @@ async def test_parked_entry_is_offered_and_resolved_by_reply() -> None:
     entry = registry.offer_parked(request("chat-7", kind="ask_user", questions=questions))
     assert entry.parked is True
     assert registry.has_listener("chat-", entry.request) is True
-    assert await listener.next_notice() == Offered(entry)
+    assert await notice_now(listener) == Offered(entry)
     reply = AskReply(answers=["dev"])
     assert registry.resolve(entry.id, reply, by=listener) is entry
     assert entry.reply is reply
@@ -473,7 +489,8 @@ async def test_parked_entry_returns_to_pool_when_claimer_closes() -> None:
         await trio.testing.wait_all_tasks_blocked()
         assert got == []
         first.close()
-    assert got == [Offered(entry)]
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [Offered(entry)]
     assert entry.claimed_by is second
     assert (entry.resolved, entry.error) == (False, None)
     second.close()
@@ -487,9 +504,9 @@ async def test_remove_parked_entry_withdraws_it() -> None:
     registry = PendingRegistry()
     listener = registry.listen("")
     entry = registry.offer_parked(request("dc-1", kind="ask_user"))
-    assert await listener.next_notice() == Offered(entry)
+    assert await notice_now(listener) == Offered(entry)
     registry.remove(entry.id, "resumed over HTTP")
-    assert await listener.next_notice() == Withdrawn(entry.id, "resumed over HTTP")
+    assert await notice_now(listener) == Withdrawn(entry.id, "resumed over HTTP")
     registry.remove(entry.id, "again")
     assert registry.statistics().withdrawn_total == 1
     async with trio.open_nursery() as nursery:
@@ -519,7 +536,7 @@ async def test_only_the_claimer_or_http_may_answer() -> None:
             registry.resolve(entry.id, AskReply(approve=True), by=intruder)
         assert registry.get(entry.id) is entry
         registry.resolve(entry.id, AskReply(approve=False, reason="from web"))
-        assert await claimer.next_notice() == Withdrawn(entry.id, "answered elsewhere")
+        assert await notice_now(claimer) == Withdrawn(entry.id, "answered elsewhere")
     assert producer.reply == AskReply(approve=False, reason="from web")
 
 
@@ -529,9 +546,9 @@ async def test_fail_tells_the_claimer() -> None:
     listener = registry.listen("cli-")
     async with trio.open_nursery() as nursery:
         producer = await start_producer(nursery, registry, request())
-        assert await listener.next_notice() == Offered(entry_of(producer))
+        assert await notice_now(listener) == Offered(entry_of(producer))
         registry.fail(entry_of(producer).id, "shutdown")
-        assert await listener.next_notice() == Withdrawn(entry_of(producer).id, "shutdown")
+        assert await notice_now(listener) == Withdrawn(entry_of(producer).id, "shutdown")
     assert str(producer.error) == "shutdown"
 
 
