@@ -415,6 +415,24 @@ class Engine:
 
     # ------------------------------------------------------------------ lifecycle
 
+    async def reoffer_parked(self) -> int:
+        """Offer the questions of tasks parked before this engine started to listeners
+        again (R11: a reply from a listener resumes the task). Returns how many."""
+        rows = await self.store.list_parked()
+        for row in rows:
+            if row.ask_id and self.registry.get(row.ask_id) is not None:
+                continue
+            entry = self.registry.offer_parked(
+                AskRequest(
+                    kind="ask_user",
+                    session_id=row.session_id,
+                    task_hash=row.task_hash,
+                    questions=list(row.questions),
+                )
+            )
+            await self.store.put_task(attrs.evolve(row, ask_id=entry.id))
+        return len(rows)
+
     def statistics(self) -> dict[str, Any]:
         sessions = [s.statistics() for s in self._sessions.values()]
         return {
@@ -511,6 +529,7 @@ async def open_engine(
             engine.background = background
             toolbox.add(BackgroundCommandTool(services, background))
             toolbox.add(BackgroundSubagentsTool(services, background))
+            await engine.reoffer_parked()
             try:
                 yield engine
             finally:

@@ -98,10 +98,11 @@ class AskRequest:
 
 @attrs.frozen(kw_only=True)
 class AskReply:
-    """One reply to an ask. ``password`` never shows in ``repr`` (R73)."""
+    """One reply to an ask. ``password`` and ``answers`` never show in ``repr``: the
+    answer to a ``secret`` ask is a secret (R73)."""
 
     approve: bool | None = None
-    answers: list[str] | None = None
+    answers: list[str] | None = attrs.field(default=None, repr=False)
     password: str | None = attrs.field(default=None, repr=False)
     remember: bool = False
     allow_turn: bool = False

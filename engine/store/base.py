@@ -138,6 +138,11 @@ class Store(Protocol):
         """Every row of the session, running or not, oldest created first."""
         ...
 
+    async def list_parked(self) -> list[TaskRow]:
+        """Every parked row of every session, oldest created first (a restarted engine
+        offers their questions to listeners again, R11)."""
+        ...
+
     async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
         """Rows whose marker is not live at ``now``, newest ``updated_at`` first.
 

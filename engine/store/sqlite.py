@@ -329,6 +329,15 @@ class SqliteStore:
 
         return [_task_row(r) for r in await self._run("list_tasks", select)]
 
+    async def list_parked(self) -> list[TaskRow]:
+        def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
+            return conn.execute(
+                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE state = 'parked' "
+                "ORDER BY created_at, task_hash"
+            ).fetchall()
+
+        return [_task_row(r) for r in await self._run("list_parked", select)]
+
     async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
         columns = ", ".join(f"t.{c.strip()}" for c in _TASK_COLUMNS.split(","))
 

@@ -297,3 +297,24 @@ async def test_cached_sudo_credentials_skip_the_password(
             )
             await engine.answer(notice.entry.id, AskReply(approve=False), by=listener)
             assert (await run.wait_done()).status == "finished"
+
+
+async def test_parked_question_is_offered_again_after_a_restart(
+    config: Config, wall_clock: Callable[[], float]
+) -> None:
+    """R11: a task parked before a restart is offered to listeners again; a listener's
+    reply resumes it."""
+    async with open_engine(config, clock=wall_clock) as engine:
+        run = await engine.start_task("chat-restart", "ask: Still there? | yes, no")
+        assert (await run.wait_done()).status == "parked"
+    async with open_engine(config, clock=wall_clock) as engine:
+        with engine.registry.listen("chat-") as listener:
+            notice = await listener.next_notice()
+            assert isinstance(notice, Offered)
+            assert (notice.entry.parked, notice.entry.request.task_hash) == (True, run.task_hash)
+            await engine.answer(notice.entry.id, AskReply(answers=["yes"]), by=listener)
+        resumed = engine.find_run(run.task_hash, "chat-restart")
+        assert resumed is not None
+        outcome = await resumed.wait_done()
+    assert outcome.status == "finished"
+    assert "yes" in outcome.text
