@@ -52,3 +52,30 @@ def test_repl_uses_no_private_engine_module() -> None:
         if name.startswith("engine") and any(part.startswith("_") for part in name.split("."))
     }
     assert bad == set()
+
+
+def test_engine_cancels_scopes_only_through_cancel_scope() -> None:
+    """R40: every cancel in the engine carries a cause, so `nursery_tasks.cancel_scope`
+    is the only caller of `CancelScope.cancel` (DESIGN "nursery_tasks.py")."""
+    offenders = []
+    for path in _modules("engine"):
+        if path.name == "nursery_tasks.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "cancel"
+                and isinstance(node.func.value, ast.Attribute)
+                and node.func.value.attr in {"cancel_scope", "scope", "_scope"}
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "cancel"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id in {"scope", "cancel_scope", "cs"}
+            ):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == []

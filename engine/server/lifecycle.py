@@ -6,7 +6,8 @@
    prints who holds it (pid and address from ``daemon.json``) and exits 1;
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
-3. clears ``<home>/sessions/*/background/`` (background work does not survive a
+3. ends the processes a killed predecessor left running (`engine.orphans`), clears
+   ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
 4. serves HTTP and WebSocket on one port (`open_server`), then writes
@@ -42,8 +43,11 @@ import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
 
+from engine.causes import Cause
 from engine.config import Config
 from engine.core import Engine, open_engine
+from engine.nursery_tasks import cancel_scope
+from engine.orphans import kill_orphans, mark_children
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
 
@@ -285,6 +289,9 @@ async def serve(
     home = config.home_path
     host = host or config.server.host
     port = config.server.port if port is None else port
+    orphans = await trio.to_thread.run_sync(kill_orphans, home)
+    if orphans:
+        log.info("ended %d process group(s) left running by a previous daemon", orphans)
     cleared = await trio.to_thread.run_sync(clear_background, home)
     if cleared:
         log.info("cleared %d background folder(s) left from a previous run", cleared)
@@ -345,12 +352,12 @@ async def _wait_for_stop(signals: AsyncIterator[int] | None, stop: trio.Event | 
             async for signum in signals:
                 log.info("received %s", signal.Signals(signum).name)
                 break
-            nursery.cancel_scope.cancel(reason="signal")
+            cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
 
         async def on_stop() -> None:
             assert stop is not None
             await stop.wait()
-            nursery.cancel_scope.cancel(reason="stop requested")
+            cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
 
         if signals is not None:
             nursery.start_soon(on_signal)
@@ -372,6 +379,7 @@ def run_daemon(config: Config, *, host: str | None = None, port: int | None = No
             print(f"agentrio daemon: {exc}", file=sys.stderr)
             return 1
         stack.enter_context(_logging_to(home))
+        mark_children(home)
         try:
             trio.run(partial(serve, config, host=host, port=port))
         except (OSError, BaseExceptionGroup) as exc:

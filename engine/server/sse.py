@@ -6,7 +6,13 @@ replayed first, then live ones follow, each as::
 
     id: <seq>
     event: <kind>
+    task: <task hash>
     data: <the event as JSON, one line>
+
+``task`` names the task the event belongs to (the WebSocket ``event`` frame carries it
+as ``task_hash``); SSE readers ignore field names they do not know, so plain
+``EventSource`` clients are unaffected, while the web dashboard uses it to put
+questions, pause and cancel on the right task.
 
 While the stream is open its client counts as a listener for the session's
 confirmations (R8 B): a ``confirm`` event carries ``confirm_hash``, answered with
@@ -26,7 +32,9 @@ import trio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from engine.causes import Cause
 from engine.ids import check_session_id
+from engine.nursery_tasks import cancel_scope
 from engine.server.app import ServerContext
 from engine.sessions import Subscription
 from protocol.codec import unstructure
@@ -38,11 +46,12 @@ __all__ = ["KEEPALIVE_S", "event_stream", "events", "format_event"]
 KEEPALIVE_S: Final = 15.0
 
 
-def format_event(event: Event) -> str:
-    """One SSE message: ``id``, ``event`` and a single-line ``data`` (JSON escapes any
-    newline inside strings, so ``data`` never spans lines)."""
+def format_event(event: Event, task_hash: str = "") -> str:
+    """One SSE message: ``id``, ``event``, ``task`` (when known) and a single-line
+    ``data`` (JSON escapes any newline inside strings, so ``data`` never spans lines)."""
     data = json.dumps(unstructure(event), ensure_ascii=False, separators=(",", ":"))
-    return f"id: {event.seq}\nevent: {type(event).KIND}\ndata: {data}\n\n"
+    task = f"task: {task_hash}\n" if task_hash else ""
+    return f"id: {event.seq}\nevent: {type(event).KIND}\n{task}data: {data}\n\n"
 
 
 async def event_stream(ctx: ServerContext, session_id: str) -> AsyncIterator[str]:
@@ -67,7 +76,7 @@ async def event_stream(ctx: ServerContext, session_id: str) -> AsyncIterator[str
                     yield ": keepalive\n\n"
                     continue
                 assert isinstance(item, tuple)
-                yield format_event(item[1])
+                yield format_event(item[1], item[0])
     finally:
         ctx.streams -= 1
 
@@ -84,12 +93,12 @@ async def _next_item(subscription: Subscription, closing: trio.Event) -> tuple[s
 
     async def receive(scope: trio.CancelScope) -> None:
         result.append(await subscription.receive())
-        scope.cancel(reason="event received")
+        cancel_scope(scope, Cause.SUPERSEDED)
 
     async def watch_closing(scope: trio.CancelScope) -> None:
         await closing.wait()
         result.append(_CLOSING)
-        scope.cancel(reason="daemon shutting down")
+        cancel_scope(scope, Cause.SHUTDOWN)
 
     with trio.move_on_after(KEEPALIVE_S):
         async with trio.open_nursery() as nursery:

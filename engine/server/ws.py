@@ -43,6 +43,7 @@ from engine.causes import Cause
 from engine.core import Engine
 from engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound
 from engine.ids import check_session_id
+from engine.nursery_tasks import cancel_scope
 from engine.pending import (
     AskReply,
     AskRequest,
@@ -276,7 +277,7 @@ class Connection:
                 nursery.start_soon(self._pump_asks, cli)
                 nursery.start_soon(self._close_on_shutdown)
                 await self._read_loop()
-                nursery.cancel_scope.cancel(reason="connection closed")
+                cancel_scope(nursery.cancel_scope, Cause.DISCONNECTED)
         finally:
             cancelled = self.engine.disconnect(self.id)
             for listener in self.listeners:
@@ -294,7 +295,7 @@ class Connection:
         except (WebSocketDisconnect, RuntimeError, OSError):
             pass
         assert self._nursery is not None
-        self._nursery.cancel_scope.cancel(reason="daemon shutting down")
+        cancel_scope(self._nursery.cancel_scope, Cause.SHUTDOWN)
 
     async def _read_loop(self) -> None:
         while True:
