@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Final
@@ -52,6 +53,8 @@ log = logging.getLogger("agentrio.engine")
 
 #: The exact message of a resume that finds its task claimed (R37).
 CONFLICT_RUNNING: Final = "[Conflict] pending task: running"
+#: Origins of ended runs remembered for routing their late events.
+ORIGINS_KEPT: Final = 10_000
 #: How long shutdown waits for runs to record their end (R53 allows 5 s in all).
 SHUTDOWN_WAIT_S: Final = 3.0
 
@@ -83,6 +86,9 @@ class Engine:
         self._supervisor = Supervisor(nursery)
         self._sessions: dict[str, Session] = {}
         self._by_connection: dict[str, set[TaskRun]] = {}
+        #: Who started each recent run, kept after it ends so front-ends can route
+        #: its late events (leg reports) and follow-ups to the right window.
+        self._origins: OrderedDict[str, RunOrigin] = OrderedDict()
 
     # ------------------------------------------------------------------ sessions
 
@@ -162,8 +168,16 @@ class Engine:
             **extra,
         )
 
+    def run_origin(self, task_hash: str) -> RunOrigin | None:
+        """The origin of the latest run of ``task_hash`` (running or recently ended)."""
+        return self._origins.get(task_hash)
+
     async def _launch(self, run: TaskRun) -> None:
         session = run.session
+        self._origins[run.task_hash] = run.origin
+        self._origins.move_to_end(run.task_hash)
+        while len(self._origins) > ORIGINS_KEPT:
+            self._origins.popitem(last=False)
         session.runs[run.task_hash] = run
         session.latest_task = run.task_hash
         connection = run.origin.connection_id

@@ -29,11 +29,9 @@ Sends are serialised by one lock. A send to a socket that is gone raises
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import secrets
-from collections.abc import Callable
 from typing import Any, Final
 
 import trio
@@ -57,6 +55,8 @@ from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED, CLOSE_SHUTDOWN, ErrorCode, FrameDecodeError
+from protocol.events import Canceled, Done, Failed, TaskStarted
+from protocol.events import Pending as PendingEvent
 from protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
@@ -68,7 +68,6 @@ from protocol.frames import (
     ErrorFrame,
     EventFrame,
     Hello,
-    LegInfo,
     LegList,
     Listen,
     ListLegs,
@@ -88,8 +87,6 @@ __all__ = [
     "HELLO_TIMEOUT_S",
     "Connection",
     "ConnectionGone",
-    "cancel_leg",
-    "list_legs",
     "verify_frame",
     "websocket_endpoint",
 ]
@@ -201,33 +198,8 @@ def verify_frame(notice: Verified) -> Verify:
     return Verify(id=notice.entry_id, ok=notice.ok, error=notice.error)
 
 
-async def list_legs(engine: Engine, session_id: str) -> list[LegInfo]:
-    """The session's running and queued background legs, as ``leg_list`` shows them.
-
-    Background legs live in the engine's background module; an engine without a
-    ``list_legs`` method runs no legs, so the list is empty.
-    """
-    lister: Callable[[str], Any] | None = getattr(engine, "list_legs", None)
-    if lister is None:
-        return []
-    legs = lister(session_id)
-    if inspect.isawaitable(legs):
-        legs = await legs
-    return list(legs)
-
-
-async def cancel_leg(engine: Engine, session_id: str, leg_id: str) -> None:
-    """Cancel one leg, or every leg of the session for ``"all"`` (R44).
-
-    Raises `NotFound` ("no such leg") when the engine has no such leg — which is
-    always the case for an engine without a ``cancel_leg`` method.
-    """
-    canceller: Callable[[str, str], Any] | None = getattr(engine, "cancel_leg", None)
-    if canceller is None:
-        raise NotFound(f"no such leg {leg_id[:_MAX_REF]!r} in session {session_id}")
-    result = canceller(session_id, leg_id)
-    if inspect.isawaitable(result):
-        await result
+#: Events that end a run: after one of these its forwarder stops.
+_FINAL_EVENTS: Final = (Done, Failed, Canceled, PendingEvent)
 
 
 class Connection:
@@ -248,6 +220,8 @@ class Connection:
         self.listeners: list[Listener] = []
         self.listen_prefixes: set[str] = set()
         self.subscribed: set[str] = set()
+        #: Sessions whose window-routed events this connection forwards.
+        self._watched: set[str] = set()
         self._nursery: trio.Nursery | None = None
 
     # ------------------------------------------------------------------ sending
@@ -369,10 +343,10 @@ class Connection:
                 tasks = await self.engine.pending_tasks(session_id)
                 await self.send(PendingList(session_id=session_id, tasks=tasks))
             case ListLegs(session_id=session_id):
-                legs = await list_legs(self.engine, check_session_id(session_id))
+                legs = self.engine.list_legs(session_id)
                 await self.send(LegList(session_id=session_id, legs=legs))
             case BackgroundCancel(session_id=session_id, leg_id=leg_id):
-                await cancel_leg(self.engine, check_session_id(session_id), leg_id)
+                self.engine.cancel_leg(session_id, leg_id)
 
     async def _reply(self, frame: Reply) -> None:
         entry = self.engine.registry.get(frame.id)
@@ -405,6 +379,7 @@ class Connection:
             task_status.started()
             await self._done(frame, "", "failed", str(exc))
             return
+        await self._watch(session.id)
         with session.hub.subscribe(replay=False) as subscription:
             try:
                 run = await self._start(frame, origin)
@@ -443,11 +418,47 @@ class Connection:
         )
 
     async def _forward_run_events(self, subscription: Any, run: TaskRun) -> None:
+        """Forward the run's events up to and including its final one; later events of
+        the same task hash (leg reports) are the window watcher's."""
         async for task_hash, event in subscription:
             if task_hash == run.task_hash:
                 await self.send(
                     EventFrame(session_id=run.session_id, task_hash=task_hash, event=event)
                 )
+                if isinstance(event, _FINAL_EVENTS):
+                    return
+
+    async def _watch(self, session_id: str) -> None:
+        """Make sure this connection forwards the session's window-routed events."""
+        if session_id not in self._watched and self._nursery is not None:
+            self._watched.add(session_id)
+            await self._nursery.start(self._window_events, session_id)
+
+    async def _window_events(self, session_id: str, *, task_status: trio.TaskStatus[None]) -> None:
+        """Forward events of this connection's windows that no run forwarder carries:
+        tasks started for the window by the engine (a background job's follow-up, R26)
+        and late events of this connection's ended runs (leg reports, leg ends).
+
+        Events of a run this connection started are skipped from its ``task_started``
+        to its final event — its own forwarder sends those, in the same order — so
+        nothing is sent twice.
+        """
+        in_flight: set[str] = set()
+        with self.engine.session(session_id).hub.subscribe(replay=False) as subscription:
+            task_status.started()
+            async for task_hash, event in subscription:
+                origin = self.engine.run_origin(task_hash)
+                if origin is None or origin.window_hash not in self.window_hashes:
+                    continue
+                if session_id in self.subscribed:
+                    continue  # the subscription forwards every event already
+                if isinstance(event, TaskStarted) and origin.connection_id == self.id:
+                    in_flight.add(task_hash)
+                if task_hash in in_flight:
+                    if isinstance(event, _FINAL_EVENTS):
+                        in_flight.discard(task_hash)
+                    continue
+                await self.send(EventFrame(session_id=session_id, task_hash=task_hash, event=event))
 
     async def _subscription(self, session_id: str, *, task_status: trio.TaskStatus[None]) -> None:
         """``subscribe``: every event of the session, replay then live; meanwhile this
