@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import time
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -26,6 +26,7 @@ from protocol.events import (
     Failed,
     LegFinished,
     LegStarted,
+    Pending,
     Text,
 )
 from protocol.frames import (
@@ -100,6 +101,10 @@ class EscAction(enum.Enum):
     NOTHING = "nothing"
 
 
+#: Tasks shown without a request of this window whose streaming state is kept.
+FOREIGN_VIEWS_KEPT: Final = 64
+
+
 @attrs.define
 class RunView:
     """One ``run`` or ``pending`` request of this window, from send to ``done``."""
@@ -164,6 +169,8 @@ class ReplState:
         self.popup: Popup | None = None
         self.runs: dict[str, RunView] = {}
         self._by_hash: dict[str, str] = {}
+        #: Streaming state of tasks shown here that this window did not request.
+        self._foreign: dict[str, RunView] = {}
         #: Open asks in arrival order; the first is shown, the rest wait (toolbar count).
         self.asks: dict[str, Ask] = {}
         self.legs: dict[str, LegInfo] = {}
@@ -564,9 +571,7 @@ class ReplState:
             case LegFinished():
                 self.legs.pop(event.leg_id, None)
         if run is None:
-            lines = render_event(event)
-            prefix = f"[{frame.task_hash[:8]}] "
-            self._lines([(style, prefix + text) for style, text in lines])
+            self._foreign_event(frame.task_hash, event)
             return
         if isinstance(event, Text):
             run.shown = run.shown or bool(event.text)
@@ -584,6 +589,30 @@ class ReplState:
             self._lines(lines)
         if isinstance(event, Canceled | Failed):
             run.end_shown = True
+
+    def _foreign_event(self, task_hash: str, event: Any) -> None:
+        """An event of a task this window did not request (a background job's
+        follow-up, a late leg report): shown with its task hash, text streamed whole."""
+        view = self._foreign.get(task_hash)
+        if view is None:
+            if len(self._foreign) >= FOREIGN_VIEWS_KEPT:
+                self._foreign.pop(next(iter(self._foreign)))
+            view = self._foreign[task_hash] = RunView(request_id="", input="", task_hash=task_hash)
+        prefix = f"[{task_hash[:8]}] "
+        if isinstance(event, Text):
+            view.streamed = True
+            view.partial += event.text
+            *complete, view.partial = view.partial.split("\n")
+            self._lines([("", prefix + clip(line)) for line in complete])
+            return
+        final = isinstance(event, Done | Failed | Canceled | Pending)
+        lines = [] if isinstance(event, Done) and view.streamed else render_event(event)
+        if view.partial and (lines or final):
+            self._lines([("", prefix + clip(view.partial))])
+            view.partial = ""
+        self._lines([(style, prefix + text) for style, text in lines])
+        if final:
+            self._foreign.pop(task_hash, None)
 
     def _flush_partial(self, run: RunView) -> None:
         if run.partial:

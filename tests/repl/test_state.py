@@ -623,3 +623,22 @@ def test_lists_of_other_sessions_are_ignored() -> None:
     state.submit("/new")
     state.handle(leg_list(("cmd_2", "other")))
     assert state.legs == {}
+
+
+def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
+    """R26: a background job's follow-up (no request of this window) is shown with its
+    task hash, streamed text joined into whole lines, its done not repeating it."""
+    from protocol.events import Done, TaskStarted, Text
+
+    state, _ = connected_state()
+    other = "ab" * 16
+    state.handle(event(TaskStarted(seq=1, at=0.0, input="[Resumed Task …]", origin="cli-"), other))
+    start = len(state.output)
+    for seq, piece in enumerate(["The work fin", "ished:\nexit ", "0\n", "done"], start=2):
+        state.handle(event(Text(seq=seq, at=0.0, text=piece), other))
+    state.handle(event(Done(seq=9, at=0.0, text="The work finished:\nexit 0\ndone"), other))
+    assert state.output[start:] == [
+        ("", "[abababab] The work finished:"),
+        ("", "[abababab] exit 0"),
+        ("", "[abababab] done"),
+    ]
