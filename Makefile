@@ -34,5 +34,19 @@ unit: $(STAMP) sysdeps
 
 test: lint typecheck unit
 
+# Benchmarks against the anchors (docs/benchmarks.md). They run in their own venv so
+# langgraph (a baseline, never a dependency) stays out of .venv.
+BENCH_VENV := .venv-bench
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): pyproject.toml
+	test -x $(BENCH_VENV)/bin/python || $(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP) sysdeps
+	$(BENCH_VENV)/bin/python -m bench.run_all
+
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,160 @@
+"""B1: the ask round trip over WebSocket against a raw trio-websocket echo.
+
+Both run in one ``trio.run`` on loopback, client and server in the same process, so the
+two numbers share every cost but the one measured:
+
+* **ask**: a producer calls ``registry.ask(tool_confirm)`` on an in-process engine
+  served by the real server stack (hypercorn + starlette ``/v1/ws``). A script
+  connection that said ``listen {prefix}`` gets the ``ask`` frame, answers with a
+  ``reply``; the sample is the producer's wait, from registering the ask to running
+  again with the reply (ask frame out → reply in → producer resumed).
+* **echo**: a trio-websocket server that sends every message back; the sample is one
+  client send → receive of a message the size of the ask frame.
+
+Batches alternate (echo, ask, echo, …) so drift hits both alike.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from functools import partial
+from pathlib import Path
+
+import trio
+import trio_websocket
+
+from bench.common import BenchArgs, BenchResult, Stats, main, profiling
+from engine.config import Config
+from engine.core import open_engine
+from engine.ids import new_task_hash
+from engine.pending import AskRequest
+from engine.server.lifecycle import open_server
+from protocol.codec import dumps
+from protocol.frames import Ask, Listen, Reply
+from protocol.transport import open_frame_connection
+
+__all__ = ["run"]
+
+TOKEN = "bench-token"
+PREFIX = "chat-b1"
+TARGET_RATIO = 1.5
+
+
+def _request() -> AskRequest:
+    return AskRequest(
+        kind="tool_confirm",
+        session_id=f"{PREFIX}-s",
+        task_hash=new_task_hash(),
+        tool_name="run_command",
+        tool_args={"command": "touch /tmp/agentrio-bench-b1"},
+    )
+
+
+async def _echo_handler(request: trio_websocket.WebSocketRequest) -> None:
+    ws = await request.accept()
+    while True:
+        try:
+            message = await ws.get_message()
+        except trio_websocket.ConnectionClosed:
+            return
+        await ws.send_message(message)
+
+
+async def _measure(
+    home: Path, rounds: int, batch: int, profile: Path | None
+) -> dict[str, list[int]]:
+    samples: dict[str, list[int]] = {"echo": [], "ask": []}
+    payload = dumps(
+        Ask(
+            id="ask_0123456789abcdef",
+            kind="tool_confirm",
+            session_id=f"{PREFIX}-s",
+            task_hash=new_task_hash(),
+            tool_name="run_command",
+            tool_args={"command": "touch /tmp/agentrio-bench-b1"},
+        )
+    )
+    async with open_engine(Config(home=str(home))) as engine, trio.open_nursery() as nursery:
+        echo_server = await nursery.start(
+            partial(trio_websocket.serve_websocket, _echo_handler, "127.0.0.1", 0, None)
+        )
+        echo_url = f"ws://127.0.0.1:{echo_server.port}/"
+        async with (
+            open_server(engine, token=TOKEN) as server,
+            open_frame_connection(server.ws_url, TOKEN) as conn,
+            trio_websocket.open_websocket_url(echo_url) as echo,
+        ):
+            listeners = engine.registry.statistics().listeners
+            await conn.send(Listen(prefix=PREFIX))
+            while engine.registry.statistics().listeners == listeners:
+                await trio.sleep(0.001)
+
+            async def answer() -> None:
+                while True:
+                    frame = await conn.receive()
+                    if isinstance(frame, Ask):
+                        await conn.send(Reply(id=frame.id, approve=True))
+
+            nursery.start_soon(answer)
+
+            async def echo_batch(n: int, keep: bool) -> None:
+                for _ in range(n):
+                    t0 = time.perf_counter_ns()
+                    await echo.send_message(payload)
+                    await echo.get_message()
+                    if keep:
+                        samples["echo"].append(time.perf_counter_ns() - t0)
+
+            async def ask_batch(n: int, keep: bool) -> None:
+                for _ in range(n):
+                    request = _request()
+                    t0 = time.perf_counter_ns()
+                    reply = await engine.registry.ask(request)
+                    elapsed = time.perf_counter_ns() - t0
+                    assert reply.approve is True
+                    if keep:
+                        samples["ask"].append(elapsed)
+
+            await echo_batch(200, keep=False)  # warm-up
+            await ask_batch(200, keep=False)
+            with profiling(profile):
+                for _ in range(rounds):
+                    await echo_batch(batch, keep=True)
+                    await ask_batch(batch, keep=True)
+            nursery.cancel_scope.cancel()
+    return samples
+
+
+def run(args: BenchArgs) -> BenchResult:
+    rounds, batch = (2, 100) if args.quick else (6, 500)
+    with tempfile.TemporaryDirectory(prefix="agentrio-b1-") as tmp:
+        samples = trio.run(_measure, Path(tmp), rounds, batch, args.profile)
+    echo, ask = Stats.of_ns(samples["echo"]), Stats.of_ns(samples["ask"])
+    ratio50, ratio99 = ask.p50 / echo.p50, ask.p99 / echo.p99
+    result = BenchResult("B1", "Ask round trip over WebSocket vs trio-websocket echo")
+    result.add(
+        "ask round trip p50",
+        f"{ask.p50:.3f} ms",
+        f"echo {echo.p50:.3f} ms",
+        f"{ratio50:.2f}×",
+        f"≤ {TARGET_RATIO}×",
+        ratio50 <= TARGET_RATIO,
+    )
+    result.add(
+        "ask round trip p99",
+        f"{ask.p99:.3f} ms",
+        f"echo {echo.p99:.3f} ms",
+        f"{ratio99:.2f}×",
+        f"≤ {TARGET_RATIO}×",
+        ratio99 <= TARGET_RATIO,
+    )
+    result.notes.append(
+        f"{ask.n} asks and {echo.n} echoes in alternating batches of {batch}; in-process "
+        "engine served by hypercorn/starlette, script client listening on a chat- prefix"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main(run)
