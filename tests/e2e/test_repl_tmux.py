@@ -117,3 +117,76 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
         assert "run: echo hello" in history
     finally:
         tmux("kill-server")
+
+
+def _start_repl(tmux: Tmux, home: Path) -> None:
+    command = (
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
+    wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")
+
+
+def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
+    """R47, R41, R42: Esc on a running task opens No / Pause / Yes; Pause keeps it;
+    /pending lists it and /pending 1 resumes it in the same window."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", "run: sleep 30", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "  → Approve (run_command)" in tmux.lines(), "the approval")
+        tmux("send-keys", "-t", "repl", "Escape")
+        wait_for(lambda: "Cancel the running task" in tmux.screen(), "the cancel popup")
+        assert "2. Pause" in tmux.screen()
+        tmux("send-keys", "-t", "repl", "2")
+        wait_for(
+            lambda: "✗ canceled (paused) — kept: resume it with /pending" in tmux.lines(),
+            "the paused task",
+        )
+        tmux("send-keys", "-t", "repl", "/pending", "Enter")
+        wait_for(
+            lambda: any(line.endswith("run: sleep 30") and "1." in line for line in tmux.lines()),
+            "the task in /pending",
+        )
+        tmux("send-keys", "-t", "repl", "/pending 1", "Enter")
+        wait_for(lambda: "Recovered the interrupted task" in tmux.screen(), "the resumed run")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the re-run's confirmation")
+        tmux("send-keys", "-t", "repl", "5")  # Cancel task
+        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
+        tmux("send-keys", "-t", "repl", "/pending", "Enter")
+        wait_for(lambda: "no pending tasks in this session" in tmux.lines(), "an empty list")
+    finally:
+        tmux("kill-server")
+
+
+def test_esc_opens_the_leg_menu_and_cancels_a_leg(daemon_home: Path) -> None:
+    """R47, R44: with a leg running and nothing else to do, Esc opens the background
+    menu (No, the leg), then a confirmation; Yes cancels the leg."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", "bg: sleep 60", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "legs 1" in tmux.screen(), "the running leg in the toolbar")
+        wait_for(lambda: "working…" not in tmux.screen(), "the starting task to end")
+        tmux("send-keys", "-t", "repl", "Escape")
+        wait_for(lambda: "Cancel a background task?" in tmux.screen(), "the leg menu")
+        screen = tmux.screen()
+        assert "1. No" in screen
+        assert "sleep 60 (running)" in screen
+        tmux("send-keys", "-t", "repl", "2")
+        wait_for(lambda: "Cancel background leg" in tmux.screen(), "the leg confirmation")
+        tmux("send-keys", "-t", "repl", "2")  # Yes
+        wait_for(
+            lambda: any("⧗ background cmd_" in ln and "canceled" in ln for ln in tmux.lines()),
+            "the canceled leg",
+        )
+        wait_for(lambda: "legs 1" not in tmux.screen(), "the toolbar without legs")
+        jobs = list((daemon_home / "sessions").glob("cli-*/background/job_*.json"))
+        assert len(jobs) == 1
+        assert json.loads(jobs[0].read_text())["legs"][0]["state"] == "canceled"
+    finally:
+        tmux("kill-server")
