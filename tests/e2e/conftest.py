@@ -1,29 +1,29 @@
-"""End-to-end fixtures: the real daemon as a subprocess (``python -m engine daemon``).
+"""End-to-end fixtures: the real daemon as a subprocess, from agentrio's own pytest
+plugin (`engine.testing`, the fixtures users get).
 
-Each daemon gets a temporary ``AGENTRIO_HOME`` and ``--port 0``; its address is read
-from ``daemon.json``, its token from ``<home>/token``. Teardown sends SIGTERM and
-checks the exit code is 0 (R53). Waiting for the daemon to come up polls the file
-with a deadline: a subprocess start cannot be awaited any other way.
+``daemon`` is the plugin's ``agentrio_daemon`` (a temporary ``AGENTRIO_HOME``,
+``--port 0``, address from ``daemon.json``, token from ``<home>/token``; teardown sends
+SIGTERM and checks the exit code is 0 and daemon.json is gone, R53) in the tuple shape
+these tests were written against. ``DaemonProcess`` starts more daemons on one home.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 import pytest
 
-#: Seconds a daemon may take to write daemon.json.
-START_DEADLINE_S = 15.0
-#: R53: a stopped daemon exits within 5 s.
-STOP_DEADLINE_S = 5.0
+from engine.testing import START_DEADLINE_S, STOP_DEADLINE_S, DaemonProcess, RunningDaemon
+
+__all__ = [
+    "ROOT",
+    "START_DEADLINE_S",
+    "STOP_DEADLINE_S",
+    "Daemon",
+    "DaemonProcess",
+]
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -34,80 +34,20 @@ class Daemon(NamedTuple):
     home: Path
 
 
-class DaemonProcess:
-    """A daemon subprocess and how to reach it."""
-
-    def __init__(self, home: Path, env: dict[str, str] | None = None) -> None:
-        self.home = home
-        environment = {**os.environ, "AGENTRIO_HOME": str(home), **(env or {})}
-        home.mkdir(parents=True, exist_ok=True)
-        self.log: BinaryIO | None = (home / "stdout.log").open("ab")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
-            cwd=ROOT,
-            env=environment,
-            stdin=subprocess.DEVNULL,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-        )
-        self.info = self._wait_for_daemon_json()
-
-    def _wait_for_daemon_json(self) -> Daemon:
-        deadline = time.monotonic() + START_DEADLINE_S
-        path = self.home / "daemon.json"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"daemon exited with {self.process.returncode}")
-            try:
-                data = json.loads(path.read_text())
-            except (OSError, ValueError):
-                data = None
-            if data is not None and data.get("pid") == self.process.pid:
-                token = (self.home / "token").read_text().strip()
-                host, port = data["host"], data["port"]
-                return Daemon(
-                    f"http://{host}:{port}", f"ws://{host}:{port}/v1/ws", token, self.home
-                )
-            time.sleep(0.05)
-        raise AssertionError("daemon did not write daemon.json in time")
-
-    def stop(self) -> int:
-        """SIGTERM; the exit code (the daemon must be gone within 5 s)."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(timeout=STOP_DEADLINE_S)
-        finally:
-            self.close()
-
-    def kill(self) -> None:
-        """``kill -9``: no cleanup of any kind runs."""
-        self.process.kill()
-        self.process.wait(timeout=STOP_DEADLINE_S)
-        self.close()
-
-    def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        if self.log is not None:
-            self.log.close()
-            self.log = None
-
-
 @pytest.fixture
 def daemon_home(tmp_path: Path) -> Path:
     return tmp_path / "home"
 
 
 @pytest.fixture
-def daemon(daemon_home: Path) -> Iterator[Daemon]:
+def agentrio_daemon_home(daemon_home: Path) -> Path:
+    """The plugin's daemon runs on ``daemon_home``, which tests also read."""
+    return daemon_home
+
+
+@pytest.fixture
+def daemon(agentrio_daemon: RunningDaemon) -> Daemon:
     """A running daemon: ``(base_url, ws_url, token, home)``. Stopping it must exit 0
-    within 5 s and remove daemon.json (R53, §7)."""
-    process = DaemonProcess(daemon_home)
-    try:
-        yield process.info
-    finally:
-        code = process.stop()
-    assert code == 0
-    assert not (daemon_home / "daemon.json").exists()
+    within 5 s and remove daemon.json (R53, §7) — checked by the plugin's teardown."""
+    d = agentrio_daemon
+    return Daemon(d.base_url, d.ws_url, d.token, d.home)
