@@ -191,7 +191,11 @@ class Store(Protocol):
     # -- history -------------------------------------------------------------------
 
     async def add_history(self, row: HistoryRow) -> None:
-        """Record an ended run; a second record for the same task replaces the first."""
+        """Record an ended run; a second record for the same task replaces the first.
+
+        The task's pending row, if any, is deleted in the same transaction: an ended
+        task is never both in history and resumable, even when the process is killed
+        between the two writes (R72)."""
         ...
 
     async def list_history(

@@ -481,6 +481,11 @@ class SqliteStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 params,
             )
+            # One transaction with the history row: see `Store.add_history` (R72).
+            conn.execute(
+                "DELETE FROM tasks WHERE session_id = ? AND task_hash = ?",
+                (row.session_id, row.task_hash),
+            )
 
         await self._write("add_history", add)
 
