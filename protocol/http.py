@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from protocol.events import Question
-from protocol.frames import PendingTaskInfo, ReplyAction
+from protocol.frames import LegInfo, PendingTaskInfo, ReplyAction
 
 __all__ = [
     "BODY_TYPES",
@@ -19,6 +19,8 @@ __all__ = [
     "HistoryEntry",
     "HistoryList",
     "HistoryRecord",
+    "LegCancelResult",
+    "Legs",
     "PendingTasks",
     "Questions",
     "ResumeAccepted",
@@ -113,6 +115,22 @@ class HistoryRecord:
 
 
 @attrs.frozen(kw_only=True)
+class Legs:
+    """``GET /v1/session/{id}/legs``: the session's queued and running background legs
+    (the HTTP twin of the ``leg_list`` frame, for the web dashboard)."""
+
+    legs: list[LegInfo]
+
+
+@attrs.frozen(kw_only=True)
+class LegCancelResult:
+    """``POST /v1/session/{id}/legs/{leg_id}/cancel``: how many legs were cancelled
+    (one, or every leg of the session for ``leg_id`` ``all``)."""
+
+    cancelled: int
+
+
+@attrs.frozen(kw_only=True)
 class Health:
     ok: bool
     version: str
@@ -149,6 +167,8 @@ BODY_TYPES: tuple[type[Any], ...] = (
     HistoryEntry,
     HistoryList,
     HistoryRecord,
+    Legs,
+    LegCancelResult,
     Health,
     ErrorBody,
 )

@@ -12,6 +12,12 @@ call one `Engine` method, encode the reply body. Errors never escape as tracebac
 | `AgentrioError` | its ``status`` | its ``code`` |
 | unknown route / method | 404 / 405 | ``not_found`` / ``bad_request`` |
 | anything else | 500 | ``internal`` (details only in ``daemon.log``) |
+
+``GET /`` and ``GET /static/{name}`` serve the web dashboard (``engine/server/static/``)
+without a token: the page holds nothing secret and asks for the token itself, keeping
+it in ``sessionStorage`` and sending it as a bearer header (no cookie exists, so no
+other origin can ride one). Every static response carries a Content-Security-Policy
+of ``default-src 'self'``, so even a rendering bug cannot run injected script.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
+from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import attrs
@@ -46,6 +53,8 @@ from protocol.http import (
     ErrorDetail,
     Health,
     HistoryList,
+    LegCancelResult,
+    Legs,
     PendingTasks,
     Questions,
     ResumeAccepted,
@@ -56,6 +65,8 @@ from protocol.http import (
 )
 
 __all__ = [
+    "STATIC_DIR",
+    "STATIC_HEADERS",
     "ServerContext",
     "create_app",
     "error_response",
@@ -70,6 +81,26 @@ T = TypeVar("T")
 _ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
 #: Default and largest ``limit`` of the history list.
 HISTORY_LIMIT: Final = 50
+#: Leg ids (``cmd_``/``sub_`` + 8 hex), or ``all`` for every leg of the session.
+_LEG_ID: Final = re.compile(r"(?:cmd|sub)_[0-9a-f]{8}|all")
+#: The web dashboard's files (package data) and their content types.
+STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
+_STATIC_TYPES: Final = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "style.css": "text/css; charset=utf-8",
+}
+#: Headers of every dashboard file: no script, style or connection but the daemon's
+#: own, no framing (clickjacking), no referrer, no caching of a stale page.
+STATIC_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'self'; img-src 'self' data:; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
 
 
 @attrs.define(eq=False, kw_only=True)
@@ -282,6 +313,41 @@ async def history_record(request: Request, ctx: ServerContext) -> Response:
     return json_response(record)
 
 
+async def pause(request: Request, ctx: ServerContext) -> Response:
+    """Cancel with cause ``paused`` (R41): the run stops, its pending record stays
+    resumable. An addition to SPEC §7 (whose cancel route is ``user_canceled`` only),
+    so the web dashboard can pause like the REPL's popup. A task that does not run in
+    this process has nothing to pause: ``{"cancelled": false}`` and nothing recorded."""
+    session_id, task_hash = _session_id(request), _task_hash(request)
+    cancelled = ctx.engine.cancel(task_hash, Cause.PAUSED, session_id=session_id)
+    return json_response(CancelResult(cancelled=cancelled))
+
+
+async def legs(request: Request, ctx: ServerContext) -> Response:
+    """The session's queued and running background legs (R44, the ``list_legs`` frame
+    over HTTP)."""
+    return json_response(Legs(legs=ctx.engine.list_legs(_session_id(request))))
+
+
+async def cancel_leg(request: Request, ctx: ServerContext) -> Response:
+    """Cancel one leg, or every leg of the session with ``all`` (R44); 404 unknown."""
+    session_id = _session_id(request)
+    leg_id = request.path_params["leg_id"]
+    if not _LEG_ID.fullmatch(leg_id):
+        raise BadRequest(f"invalid leg id {leg_id[:64]!r}: cmd_/sub_ + 8 hex or 'all' expected")
+    return json_response(LegCancelResult(cancelled=ctx.engine.cancel_leg(session_id, leg_id)))
+
+
+async def static_file(request: Request, ctx: ServerContext) -> Response:
+    """``GET /`` (the page) and ``GET /static/{name}``; unknown names are 404."""
+    name = request.path_params.get("name", "index.html")
+    media_type = _STATIC_TYPES.get(name)
+    if media_type is None:
+        raise NotFound(f"no static file {name[:64]!r}")
+    content = await trio.Path(STATIC_DIR / name).read_bytes()
+    return Response(content, media_type=media_type, headers=STATIC_HEADERS)
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.BAD_REQUEST
@@ -303,6 +369,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route("/v1/health", _endpoint(health, auth=False), methods=["GET"]),
         Route("/v1/send", _endpoint(send), methods=["POST"]),
         Route(session + "/cancel/{task_hash}", _endpoint(cancel), methods=["POST"]),
+        Route(session + "/pause/{task_hash}", _endpoint(pause), methods=["POST"]),
         Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),
         Route(session + "/events", _endpoint(events), methods=["GET"]),
         Route(session + "/task", _endpoint(pending_tasks), methods=["GET"]),
@@ -311,6 +378,10 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(task + "/questions", _endpoint(questions), methods=["GET"]),
         Route(task + "/resume", _endpoint(resume), methods=["POST"]),
         Route(task + "/history", _endpoint(history_record), methods=["GET"]),
+        Route(session + "/legs", _endpoint(legs), methods=["GET"]),
+        Route(session + "/legs/{leg_id}/cancel", _endpoint(cancel_leg), methods=["POST"]),
+        Route("/", _endpoint(static_file, auth=False), methods=["GET"]),
+        Route("/static/{name}", _endpoint(static_file, auth=False), methods=["GET"]),
         WebSocketRoute("/v1/ws", websocket_endpoint),
     ]
     app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
