@@ -28,6 +28,7 @@ typecheck: $(STAMP)
 # System programs the end-to-end tests drive (a fresh machine has none of them).
 sysdeps:
 	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
 unit: $(STAMP) sysdeps
 	$(BIN)/pytest -q
