@@ -910,14 +910,22 @@ async def connect(
                 timeout=HTTP_TIMEOUT_S,
             )
         )
-        nursery = await stack.enter_async_context(trio.open_nursery())
-        client = Client(conn, http, nursery, ws_url=ws_url, base_url=base_url)
-        nursery.start_soon(client._read_loop)
-        try:
-            yield client
-        finally:
-            client._shut(ClientError("disconnected", "the client closed the connection"))
-            nursery.cancel_scope.cancel()
+        # The body runs inside the reader's nursery, but its own exception is re-raised
+        # outside it, so `except ClientError:` around `async with connect()` works
+        # (a nursery would wrap it in an ExceptionGroup).
+        body_error: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            client = Client(conn, http, nursery, ws_url=ws_url, base_url=base_url)
+            nursery.start_soon(client._read_loop)
+            try:
+                yield client
+            except BaseException as exc:
+                body_error = exc
+            finally:
+                client._shut(ClientError("disconnected", "the client closed the connection"))
+                nursery.cancel_scope.cancel()
+        if body_error is not None:
+            raise body_error
 
 
 def new_window_hash() -> str:
