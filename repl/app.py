@@ -67,6 +67,9 @@ class ReplApp:
         )
         # Esc must act at once, not wait half a second for a possible escape sequence.
         self.application.ttimeoutlen = 0.05
+        #: A dialog that appeared but could not take the focus before being drawn.
+        self._focus_pending: AnyContainer | Buffer | None = None
+        self.application.after_render += self._retry_focus
 
     # ------------------------------------------------------------ running
 
@@ -149,10 +152,18 @@ class ReplApp:
             self.dialog = self._ask_dialog(ask)
         else:
             self.dialog = None
-        if self.dialog is not None:
-            focus(self.dialog.focus_target())
-        else:
-            focus(self.buffer)
+        target: AnyContainer | Buffer = (
+            self.dialog.focus_target() if self.dialog is not None else self.buffer
+        )
+        self._focus_pending = None if focus(target) else target
+
+    def _retry_focus(self, _: object) -> None:
+        """Right after the render that first drew a new dialog, give it the focus —
+        before any key can reach the input line instead."""
+        target = self._focus_pending
+        if target is not None and focus(target):
+            self._focus_pending = None
+            self.application.invalidate()
 
     def _popup_dialog(self, popup: Popup) -> PopupDialog:
         def choose(index: int) -> None:

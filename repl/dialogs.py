@@ -39,12 +39,18 @@ from repl.state import Popup
 __all__ = ["ConfirmDialog", "Menu", "PopupDialog", "QuestionDialog", "focus"]
 
 
-def focus(target: AnyContainer | Buffer) -> None:
-    """Focus ``target`` if it is on screen now (a dialog just swapped in is)."""
+def focus(target: AnyContainer | Buffer) -> bool:
+    """Focus ``target``; False when it cannot take the focus yet.
+
+    prompt_toolkit only focuses windows that were visible at the last render, so a
+    dialog that was just swapped in can be focused only after it is drawn once: the
+    caller retries after the next render.
+    """
     try:
         get_app().layout.focus(target)
     except ValueError:
-        return
+        return False
+    return True
 
 
 def _text(fragments: StyleAndTextTuples) -> Window:
