@@ -764,10 +764,12 @@ class BackgroundManager:
             else:
                 job.followup_task = followup.task_hash
                 self._followups += 1
-        session.hub.emit(
-            job.task_hash, ev.JobSettled, job_id=job.id, followup_task=job.followup_task
-        )
-        await self._save(job)
+        try:
+            await self._save(job)
+        finally:  # said once the job file is final
+            session.hub.emit(
+                job.task_hash, ev.JobSettled, job_id=job.id, followup_task=job.followup_task
+            )
         for leg in job.legs:
             self._legs.pop(leg.id, None)
         self._jobs.pop(job.id, None)
