@@ -458,6 +458,9 @@ class Engine:
             "subscribers": sum(s.hub.subscribers for s in sessions),
             "pending": attrs.asdict(self.registry.statistics()),
             "supervisor": attrs.asdict(self._supervisor.statistics()),
+            "background": (
+                attrs.asdict(self.background.statistics()) if self.background is not None else {}
+            ),
         }
 
     @property
