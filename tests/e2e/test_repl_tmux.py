@@ -30,13 +30,18 @@ ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+#: The terminal of the running test, shown when a wait times out.
+_SCREEN: list[Callable[[], str]] = []
+
+
 def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 20.0) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if condition():
             return
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    screen = _SCREEN[-1]() if _SCREEN else ""
+    raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
 
 
 def healthy(home: Path) -> bool:
@@ -78,6 +83,7 @@ def daemon_home(tmp_path: Path) -> Iterator[Path]:
 class Tmux:
     def __init__(self) -> None:
         self.socket = "agentrio-test-" + secrets.token_hex(4)
+        _SCREEN[:] = [self.screen]
 
     def __call__(self, *args: str) -> str:
         done = subprocess.run(
