@@ -256,14 +256,24 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
     objectives = await page.evaluate(
         "[...document.querySelectorAll('#history-list .card-title')].map((n) => n.textContent)"
     )
-    assert objectives == ["run: echo web-ok"]
+    # The keyword is searched in whole records, and later tasks' records carry the
+    # session's earlier messages: the echo task is the oldest hit, others may follow.
+    assert objectives[-1] == "run: echo web-ok"
+    assert set(objectives) <= {"run: echo web-ok", "ask: Which? | a, b", "run: sleep 30"}
     await page.click(f'#history-list [data-task="{echo}"] [data-action=show-record]')
     record = await page.wait_for(
         "!document.getElementById('history-record').hidden && "
         "document.getElementById('history-record').textContent",
         "the action record",
     )
-    assert "web-ok" in record
+    assert str(record).startswith("user: run: echo web-ok\n")
+    assert 'tool run_command {"command": "echo web-ok"}: exit 0\nweb-ok\n' in record
+    await page.fill("#history-keyword", "no-such-word")
+    await page.click("#history-form button")
+    await page.wait_for(
+        "document.getElementById('history-list').textContent === 'No tasks found.'",
+        "an empty search",
+    )
 
 
 @needs_chromium

@@ -66,9 +66,16 @@ function token() {
   return sessionStorage.getItem(TOKEN_KEY) || "";
 }
 
+/** Sign out after a 401, unless the token was replaced meanwhile (a late refusal
+ *  of a wrong token must not sign out the right one typed after it). */
+function refused(used) {
+  if (used === token()) signOut("The daemon refused this token.");
+}
+
 /** One JSON call to the daemon. A 401 signs out (the token is wrong or gone). */
 async function api(method, path, body) {
-  const headers = { Authorization: `Bearer ${token()}` };
+  const used = token();
+  const headers = { Authorization: `Bearer ${used}` };
   const init = { method, headers, cache: "no-store", credentials: "omit" };
   if (body !== undefined) {
     headers["Content-Type"] = "application/json";
@@ -76,7 +83,7 @@ async function api(method, path, body) {
   }
   const response = await fetch(path, init);
   if (response.status === 401) {
-    signOut("The daemon refused this token.");
+    refused(used);
     throw new ApiError(401, "unauthorized", "unauthorized");
   }
   if (response.status === 204) return null;
@@ -193,15 +200,16 @@ class ChatView {
     const signal = this.controller.signal;
     for (let attempt = 0; !signal.aborted; attempt += 1) {
       this.status(attempt ? "reconnecting…" : "connecting…");
+      const used = token();
       try {
         const response = await fetch(`${sessionPath(this.sessionId)}/events`, {
-          headers: { Authorization: `Bearer ${token()}` },
+          headers: { Authorization: `Bearer ${used}` },
           cache: "no-store",
           credentials: "omit",
           signal,
         });
         if (response.status === 401) {
-          signOut("The daemon refused this token.");
+          refused(used);
           return;
         }
         if (!response.ok || !response.body) throw new ApiError(response.status);
@@ -366,8 +374,11 @@ class ChatView {
   }
 }
 
-function closeCard(card, why) {
-  if (!card.hasAttribute("data-open")) return;
+/** Disable a confirmation or question card and say why. The page's own answer
+ *  (`mine`) names what was chosen, so it replaces a guess made from the event stream,
+ *  which may arrive before the answer's HTTP reply does. */
+function closeCard(card, why, mine = false) {
+  if (!card.hasAttribute("data-open") && !mine) return;
   card.removeAttribute("data-open");
   for (const control of card.querySelectorAll("button, input")) control.disabled = true;
   card.querySelector(".outcome").textContent = why;
@@ -403,7 +414,7 @@ function confirmCard(sessionId, taskHash, event) {
     if (password && body.approve) body.password = password.value;
     try {
       await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
-      closeCard(card, done);
+      closeCard(card, done, true);
     } catch (error) {
       if (error.status === 410) closeCard(card, "already answered or gone");
       else outcome.textContent = `failed: ${error.message}`;
@@ -459,7 +470,7 @@ function questionsCard(sessionId, taskHash, questions) {
     questionForm(questions, async (answers) => {
       try {
         await api("POST", `${sessionPath(sessionId)}/task/${taskHash}/resume`, { answers });
-        closeCard(card, `answered: ${answers.join(" | ")}`);
+        closeCard(card, `answered: ${answers.join(" | ")}`, true);
         refreshPending();
       } catch (error) {
         outcome.textContent = `failed: ${error.message}`;
