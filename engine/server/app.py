@@ -34,7 +34,7 @@ import attrs
 import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
@@ -185,7 +185,7 @@ async def _read_body(request: Request, cls: type[T]) -> T:
     than 1 MiB (a lying ``Content-Length`` included).
     """
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES:
+    if declared.isascii() and declared.isdigit() and int(declared) > MAX_MESSAGE_BYTES:
         raise _BodyTooLarge
     chunks: list[bytes] = []
     size = 0
@@ -302,7 +302,7 @@ async def history(request: Request, ctx: ServerContext) -> Response:
     session_id = _session_id(request)
     keyword = request.query_params.get("keyword", "")
     raw_limit = request.query_params.get("limit", "") or str(HISTORY_LIMIT)
-    if not raw_limit.isdigit():
+    if not (raw_limit.isascii() and raw_limit.isdigit()):  # "²".isdigit() is True
         raise BadRequest(f"limit: expected an integer, got {raw_limit[:32]!r}")
     entries = await ctx.engine.history(session_id, keyword=keyword, limit=int(raw_limit))
     return json_response(HistoryList(tasks=entries))
@@ -348,8 +348,25 @@ async def static_file(request: Request, ctx: ServerContext) -> Response:
     return Response(content, media_type=media_type, headers=STATIC_HEADERS)
 
 
+async def _drain(request: Request) -> None:
+    """Read and drop an unread request body (at most 1 MiB), so the keep-alive
+    connection can serve the client's next request: answering before the body is
+    consumed (a 404 or 405 from routing) left hypercorn closing the connection under
+    the next request."""
+    size = 0
+    try:
+        async with aclosing(request.stream()) as stream:
+            async for chunk in stream:
+                size += len(chunk)
+                if size > MAX_MESSAGE_BYTES:
+                    return
+    except (ClientDisconnect, RuntimeError):  # gone, or the body was read already
+        return
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
+    await _drain(request)
     code = ErrorCode.NOT_FOUND if exc.status_code == 404 else ErrorCode.BAD_REQUEST
     if exc.status_code == 404:
         message = f"no route {request.method} {request.url.path}"
