@@ -45,8 +45,8 @@ PROFILE_LINES = 45
 _HEAD = """# Benchmarks
 
 What the engine exists for, measured beside what a user would pick instead, in one run
-on one machine. Run them with `make bench` (about 6-8 minutes on 2 cores); each bench
-is a module in `bench/`, never part of the test suite.
+on one machine. Run them with `make bench` (17 minutes in the run below, on a busy
+2-core machine); each bench is a module in `bench/`, never part of the test suite.
 
 """
 
@@ -162,10 +162,10 @@ def main() -> int:
                 if text:
                     profiles[bench_id] = text
     total = time.perf_counter() - started
-    command = "make bench" + (" (python -m bench.run_all " + " ".join(sys.argv[1:]) + ")")
+    command = "make bench` (`" + " ".join(["python -m bench.run_all", *sys.argv[1:]]) + ")"
     print(f"all benches: {total:.0f} s")
     if not ns.quick or ns.write:
-        _write(render(results, failures, profiles, command.replace(" ()", "")))
+        _write(render(results, failures, profiles, command.rstrip(")")))
         print(f"wrote {DOC.relative_to(ROOT)}")
     return 1 if failures else 0
 
