@@ -183,11 +183,11 @@ async def _all_started(http: httpx.AsyncClient, launch: Launch) -> None:
 
 
 def _store_rows(home: Path) -> tuple[dict[str, str], dict[str, str]]:
-    """(task hash -> state) of pending tasks and (task hash -> status) of history."""
+    """(task hash -> session) of pending tasks and (task hash -> session) of history."""
     with sqlite3.connect(home / "agentrio.db") as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        tasks = dict(db.execute("SELECT task_hash, state FROM tasks").fetchall())
-        history = dict(db.execute("SELECT task_hash, status FROM history").fetchall())
+        tasks = dict(db.execute("SELECT task_hash, session_id FROM tasks").fetchall())
+        history = dict(db.execute("SELECT task_hash, session_id FROM history").fetchall())
     db.close()
     return tasks, history
 
@@ -224,6 +224,7 @@ async def test_crash_loop(tmp_path: Path) -> None:
     home = tmp_path / "home"
     tracked: dict[str, str] = {}  # every accepted task hash -> its session
     orphans_seen = 0
+    unacknowledged = 0
     modes_seen = {mode: 0 for mode in MODES}
     process = DaemonProcess(home, MARKERS)
     try:
@@ -267,7 +268,11 @@ async def test_crash_loop(tmp_path: Path) -> None:
             for task_hash, session in launch.accepted.items():
                 if not session.endswith("-bg"):  # only the bg task can have finished
                     assert task_hash in tasks, (iteration, session)
-            mine = {h: s for h, s in tracked.items() if h in tasks}
+            mine = {h: s for h, s in tasks.items() if s in launch.sessions()}
+            # Stored but never acknowledged: the kill came between the write and the
+            # answer. Such a task is kept like any other (and tracked from now on).
+            unacknowledged += sum(1 for h in mine if h not in tracked)
+            tracked.update(mine)
             for session in launch.sessions():
                 expected = {h for h, s in mine.items() if s == session}
                 await _wait_resumable(daemon, session, expected)
@@ -299,7 +304,8 @@ async def test_crash_loop(tmp_path: Path) -> None:
     assert not any(home.parent.glob("never-*"))
     print(
         f"crash loop: {ITERATIONS} iterations, modes {modes_seen}, {len(tracked)} tasks "
-        f"tracked, {orphans_seen} orphaned process groups ended, 0 failures"
+        f"tracked ({unacknowledged} stored but never acknowledged), {orphans_seen} orphaned "
+        "process groups ended, 0 failures"
     )
     # The loop really killed the daemon under load: the killed daemons left processes
     # behind that the restarts ended (a test that never saw one would prove nothing).
