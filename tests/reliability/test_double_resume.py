@@ -131,8 +131,10 @@ async def _round(
 
 async def test_daemon_and_second_process_race_resumes(daemon: Daemon) -> None:
     """R37: in every round, of 4 HTTP resumes through the daemon and 4 claims from a
-    second process on the same store file, exactly one wins; the daemon's losers get
-    409 ``[Conflict] pending task: running``, the worker's losers `Conflict`."""
+    second process on the same store file, exactly one wins. While the winner holds the
+    task every loser gets 409 ``[Conflict] pending task: running`` (the worker's
+    `Conflict`); once a daemon winner's run has finished, a late loser finds no task
+    (404 / `NotFound`). Never two winners, never a resumable leftover."""
     rng = random.Random(seed("double_resume"))
     worker = Worker(daemon)
     wins = {"daemon": 0, "worker": 0}
