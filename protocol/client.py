@@ -434,7 +434,10 @@ class Client:
         be cancelled). Raises `StartFailed` when the daemon refused to start it.
 
         With ``on_ask``, the task's asks are answered by that rule instead of being
-        queued on `RunHandle.asks`."""
+        queued on `RunHandle.asks`; the rule runs in the client's nursery, so an
+        exception it raises ends the connection and propagates out of `connect`. A
+        ``chat-`` (or other non-``cli-``) task's asks reach this connection only if
+        it listens (`listen`) on a prefix of the session id (R8)."""
         request_id = self._new_id("r")
         frame = Run(
             request_id=request_id,
@@ -507,7 +510,11 @@ class Client:
         if listener is None:
             listener = Listener(self, prefix)
             self._listeners[prefix] = listener
-            await self._call(Listen(prefix=prefix))
+            try:
+                await self._call(Listen(prefix=prefix))
+            except ClientError:
+                del self._listeners[prefix]
+                raise
         return listener
 
     def asks(self) -> _Inbox[AskNotice]:
