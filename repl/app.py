@@ -9,13 +9,13 @@ through `deliver`, which `repl.bridge` schedules on the asyncio loop.
 
 from __future__ import annotations
 
-import functools
-
-from prompt_toolkit.application import Application, run_in_terminal
+from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import History, InMemoryHistory
 from prompt_toolkit.layout import AnyContainer
+from prompt_toolkit.output import Output
+from prompt_toolkit.renderer import print_formatted_text as write_formatted_text
 from prompt_toolkit.shortcuts import print_formatted_text
 
 from protocol.frames import Ask
@@ -32,12 +32,22 @@ __all__ = ["Dialog", "ReplApp", "print_lines"]
 Dialog = PopupDialog | ConfirmDialog | QuestionDialog
 
 
-def print_lines(lines: list[Line]) -> None:
-    """Print transcript lines (styled) to the current output."""
+def _fragments(lines: list[Line]) -> FormattedText:
     fragments: list[tuple[str, str]] = []
     for style, text in lines:
         fragments += [(style, text), ("", "\n")]
-    print_formatted_text(FormattedText(fragments), style=STYLE, end="")
+    return FormattedText(fragments)
+
+
+def print_lines(lines: list[Line]) -> None:
+    """Print transcript lines (styled) to the current output (no app running)."""
+    print_formatted_text(_fragments(lines), style=STYLE, end="")
+
+
+def write_lines(output: Output, lines: list[Line]) -> None:
+    """Write transcript lines straight to ``output`` (the app's area already erased)."""
+    write_formatted_text(output, _fragments(lines), STYLE)
+    output.flush()
 
 
 class ReplApp:
@@ -55,7 +65,6 @@ class ReplApp:
         )
         self.dialog: Dialog | None = None
         self._dialog_key: tuple[str, object] | None = None
-        self._flushing = False
         self.application: Application[None] = Application(
             layout=make_layout(state, self.buffer, self._dialog_container),
             key_bindings=load_repl_bindings(self),
@@ -96,7 +105,7 @@ class ReplApp:
         if self.state.quit_requested:
             self.exit()
             return
-        self._schedule_flush()
+        self._flush()
         self.application.invalidate()
 
     # ------------------------------------------------------------ keys
@@ -189,20 +198,19 @@ class ReplApp:
 
     # ------------------------------------------------------------ transcript
 
-    def _schedule_flush(self) -> None:
-        if self._flushing or self.state.flushed >= len(self.state.output):
-            return
-        if not self.application.is_running:
-            return
-        self._flushing = True
-        self.application.create_background_task(self._flush())
+    def _flush(self) -> None:
+        """Print new transcript lines above the prompt, into the terminal's scrollback.
 
-    async def _flush(self) -> None:
-        """Print new transcript lines above the prompt, batching what arrived meanwhile."""
-        try:
-            while self.state.flushed < len(self.state.output):
-                lines = self.state.output[self.state.flushed :]
-                self.state.flushed = len(self.state.output)
-                await run_in_terminal(functools.partial(print_lines, lines))
-        finally:
-            self._flushing = False
+        Done in one synchronous step — erase the live area, write the lines, redraw —
+        rather than with ``run_in_terminal``: that switches the terminal to cooked mode
+        while it prints, and a key pressed in that moment (an Enter meant for a dialog
+        that just appeared) was echoed and lost.
+        """
+        app = self.application
+        if self.state.flushed >= len(self.state.output) or not app.is_running:
+            return
+        lines = self.state.output[self.state.flushed :]
+        self.state.flushed = len(self.state.output)
+        app.renderer.erase()
+        write_lines(app.output, lines)
+        app.renderer.request_absolute_cursor_position()
