@@ -227,21 +227,29 @@ class SqliteStore:
     context manager `open_store`; close it with `aclose`.
     """
 
-    def __init__(self, path: Path, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, conn: sqlite3.Connection, *, inline: bool = False) -> None:
         """Wrap an open connection; use `open` rather than calling this directly."""
         self._path = path
         self._conn: sqlite3.Connection | None = conn
         self._limiter = trio.CapacityLimiter(1)
         self._writes = 0
+        self._inline = inline
 
     @classmethod
-    async def open(cls, path: Path | str) -> SqliteStore:
+    async def open(cls, path: Path | str, *, inline: bool = False) -> SqliteStore:
+        """Open (creating if needed) the store file at ``path``.
+
+        ``inline=True`` runs every call on the Trio thread instead of the worker
+        thread. It is for tests under `trio.testing.MockClock`: an autojumping clock
+        sees a task waiting on a thread as idle and jumps, so a 60 s TTL could pass
+        during one store write. Never use it in the daemon: it blocks the event loop.
+        """
         path = Path(path)
         try:
-            conn = await trio.to_thread.run_sync(_connect, path)
+            conn = _connect(path) if inline else await trio.to_thread.run_sync(_connect, path)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {path.name}: {exc}") from None
-        return cls(path, conn)
+        return cls(path, conn, inline=inline)
 
     @property
     def path(self) -> Path:
@@ -263,6 +271,9 @@ class SqliteStore:
             return fn(conn)
 
         try:
+            if self._inline:
+                await trio.lowlevel.checkpoint()
+                return call()
             return await trio.to_thread.run_sync(call, limiter=self._limiter)
         except sqlite3.Error as exc:
             raise StoreError(f"store {op} failed: {exc}") from None

@@ -10,6 +10,7 @@ import trio
 
 from engine.config import Config
 from engine.models.base import Message, ModelReply, TextSink, ToolSpec
+from engine.store.sqlite import SqliteStore
 
 #: Wall time at mock-clock zero, so stored times look like real Unix times.
 EPOCH = 1_800_000_000.0
@@ -49,3 +50,21 @@ class HangingModel:
 @pytest.fixture
 def wall_clock() -> Callable[[], float]:
     return mock_wall_clock
+
+
+@pytest.fixture(autouse=True)
+def _store_inline_under_mock_clock(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under ``autojump_clock`` every store the test opens runs inline on the Trio
+    thread: the mock clock jumps whenever all tasks wait, and a task waiting on the
+    store's worker thread counts as waiting — a 60 s marker TTL could pass during one
+    write on a loaded machine."""
+    if "autojump_clock" not in request.fixturenames:
+        return
+    original = SqliteStore.open.__func__  # type: ignore[attr-defined]
+
+    async def open_inline(cls: type[SqliteStore], path: object, *, inline: bool = True) -> object:
+        return await original(cls, path, inline=inline)
+
+    monkeypatch.setattr(SqliteStore, "open", classmethod(open_inline))
