@@ -28,14 +28,16 @@ async def test_follow_up_and_late_leg_events_reach_the_window(served: Served) ->
         started = next(f for f in frames if isinstance(f, EventFrame))
         task_hash = started.task_hash
         seen: list[EventFrame] = [f for f in frames if isinstance(f, EventFrame)]
-        followup_done = False
-        with trio.fail_after(20):
-            while not followup_done:
+        followup_done = job_settled = False
+        with trio.fail_after(20):  # the follow-up may end before or after job_settled
+            while not (followup_done and job_settled):
                 frame = await conn.receive()
                 if not isinstance(frame, EventFrame):
                     continue
                 seen.append(frame)
-                followup_done = frame.task_hash != task_hash and isinstance(frame.event, Done)
+                if frame.task_hash != task_hash and isinstance(frame.event, Done):
+                    followup_done = True
+                job_settled = job_settled or isinstance(frame.event, JobSettled)
     finished = [f.event for f in seen if isinstance(f.event, LegFinished)]
     assert sorted(e.leg_id for e in finished) == sorted({e.leg_id for e in finished})
     assert len(finished) == 2
