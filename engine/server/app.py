@@ -153,6 +153,11 @@ def _endpoint(handler: Handler, *, auth: bool = True) -> Callable[[Request], Awa
     """Wrap ``handler`` with the bearer check and the error mapping of the module doc."""
 
     async def endpoint(request: Request) -> Response:
+        response = await answer(request)
+        await _drain(request)
+        return response
+
+    async def answer(request: Request) -> Response:
         ctx = _context(request)
         if auth and not bearer_ok(request.headers.get("authorization"), ctx.token):
             return error_response(
@@ -351,8 +356,8 @@ async def static_file(request: Request, ctx: ServerContext) -> Response:
 async def _drain(request: Request) -> None:
     """Read and drop an unread request body (at most 1 MiB), so the keep-alive
     connection can serve the client's next request: answering before the body is
-    consumed (a 404 or 405 from routing) left hypercorn closing the connection under
-    the next request."""
+    consumed (a 401, or a 404 or 405 from routing) left hypercorn closing the
+    connection under the next request."""
     size = 0
     try:
         async with aclosing(request.stream()) as stream:
