@@ -194,12 +194,15 @@ class Watcher:
         if len(self._buffer) > 2 * self._keep_bytes:
             del self._buffer[: len(self._buffer) - self._keep_bytes]
         text = self._partial + self._decoder.decode(chunk)
-        *lines, self._partial = text.split("\n")
-        for line in lines:
-            if self._partial_hit:
-                self._partial_hit = False  # this line was counted while it was partial
-            elif self._matches(line):
-                self._hit(line)
+        complete, newline, self._partial = text.rpartition("\n")
+        if newline:
+            if self._matches(complete):
+                for line in complete.split("\n"):
+                    if self._partial_hit:
+                        self._partial_hit = False  # counted while it was partial
+                    elif self._matches(line):
+                        self._hit(line)
+            self._partial_hit = False
         if self._partial and not self._partial_hit and self._matches(self._partial):
             self._partial_hit = True
             self._hit(self._partial)
@@ -212,8 +215,13 @@ class Watcher:
         self._closed = True
         self._wakeup.set()
 
-    def _matches(self, line: str) -> bool:
-        lowered = line.lower()
+    def _matches(self, text: str) -> bool:
+        """Whether ``text`` (a line, or a whole block of lines) holds a keyword.
+
+        Called first on a whole chunk's complete lines: most chunks of a chatty
+        command hold no keyword and are never split into lines (one ``lower`` and a
+        few substring scans, all at C speed)."""
+        lowered = text.lower()
         return any(keyword in lowered for keyword in self._keywords)
 
     def _hit(self, line: str) -> None:
