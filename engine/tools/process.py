@@ -253,17 +253,36 @@ def _stat_fields(pid: str) -> tuple[str, int] | None:
 
 
 def _has_running_member(pgid: int) -> bool:
+    return bool(_running_members(pgid, first_only=True))
+
+
+def _running_members(pgid: int, *, first_only: bool = False) -> list[str] | None:
+    """Pids of the running (not zombie) members of ``pgid``, from one scan of
+    ``/proc``; None when ``/proc`` cannot be read (then count the group alive)."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return True
+        return None
+    members: list[str] = []
     for name in entries:
         if not name.isdigit():
             continue
         fields = _stat_fields(name)
         if fields is not None and fields[1] == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
+            members.append(name)
+            if first_only:
+                break
+    return members
+
+
+def _still_running(pids: list[str], pgid: int) -> list[str]:
+    """Those of ``pids`` still running in ``pgid`` (a few small ``/proc`` reads)."""
+    alive: list[str] = []
+    for pid in pids:
+        fields = _stat_fields(pid)
+        if fields is not None and fields[1] == pgid and fields[0] not in ("Z", "X"):
+            alive.append(pid)
+    return alive
 
 
 def group_alive(pgid: int) -> bool:
@@ -296,11 +315,31 @@ async def _group_alive(pgid: int) -> bool:
 
 
 async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
+    """Return once no member of ``pgid`` runs.
+
+    Polling is the only way: the kernel tells nobody but the parent (and for orphans,
+    PID 1) when a member exits, and there is no event for "group empty". To keep each
+    poll cheap on a busy machine, the whole of ``/proc`` is scanned once for the
+    group's members and then only those pids are watched; a last full scan catches a
+    member forked meanwhile.
+    """
     await process.wait()
-    # Polling is the only way: the kernel tells nobody but the parent (and for
-    # orphans, PID 1) when a member exits, and there is no event for "group empty".
-    while await _group_alive(pgid):  # noqa: ASYNC110
-        await trio.sleep(_POLL_S)
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:
+            pass
+        members = await trio.to_thread.run_sync(_running_members, pgid)
+        if members is None:  # no /proc: an existing group counts as alive
+            await trio.sleep(_POLL_S)
+            continue
+        if not members:
+            return
+        while members:
+            await trio.sleep(_POLL_S)
+            members = await trio.to_thread.run_sync(_still_running, members, pgid)
 
 
 async def _end_group(process: trio.Process, pgid: int, kill_grace_s: float) -> None:
