@@ -57,7 +57,7 @@ import os
 from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
 import attrs
 import trio
@@ -276,6 +276,36 @@ def _write_text(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+class _Writable(Protocol):
+    async def write(self, data: bytes, /) -> object: ...
+
+
+class LogWriter:
+    """Appends a leg's output to its log file without one thread hop per chunk.
+
+    `append` only buffers; `run` writes whatever gathered while the previous write was
+    in its thread, so a quiet leg's lines reach the file at once and a chatty leg's
+    many small pipe reads become a few large writes. What is buffered when `run` is
+    cancelled is dropped with the log (the file is removed when the leg ends, R23).
+    """
+
+    def __init__(self, file: _Writable) -> None:
+        self._file = file
+        self._buffer = bytearray()
+        self._ready = trio.Event()
+
+    def append(self, chunk: bytes) -> None:
+        self._buffer += chunk
+        self._ready.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._ready.wait()
+            self._ready = trio.Event()
+            data, self._buffer = bytes(self._buffer), bytearray()
+            await self._file.write(data)
 
 
 class BackgroundManager:
@@ -512,13 +542,15 @@ class BackgroundManager:
         )
         try:
             async with await trio.open_file(path, "ab") as log_file:
+                log = LogWriter(log_file)
 
                 async def on_output(chunk: bytes) -> None:
-                    await log_file.write(chunk)
+                    log.append(chunk)
                     watcher.feed(chunk)
 
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(watcher.run)
+                    nursery.start_soon(log.run)
                     try:
                         result = await run_in_group(
                             leg.label,
