@@ -154,9 +154,23 @@ def _tag(cls: type) -> str:
     return tag
 
 
-configure_tagged_union(Event, converter, tag_generator=_tag, tag_name="kind")
-configure_tagged_union(ClientFrame, converter, tag_generator=_tag, tag_name="type")
-configure_tagged_union(ServerFrame, converter, tag_generator=_tag, tag_name="type")
+_unions_ready = False
+
+
+def _ensure_unions() -> None:
+    """Register the tagged unions on first use, not at import.
+
+    Registering makes cattrs generate a hook for every frame and event class, which
+    is most of this module's import time; a daemon answers ``/v1/health`` before it
+    ever needs them (cold start, bench B7).
+    """
+    global _unions_ready
+    if _unions_ready:
+        return
+    _unions_ready = True
+    configure_tagged_union(Event, converter, tag_generator=_tag, tag_name="kind")
+    configure_tagged_union(ClientFrame, converter, tag_generator=_tag, tag_name="type")
+    configure_tagged_union(ServerFrame, converter, tag_generator=_tag, tag_name="type")
 
 _EVENT_TAGS: Final = frozenset(_tag(c) for c in EVENT_TYPES)
 _CLIENT_TAGS: Final = frozenset(_tag(c) for c in CLIENT_FRAME_TYPES)
@@ -170,6 +184,7 @@ def _tag_first(data: dict[str, Any], name: str) -> dict[str, Any]:
 def unstructure(value: Any) -> Any:
     """The JSON-ready form of a frame, event or body; the tag (``type`` of a frame,
     ``kind`` of an event) comes first so logs read naturally."""
+    _ensure_unions()
     if type(value) in CLIENT_FRAME_TYPES:
         return _tag_first(converter.unstructure(value, ClientFrame), "type")
     if type(value) in SERVER_FRAME_TYPES:
@@ -218,6 +233,7 @@ def _check_tags(value: Any, cls: Any) -> None:
 
 def structure(value: Any, cls: type[T] | Any) -> T:
     """Structure an already-parsed JSON value into ``cls``; raise `FrameDecodeError`."""
+    _ensure_unions()
     _check_tags(value, cls)
     if attrs.has(cls) and not isinstance(value, dict):
         raise FrameDecodeError("$", f"expected an object, got {_json_kind(value)}")

@@ -154,7 +154,11 @@ def _endpoint(handler: Handler, *, auth: bool = True) -> Callable[[Request], Awa
 
     async def endpoint(request: Request) -> Response:
         response = await answer(request)
-        await _drain(request)
+        if response.status_code == 413:
+            # The rest of an oversized body is not worth reading: end the connection.
+            response.headers["connection"] = "close"
+        else:
+            await _drain(request)
         return response
 
     async def answer(request: Request) -> Response:
@@ -353,20 +357,26 @@ async def static_file(request: Request, ctx: ServerContext) -> Response:
     return Response(content, media_type=media_type, headers=STATIC_HEADERS)
 
 
+#: How long an answer waits for the unread rest of a request body.
+DRAIN_WAIT_S: Final = 2.0
+
+
 async def _drain(request: Request) -> None:
     """Read and drop an unread request body (at most 1 MiB), so the keep-alive
     connection can serve the client's next request: answering before the body is
     consumed (a 401, or a 404 or 405 from routing) left hypercorn closing the
-    connection under the next request."""
+    connection under the next request. A client that announced a body and does not
+    send it gets its answer after `DRAIN_WAIT_S` rather than never."""
     size = 0
-    try:
-        async with aclosing(request.stream()) as stream:
-            async for chunk in stream:
-                size += len(chunk)
-                if size > MAX_MESSAGE_BYTES:
-                    return
-    except (ClientDisconnect, RuntimeError):  # gone, or the body was read already
-        return
+    with trio.move_on_after(DRAIN_WAIT_S):
+        try:
+            async with aclosing(request.stream()) as stream:
+                async for chunk in stream:
+                    size += len(chunk)
+                    if size > MAX_MESSAGE_BYTES:
+                        return
+        except (ClientDisconnect, RuntimeError):  # gone, or the body was read already
+            return
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:

@@ -29,6 +29,7 @@ def _strategy_for(cls: type) -> st.SearchStrategy[Any]:
     """Instances of a frame/event class built from its attrs fields' types."""
     if cls is Event:
         return st.one_of(*[_strategy_for(c) for c in EVENT_TYPES])
+    attrs.resolve_types(cls)  # annotations are strings until resolved
     fields = {f.name: _type_strategy(f.type) for f in attrs.fields(cls)}
     return st.builds(cls, **fields)
 
