@@ -172,6 +172,7 @@ def _ensure_unions() -> None:
     configure_tagged_union(ClientFrame, converter, tag_generator=_tag, tag_name="type")
     configure_tagged_union(ServerFrame, converter, tag_generator=_tag, tag_name="type")
 
+
 _EVENT_TAGS: Final = frozenset(_tag(c) for c in EVENT_TYPES)
 _CLIENT_TAGS: Final = frozenset(_tag(c) for c in CLIENT_FRAME_TYPES)
 _SERVER_TAGS: Final = frozenset(_tag(c) for c in SERVER_FRAME_TYPES)
