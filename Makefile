@@ -19,8 +19,8 @@ daemon: $(STAMP)
 	$(BIN)/agentrio daemon
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine protocol repl tests bench
-	$(BIN)/ruff format --check engine protocol repl tests bench
+	$(BIN)/ruff check engine protocol repl tests bench examples
+	$(BIN)/ruff format --check engine protocol repl tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy engine protocol
