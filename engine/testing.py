@@ -46,7 +46,8 @@ from engine.errors import AlreadyResolved
 from engine.models.base import Model, ModelReply, ToolCallRequest
 from engine.models.builtin import BuiltinModel
 from engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
-from engine.pending import AskReply, Entry, Offered
+from engine.pending import AskReply, Offered
+from engine.server.ws import ask_frame
 from engine.tools.sudo import PasswordVerifier
 from protocol.client import (
     AskNotice,
@@ -380,22 +381,6 @@ async def approve_next(source: AskSource, *, client: Client | None = None) -> As
     answered = await answer_asks(source, lambda ask: True, limit=1, client=client)
     assert answered, "the ask source ended before an ask arrived"
     return answered[0][0]
-
-
-def ask_frame(entry: Entry) -> Ask:
-    """The ``ask`` frame a front-end would be shown for a registry entry."""
-    request = entry.request
-    return Ask(
-        id=entry.id,
-        kind=request.kind,
-        session_id=request.session_id,
-        task_hash=request.task_hash,
-        tool_name=request.tool_name,
-        tool_args=dict(request.tool_args),
-        questions=list(request.questions),
-        restricted=request.restricted,
-        need_password=request.need_password,
-    )
 
 
 async def answer_engine_asks(

@@ -87,6 +87,7 @@ __all__ = [
     "HELLO_TIMEOUT_S",
     "Connection",
     "ConnectionGone",
+    "ask_frame",
     "verify_frame",
     "websocket_endpoint",
 ]
@@ -178,7 +179,8 @@ def _ref_of_frame(frame: ClientFrame) -> str:
     return ""
 
 
-def _ask_frame(entry: Entry) -> Ask:
+def ask_frame(entry: Entry) -> Ask:
+    """The ``ask`` frame a front-end is shown for a registry entry."""
     request = entry.request
     return Ask(
         id=entry.id,
@@ -493,7 +495,7 @@ class Connection:
                     if entry.resolved:
                         continue
                     self.shown[entry.id] = listener
-                    await self.send(_ask_frame(entry))
+                    await self.send(ask_frame(entry))
                 case Withdrawn(entry_id=entry_id, reason=reason):
                     if self.shown.pop(entry_id, None) is not None:
                         await self.send(WithdrawnFrame(id=entry_id, reason=reason))
