@@ -38,7 +38,7 @@ test: lint typecheck unit
 # The long reliability runs (docs/reliability.md): the tests of tests/reliability with
 # their big sizes. Not part of `make test`, which runs the same tests small.
 soak: $(STAMP) sysdeps
-	AGENTRIO_SOAK=1 $(BIN)/pytest -q -s tests/reliability
+	AGENTRIO_SOAK=1 $(BIN)/pytest -q -s -o timeout=0 tests/reliability
 
 # Benchmarks against the anchors (docs/benchmarks.md). They run in their own venv so
 # langgraph (a baseline, never a dependency) stays out of .venv.

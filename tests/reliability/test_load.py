@@ -239,7 +239,8 @@ async def test_many_clients_with_asks_legs_and_slow_consumers(
             )
             tasks = got.json()["tasks"]
             followups = sum(1 for k in range(TASKS) if k % 4 == 2)
-            assert len(tasks) == TASKS + followups, (client_no, len(tasks))
+            # A job whose reports its still-running task took has no follow-up (R26).
+            assert TASKS <= len(tasks) <= TASKS + followups, (client_no, len(tasks))
             assert {t["status"] for t in tasks} == {"finished"}
             histories += len(tasks)
     assert statuses == ["finished"] * (CLIENTS * TASKS)
