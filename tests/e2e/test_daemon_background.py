@@ -101,7 +101,9 @@ async def test_bg_command_job_file_logs_and_follow_up(daemon: Daemon) -> None:
             finished = {first.leg_id: first, second.leg_id: second}
             assert finished[sleep_leg].result == "exit 0"
             assert not log.exists()
-            assert sorted(p.name for p in background.iterdir()) == [f"{job_id}.json"]
+            # (a ".job_…" file is an atomic write in flight: the job file itself)
+            names = sorted(p.name for p in background.iterdir() if not p.name.startswith("."))
+            assert names == [f"{job_id}.json"]
             # The follow-up may say done before job_settled is sent: take both in any order.
             settled: ev.JobSettled | None = None
             dones: dict[str, ev.Done] = {}
