@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, cast
+from urllib.parse import urlsplit
 
 import trio
 import trio_websocket
@@ -20,11 +21,19 @@ from protocol.errors import CLOSE_AUTH_FAILED
 from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
 
 __all__ = [
+    "CLOSE_TIMEOUT_S",
+    "CONNECT_TIMEOUT_S",
     "AuthRefused",
     "FrameConnection",
     "close_socket_after_peer_close",
     "open_frame_connection",
 ]
+
+
+#: Seconds for the TCP connect plus the opening handshake and ``welcome``.
+CONNECT_TIMEOUT_S = 10.0
+#: Seconds the closing handshake may take before the socket is closed anyway.
+CLOSE_TIMEOUT_S = 2.0
 
 
 class AuthRefused(Exception):
@@ -62,31 +71,157 @@ class FrameConnection:
 
 @asynccontextmanager
 async def open_frame_connection(
-    url: str, token: str, *, client: str = "script", origin: str | None = None
+    url: str,
+    token: str,
+    *,
+    client: str = "script",
+    origin: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> AsyncIterator[FrameConnection]:
     """Connect to ``url`` (``ws://host:port/v1/ws``), say ``hello``, await ``welcome``.
 
-    Raises `AuthRefused` when the daemon closes the handshake with 4401.
+    Raises `AuthRefused` when the daemon closes the handshake with 4401,
+    `trio_websocket.HandshakeError` when the daemon goes away (or stays silent for
+    ``connect_timeout`` seconds) before the WebSocket is open, `OSError` when nothing
+    listens.
+
+    This function owns the TCP stream, so the socket is closed on every way out,
+    including a daemon that dies in the middle of the opening handshake (where
+    trio-websocket's own ``open_websocket_url`` keeps waiting and then leaks the
+    socket). Leaving is bounded: the closing handshake gets `CLOSE_TIMEOUT_S`, then
+    the stream is closed regardless.
     """
+    parts = urlsplit(url)
+    if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
+        raise ValueError(f"expected ws://host:port/path, got {url!r}")
     headers = [(b"Origin", origin.encode())] if origin else None
-    async with trio_websocket.open_websocket_url(
-        url, extra_headers=headers, max_message_size=MAX_MESSAGE_BYTES * 4
-    ) as ws:
-        try:
-            conn = FrameConnection(ws)
-            await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
+    deadline = trio.current_time() + connect_timeout
+    with trio.move_on_at(deadline) as connecting:
+        stream = _WatchedStream(await trio.open_tcp_stream(parts.hostname, parts.port))
+    if connecting.cancelled_caught:
+        raise trio_websocket.ConnectionTimeout
+    try:
+        async with trio.open_nursery() as reader_nursery:
+            ws = await _open_handshake(
+                reader_nursery,
+                stream,
+                host=f"{parts.hostname}:{parts.port}",
+                resource=parts.path or "/",
+                headers=headers,
+                deadline=deadline,
+            )
             try:
-                first = await conn.receive()
-            except trio_websocket.ConnectionClosed as exc:
-                if exc.reason is not None and exc.reason.code == CLOSE_AUTH_FAILED:
-                    raise AuthRefused(exc.reason.reason or "authentication failed") from None
-                raise
-            if not isinstance(first, Welcome):
-                raise AuthRefused(f"expected welcome, got {type(first).TYPE}")
-            conn.welcome = first
-            yield conn
-        finally:
-            await close_socket_after_peer_close(ws)
+                conn = FrameConnection(ws)
+                await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
+                try:
+                    first = await conn.receive()
+                except trio_websocket.ConnectionClosed as exc:
+                    if exc.reason is not None and exc.reason.code == CLOSE_AUTH_FAILED:
+                        raise AuthRefused(exc.reason.reason or "authentication failed") from None
+                    raise
+                if not isinstance(first, Welcome):
+                    raise AuthRefused(f"expected welcome, got {type(first).TYPE}")
+                conn.welcome = first
+                yield conn
+            finally:
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(CLOSE_TIMEOUT_S):
+                        await ws.aclose()
+                    await stream.aclose()  # ends the reader task: the nursery can exit
+    except BaseExceptionGroup as group:
+        raise _sole_exception(group) from None
+    finally:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def _open_handshake(
+    reader_nursery: trio.Nursery,
+    stream: _WatchedStream,
+    *,
+    host: str,
+    resource: str,
+    headers: list[tuple[bytes, bytes]] | None,
+    deadline: float,
+) -> trio_websocket.WebSocketConnection:
+    """The client's opening handshake, ended early when the peer goes away."""
+    opened: list[trio_websocket.WebSocketConnection] = []
+
+    async def handshake(race: trio.CancelScope) -> None:
+        opened.append(
+            await trio_websocket.wrap_client_stream(
+                reader_nursery,
+                # Typed for a SocketStream; trio-websocket uses only the Stream methods.
+                cast(trio.SocketStream, stream),
+                host,
+                resource,
+                extra_headers=headers,
+                max_message_size=MAX_MESSAGE_BYTES * 4,
+            )
+        )
+        race.cancel()
+
+    async def peer_gone(race: trio.CancelScope) -> None:
+        await stream.peer_gone.wait()
+        race.cancel()
+
+    with trio.move_on_at(deadline) as timer:
+        async with trio.open_nursery() as race:
+            race.start_soon(handshake, race.cancel_scope)
+            race.start_soon(peer_gone, race.cancel_scope)
+    if opened:
+        return opened[0]
+    if timer.cancelled_caught:
+        raise trio_websocket.ConnectionTimeout
+    raise trio_websocket.HandshakeError("the daemon closed the connection during the handshake")
+
+
+class _WatchedStream(trio.abc.HalfCloseableStream):
+    """A client's TCP stream that notes when the peer is gone (EOF or a broken socket),
+    which trio-websocket does not report while its opening handshake is pending."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self.peer_gone = trio.Event()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.peer_gone.set()
+            raise
+        if not data:
+            self.peer_gone.set()
+        return bytes(data)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one exception inside ``group`` (nested groups flattened), else the group.
+
+    The reader nursery wraps whatever leaves the connection's body; callers catch the
+    plain `trio_websocket.ConnectionClosed`, `AuthRefused` or their own exceptions.
+    """
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop()
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    return leaves[0] if len(leaves) == 1 else group
 
 
 async def close_socket_after_peer_close(ws: trio_websocket.WebSocketConnection) -> None:
