@@ -3,21 +3,26 @@
 Configuration mistakes (no script for ``scripted``, no model name for ``openai``) are
 `ConfigError` with one line naming the key, raised when the model is built, so the
 daemon refuses to start instead of failing the first task.
+
+Each provider's module is imported only when that provider is built: ``openai`` pulls
+in httpx (and with it anyio, ssl contexts, certifi), which a daemon running the builtin
+or scripted model never needs, and every module counts in its cold start (bench B7).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from engine.config import ModelConfig
 from engine.errors import ConfigError
 from engine.models.base import Model
-from engine.models.builtin import BuiltinModel
-from engine.models.openai import OpenAIModel, resolve_api_key
-from engine.models.scripted import ScriptedModel
+
+if TYPE_CHECKING:
+    from engine.models.scripted import ScriptedModel
 
 __all__ = ["close_model", "make_model"]
 
@@ -37,6 +42,8 @@ async def make_model(
     """
     provider: str = config.provider
     if provider == "builtin":
+        from engine.models.builtin import BuiltinModel  # only when configured (module doc)
+
         await trio.lowlevel.checkpoint()
         return BuiltinModel()
     if provider == "scripted":
@@ -50,6 +57,8 @@ async def make_model(
             raise ConfigError(f"model.base_url: expected an http(s) URL, got {config.base_url!r}")
         if config.timeout_s <= 0:
             raise ConfigError("model.timeout_s: expected a number of seconds > 0")
+        from engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
+
         return OpenAIModel(
             name=config.name,
             base_url=config.base_url,
@@ -64,6 +73,8 @@ async def make_model(
 
 def _load_script(script: str) -> ScriptedModel:
     """Blocking: runs in a worker thread."""
+    from engine.models.scripted import ScriptedModel  # only when configured (module doc)
+
     path = Path(script).expanduser()
     if not path.is_file():
         raise ConfigError(f"model.script: {path}: no such file")
