@@ -1,25 +1,19 @@
 """``agentrio``: open the REPL (default) or run the daemon (``agentrio daemon …``).
 
 The daemon subcommand imports ``engine.cli`` lazily, inside `main`: the REPL itself
-speaks only the protocol and must start without importing the engine.
+speaks only the protocol and must start without importing the engine. The other way
+round too: the REPL's modules (prompt_toolkit, the Trio client, httpx) are imported only
+once `main` knows it opens the REPL, so ``agentrio daemon`` and ``agentrio --help`` do
+not pay for them (cold start, bench B7).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import re
 import sys
 from pathlib import Path
-
-from prompt_toolkit.history import FileHistory
-
-from repl.app import ReplApp
-from repl.bridge import FrameSink, run_with_trio
-from repl.commands import new_session_id, new_window_hash
-from repl.daemon import default_home, model_label
-from repl.state import ReplState
 
 __all__ = ["build_parser", "main"]
 
@@ -65,14 +59,29 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["daemon"]:
         return _run_daemon(argv)
     args = build_parser().parse_args(argv)
+    if args.session and not _SESSION.fullmatch(args.session):
+        print(f"agentrio: --session must look like cli-<letters, digits, _ or ->: {args.session!r}")
+        return 2
+    return _run_repl(args)
+
+
+def _run_repl(args: argparse.Namespace) -> int:
+    # The REPL's own modules, imported here and not at the top (module doc).
+    import asyncio
+
+    from prompt_toolkit.history import FileHistory
+
+    from repl.app import ReplApp
+    from repl.bridge import FrameSink, run_with_trio
+    from repl.commands import new_session_id, new_window_hash
+    from repl.daemon import default_home, model_label
+    from repl.state import ReplState
+
     if args.home:
         # Set, not just used: a daemon this REPL starts must share the home.
         os.environ["AGENTRIO_HOME"] = str(Path(args.home).expanduser().resolve())
     home = default_home()
     session = args.session or new_session_id()
-    if not _SESSION.fullmatch(session):
-        print(f"agentrio: --session must look like cli-<letters, digits, _ or ->: {session!r}")
-        return 2
     home.mkdir(parents=True, exist_ok=True)
     sink = FrameSink()
     state = ReplState(

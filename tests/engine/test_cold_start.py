@@ -1,0 +1,66 @@
+"""What a daemon imports on its way to serving (issue #9, bench B7: cold start).
+
+Every module counts in the time from ``agentrio daemon`` to a healthy ``/v1/health``.
+These tests run a fresh interpreter (the test process has imported everything already)
+and check that the start path leaves out what only some configurations need.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Imports what ``agentrio daemon`` imports before it serves (the CLI, the server with
+#: its routes, the builtin model of the default config), then prints which of the named
+#: modules got loaded.
+_START_PATH = """
+import json, sys
+import trio
+import engine.cli, engine.server.lifecycle, engine.server.sse, engine.server.ws
+from engine.config import ModelConfig
+from engine.models.factory import close_model, make_model
+
+async def build():
+    model = await make_model(ModelConfig())
+    await close_model(model)
+    return type(model).__name__
+
+name = trio.run(build)
+watched = sys.argv[1:]
+print(json.dumps({"model": name, "loaded": [m for m in watched if m in sys.modules]}))
+"""
+
+
+def _run_start_path(*watched: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", _START_PATH, *watched],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
+    """R61, SPEC §7: a daemon with the default (builtin) model imports neither the
+    openai provider (and with it httpx) nor the scripted one, nor anything of the REPL."""
+    watched = (
+        "engine.models.builtin",
+        "engine.models.openai",
+        "engine.models.scripted",
+        "httpx",
+        "httpcore",
+        "prompt_toolkit",
+        "repl",
+    )
+    assert _run_start_path(*watched) == {
+        "model": "BuiltinModel",
+        "loaded": ["engine.models.builtin"],
+    }
