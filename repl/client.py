@@ -9,6 +9,7 @@ the new connection never started (R43: those runs were cancelled with ``disconne
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
     "START_BACKOFF_S",
     "Connection",
     "do_http",
+    "no_trust_roots",
     "pump",
     "run_client",
 ]
@@ -65,6 +67,14 @@ class Connection(Protocol):
 Connect = Callable[[str, str], AbstractAsyncContextManager[Connection]]
 #: ``locate(client, may_start)``: a healthy daemon's endpoint; may start one if allowed.
 Locate = Callable[[httpx.AsyncClient, bool], Awaitable[Endpoint]]
+
+
+def no_trust_roots() -> ssl.SSLContext:
+    """The TLS context of the REPL's HTTP client, which only ever speaks plain ``http://``
+    to the daemon named in ``daemon.json``: verification stays on but no trust roots are
+    loaded, so an ``https`` URL could never verify (it fails, it is not trusted), and the
+    start skips reading the system CA bundle, tens of milliseconds (cold start, B7)."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 def _default_connect(url: str, token: str) -> AbstractAsyncContextManager[Connection]:
@@ -162,7 +172,7 @@ async def run_client(
     attempt = 0
     lost_at: float | None = None
     failed_start_at: float | None = None
-    async with httpx.AsyncClient(timeout=10.0) as client:
+    async with httpx.AsyncClient(timeout=10.0, verify=no_trust_roots()) as client:
         while True:
             problem = ""
             reason = ""
