@@ -37,7 +37,10 @@ __all__ = [
 
 #: How long a freshly started daemon has to answer ``/v1/health``.
 HEALTH_TIMEOUT_S: Final = 10.0
-_POLL_S: Final = 0.1
+#: How often a started daemon is looked for: each look is one small file read (and a
+#: health call once ``daemon.json`` names it), and every poll period the REPL sleeps
+#: past the daemon's readiness is added to its first connection (cold start, B7).
+_POLL_S: Final = 0.025
 
 
 class DaemonStartError(Exception):
