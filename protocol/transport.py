@@ -99,6 +99,9 @@ async def open_frame_connection(
         stream = _WatchedStream(await trio.open_tcp_stream(parts.hostname, parts.port))
     if connecting.cancelled_caught:
         raise trio_websocket.ConnectionTimeout
+    # The body's own exception is kept out of the reader nursery (which would wrap it
+    # in an ExceptionGroup) and raised as it is once the connection is closed.
+    body_error: BaseException | None = None
     try:
         async with trio.open_nursery() as reader_nursery:
             ws = await _open_handshake(
@@ -121,17 +124,23 @@ async def open_frame_connection(
                 if not isinstance(first, Welcome):
                     raise AuthRefused(f"expected welcome, got {type(first).TYPE}")
                 conn.welcome = first
-                yield conn
+                try:
+                    yield conn
+                except BaseException as exc:
+                    body_error = exc
             finally:
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(CLOSE_TIMEOUT_S):
                         await ws.aclose()
                     await stream.aclose()  # ends the reader task: the nursery can exit
     except BaseExceptionGroup as group:
-        raise _sole_exception(group) from None
+        if body_error is None:
+            raise _sole_exception(group) from None
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
+    if body_error is not None:
+        raise body_error
 
 
 async def _open_handshake(
