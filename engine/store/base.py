@@ -103,8 +103,9 @@ class StoreStatistics:
     """Counts for ``/v1/health`` and the REPL toolbar.
 
     ``markers_live`` counts markers not expired at the time asked about;
-    ``writes_total`` counts the write transactions this store object committed since it
-    was opened (not persisted).
+    ``writes_total`` counts the writes this store object committed since it was opened
+    (not persisted); a group commit of several writes counts each of them, and
+    ``write_batches`` counts the transactions they took.
     """
 
     tasks: int
@@ -112,6 +113,7 @@ class StoreStatistics:
     markers_live: int
     secrets: int
     writes_total: int
+    write_batches: int
 
 
 class Store(Protocol):

@@ -358,7 +358,7 @@ async def test_open_refuses_a_newer_schema_and_a_non_database(tmp_path: Path) ->
 async def test_statistics_and_close(store: SqliteStore) -> None:
     """R53: counts for /v1/health; a closed store refuses calls; aclose is idempotent."""
     assert await store.statistics(now=0.0) == StoreStatistics(
-        tasks=0, history=0, markers_live=0, secrets=0, writes_total=0
+        tasks=0, history=0, markers_live=0, secrets=0, writes_total=0, write_batches=0
     )
     await store.put_task(_task(H1))
     await store.put_task(_task(H2))
@@ -369,10 +369,95 @@ async def test_statistics_and_close(store: SqliteStore) -> None:
     with pytest.raises(Conflict):
         await store.claim(SESSION, H1, now=10.0, ttl=60.0)  # not a write
     assert await store.statistics(now=10.0) == StoreStatistics(
-        tasks=2, history=1, markers_live=1, secrets=1, writes_total=6
+        tasks=2, history=1, markers_live=1, secrets=1, writes_total=6, write_batches=7
     )
     await store.aclose()
     await store.aclose()
     assert "closed" in repr(store)
     with pytest.raises(trio.ClosedResourceError):
         await store.get_task(SESSION, H1)
+
+
+def _hash(n: int) -> str:
+    return f"{n:032x}"
+
+
+async def test_concurrent_writes_are_group_committed(store: SqliteStore) -> None:
+    """R72: writes that queue behind a running transaction are committed together in
+    the next one (group commit): 50 concurrent writes take exactly two transactions,
+    and every one of them is stored."""
+    async with trio.open_nursery() as nursery:
+        for n in range(50):
+            nursery.start_soon(store.put_task, _task(_hash(n)))
+    stats = await store.statistics(now=0.0)
+    assert (stats.tasks, stats.writes_total, stats.write_batches) == (50, 50, 2)
+    assert [row.task_hash for row in await store.list_tasks(SESSION)] == sorted(
+        _hash(n) for n in range(50)
+    )
+
+
+async def test_a_failing_write_is_rolled_back_alone_in_its_batch(store: SqliteStore) -> None:
+    """R37, R72: in one group commit a claim that conflicts, a claim of an unknown task
+    and a write that breaks a constraint each fail on their own (savepoint rollback);
+    the writes beside them commit."""
+    await store.put_task(_task(H1))
+    await store.claim(SESSION, H1, now=10.0, ttl=60.0)
+    before = await store.statistics(now=10.0)
+    outcomes: dict[str, str] = {}
+
+    async def attempt(name: str, write: Any) -> None:
+        try:
+            await write
+        except Exception as exc:
+            outcomes[name] = type(exc).__name__
+        else:
+            outcomes[name] = "ok"
+
+    def break_constraint(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO markers (key, expires_at) VALUES ('x', 1.0)")
+        conn.execute("INSERT INTO markers (key, expires_at) VALUES ('x', 2.0)")
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(attempt, "leader", store.put_task(_task(H2)))
+        await trio.lowlevel.checkpoint()  # the leader is in the worker: the rest queue
+        nursery.start_soon(attempt, "conflict", store.claim(SESSION, H1, now=10.0, ttl=60.0))
+        nursery.start_soon(attempt, "unknown", store.claim(SESSION, H4, now=10.0, ttl=60.0))
+        nursery.start_soon(attempt, "constraint", store._write("bad", break_constraint))
+        nursery.start_soon(attempt, "put", store.put_task(_task(H3)))
+    assert outcomes == {
+        "leader": "ok",
+        "conflict": "Conflict",
+        "unknown": "NotFound",
+        "constraint": "StoreError",
+        "put": "ok",
+    }
+    after = await store.statistics(now=10.0)
+    assert after.writes_total - before.writes_total == 2
+    assert after.write_batches - before.write_batches == 2
+    assert sorted(row.task_hash for row in await store.list_tasks(SESSION)) == [H1, H2, H3]
+    assert not await store.marker_alive("x", now=0.0)  # the constraint write left nothing
+
+
+async def test_a_queued_write_commits_even_if_its_caller_is_cancelled(
+    store: SqliteStore,
+) -> None:
+    """R72: a write handed to the store is committed whatever happens to its caller
+    (it may already be in a batch), so a cancelled caller never leaves it half known."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(store.put_task, _task(H1))
+        await trio.lowlevel.checkpoint()
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await store.put_task(_task(H2))
+            await trio.lowlevel.checkpoint()
+        assert scope.cancelled_caught
+    assert sorted(row.task_hash for row in await store.list_tasks(SESSION)) == [H1, H2]
+
+
+async def test_writes_after_close_fail_cleanly(store: SqliteStore) -> None:
+    """R72: a write to a closed store raises ClosedResourceError, alone or queued."""
+    await store.aclose()
+    with pytest.raises(trio.ClosedResourceError):
+        await store.put_task(_task(H1))
+    with pytest.raises(trio.ClosedResourceError):
+        await store.set_marker("k", expires_at=1.0)
