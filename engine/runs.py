@@ -30,7 +30,7 @@ import attrs
 import trio
 
 from engine.causes import Cause
-from engine.markers import keep_marker_alive, publish_marker
+from engine.markers import MARKER_TTL_S, keep_marker_alive
 from engine.models.base import Message, ModelError, ToolCallRequest
 from engine.nursery_tasks import TaskHandle, cancel_scope
 from engine.pending import AskRequest
@@ -45,7 +45,7 @@ from engine.snapshot import (
     resume_message,
     snapshot_to_json,
 )
-from engine.store.base import HistoryRow, TaskRow, marker_key
+from engine.store.base import HistoryRow, TaskRow
 from engine.tools.ask_user import ask_inline
 from engine.tools.base import Services, Tool, ToolOutcome
 from protocol import events as ev
@@ -196,8 +196,11 @@ async def execute_task(
     services = run.services
     ending: _Ending | None = None
     try:
-        await services.store.put_task(_row(run, "running"))
-        await publish_marker(services.store, run.session_id, run.task_hash, clock=services.clock)
+        # Stored and alive in one write (a resumed run's claim already did both, but
+        # this row carries the new run's origin and model).
+        await services.store.put_task(
+            _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S
+        )
         task_status.started()
         run.emit(
             ev.TaskStarted,
@@ -362,50 +365,47 @@ def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
 
 
 async def _finish(run: TaskRun, ending: _Ending | None) -> None:
-    """The one exit path: record the outcome from ``ending`` or the handle's cause."""
-    services, store = run.services, run.services.store
-    key = marker_key(run.session_id, run.task_hash)
+    """The one exit path: record the outcome from ``ending`` or the handle's cause, in
+    one store write (history or kept row, and the marker's deletion)."""
+    services = run.services
     try:
         match ending:
             case _Finished(text):
-                await _to_history(run, "finished", f"assistant: {text}" if text else "")
-                await store.delete_task(run.session_id, run.task_hash)
+                await _end_in_history(run, "finished", f"assistant: {text}" if text else "")
                 run.emit(ev.Done, text=text)
                 run.outcome = TaskOutcome(status="finished", text=text)
             case _Parked(questions):
                 snapshot = _snapshot(run, questions)
                 entry = services.registry.offer_parked(_parked_request(run, questions))
-                await store.put_task(
+                await _end_kept(
+                    run,
                     _row(
                         run,
                         "parked",
                         snapshot=snapshot_to_json(snapshot),
                         questions=questions,
                         ask_id=entry.id,
-                    )
+                    ),
                 )
                 run.emit(ev.Pending, questions=questions, ask_id=entry.id)
                 run.outcome = TaskOutcome(status="parked")
             case _Failed(error):
                 run.last_error = error
-                await _to_history(run, "failed", f"error: {error}")
-                await store.delete_task(run.session_id, run.task_hash)
+                await _end_in_history(run, "failed", f"error: {error}")
                 run.emit(ev.Failed, error=error)
                 run.outcome = TaskOutcome(status="failed", error=error)
             case None:
                 cause = run.handle.cause or Cause.SHUTDOWN
                 if cause.keeps_pending:
                     snapshot = _snapshot(run, [])
-                    await store.put_task(
-                        _row(run, "interrupted", snapshot=snapshot_to_json(snapshot))
+                    await _end_kept(
+                        run, _row(run, "interrupted", snapshot=snapshot_to_json(snapshot))
                     )
                 else:
                     last = f"\nlast error: {run.last_error}" if run.last_error else ""
-                    await _to_history(run, "canceled", f"assistant: [Canceled]{last}")
-                    await store.delete_task(run.session_id, run.task_hash)
+                    await _end_in_history(run, "canceled", f"assistant: [Canceled]{last}")
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
                 run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
-        await store.delete_marker(key)
     except Exception as exc:  # the store failed: say so, never hang the caller
         log.exception("could not record the end of task %s", run.task_hash)
         run.outcome = run.outcome or TaskOutcome(status="failed", error=f"store error: {exc}")
@@ -428,19 +428,22 @@ def _parked_request(run: TaskRun, questions: list[Question]) -> AskRequest:
     )
 
 
-async def _to_history(
+async def _end_kept(run: TaskRun, row: TaskRow) -> None:
+    await run.services.store.end_run(run.session_id, run.task_hash, history=None, keep=row)
+
+
+async def _end_in_history(
     run: TaskRun, status: Literal["finished", "failed", "canceled"], last: str
 ) -> None:
     content = "\n".join([*run.record, last] if last else run.record)
-    await run.services.store.add_history(
-        HistoryRow(
-            session_id=run.session_id,
-            task_hash=run.task_hash,
-            end_at=run.services.clock(),
-            objective=run.objective,
-            model=run.services.model.name,
-            reasoning=run.reasoning,
-            status=status,
-            content=content,
-        )
+    history = HistoryRow(
+        session_id=run.session_id,
+        task_hash=run.task_hash,
+        end_at=run.services.clock(),
+        objective=run.objective,
+        model=run.services.model.name,
+        reasoning=run.reasoning,
+        status=status,
+        content=content,
     )
+    await run.services.store.end_run(run.session_id, run.task_hash, history=history, keep=None)

@@ -126,8 +126,11 @@ class Store(Protocol):
 
     # -- pending tasks -------------------------------------------------------------
 
-    async def put_task(self, row: TaskRow) -> None:
-        """Insert or replace the row named by ``(row.session_id, row.task_hash)``."""
+    async def put_task(self, row: TaskRow, *, marker_expires_at: float | None = None) -> None:
+        """Insert or replace the row named by ``(row.session_id, row.task_hash)``.
+
+        With ``marker_expires_at``, the task's online marker is set to expire then, in
+        the same transaction (a run starting: stored and alive in one write)."""
         ...
 
     async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None: ...
@@ -198,6 +201,15 @@ class Store(Protocol):
         The task's pending row, if any, is deleted in the same transaction: an ended
         task is never both in history and resumable, even when the process is killed
         between the two writes (R72)."""
+        ...
+
+    async def end_run(
+        self, session_id: str, task_hash: str, *, history: HistoryRow | None, keep: TaskRow | None
+    ) -> None:
+        """The one write of a run's exit path, in one transaction: record ``history``
+        (which drops the pending row, as `add_history`) or store ``keep`` (a parked or
+        interrupted task stays resumable), and delete the task's online marker. With
+        neither, only the marker is deleted."""
         ...
 
     async def list_history(

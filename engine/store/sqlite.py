@@ -289,6 +289,42 @@ def _whole_batch_failed(op: str, exc: BaseException) -> BaseException:
     return StoreError(f"store {op} failed: {type(exc).__name__}: {exc}")
 
 
+def _put_task_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO tasks ({_TASK_COLUMNS}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        params,
+    )
+
+
+def _set_marker(conn: sqlite3.Connection, key: str, expires_at: float) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO markers (key, expires_at) VALUES (?, ?)", (key, expires_at)
+    )
+
+
+def _history_params(row: HistoryRow) -> tuple[Any, ...]:
+    return (
+        row.session_id,
+        row.task_hash,
+        row.end_at,
+        row.objective,
+        row.model,
+        row.reasoning,
+        row.status,
+        row.content,
+    )
+
+
+def _add_history_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+    conn.execute(
+        f"INSERT OR REPLACE INTO history ({_HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        params,
+    )
+    # One transaction with the history row: see `Store.add_history` (R72).
+    conn.execute("DELETE FROM tasks WHERE session_id = ? AND task_hash = ?", params[:2])
+
+
 class SqliteStore:
     """The SQLite implementation of `engine.store.base.Store`.
 
@@ -403,15 +439,14 @@ class SqliteStore:
 
     # -- pending tasks -------------------------------------------------------------
 
-    async def put_task(self, row: TaskRow) -> None:
+    async def put_task(self, row: TaskRow, *, marker_expires_at: float | None = None) -> None:
         params = _task_params(row)
+        key = marker_key(row.session_id, row.task_hash)
 
         def put(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT OR REPLACE INTO tasks ({_TASK_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                params,
-            )
+            _put_task_row(conn, params)
+            if marker_expires_at is not None:
+                _set_marker(conn, key, marker_expires_at)
 
         await self._write("put_task", put)
 
@@ -524,20 +559,14 @@ class SqliteStore:
                     "DELETE FROM tasks WHERE session_id = ? AND task_hash = ?",
                     (session_id, task_hash),
                 )
-                conn.execute(
-                    "INSERT OR REPLACE INTO markers (key, expires_at) VALUES (?, ?)",
-                    (marker_key(session_id, new_task_hash), expires_at),
-                )
+                _set_marker(conn, marker_key(session_id, new_task_hash), expires_at)
                 final_hash = new_task_hash
             conn.execute(
                 "UPDATE tasks SET state = 'running', updated_at = ? "
                 "WHERE session_id = ? AND task_hash = ?",
                 (now, session_id, final_hash),
             )
-            conn.execute(
-                "INSERT OR REPLACE INTO markers (key, expires_at) VALUES (?, ?)",
-                (key, expires_at),
-            )
+            _set_marker(conn, key, expires_at)
             row: sqlite3.Row = conn.execute(
                 f"SELECT {_TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
                 (session_id, final_hash),
@@ -550,10 +579,7 @@ class SqliteStore:
 
     async def set_marker(self, key: str, *, expires_at: float) -> None:
         def put(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT OR REPLACE INTO markers (key, expires_at) VALUES (?, ?)",
-                (key, expires_at),
-            )
+            _set_marker(conn, key, expires_at)
 
         await self._write("set_marker", put)
 
@@ -581,30 +607,28 @@ class SqliteStore:
     # -- history -------------------------------------------------------------------
 
     async def add_history(self, row: HistoryRow) -> None:
-        params = (
-            row.session_id,
-            row.task_hash,
-            row.end_at,
-            row.objective,
-            row.model,
-            row.reasoning,
-            row.status,
-            row.content,
-        )
+        params = _history_params(row)
 
         def add(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                f"INSERT OR REPLACE INTO history ({_HISTORY_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                params,
-            )
-            # One transaction with the history row: see `Store.add_history` (R72).
-            conn.execute(
-                "DELETE FROM tasks WHERE session_id = ? AND task_hash = ?",
-                (row.session_id, row.task_hash),
-            )
+            _add_history_row(conn, params)
 
         await self._write("add_history", add)
+
+    async def end_run(
+        self, session_id: str, task_hash: str, *, history: HistoryRow | None, keep: TaskRow | None
+    ) -> None:
+        history_params = None if history is None else _history_params(history)
+        keep_params = None if keep is None else _task_params(keep)
+        key = marker_key(session_id, task_hash)
+
+        def end(conn: sqlite3.Connection) -> None:
+            if history_params is not None:
+                _add_history_row(conn, history_params)
+            if keep_params is not None:
+                _put_task_row(conn, keep_params)
+            conn.execute("DELETE FROM markers WHERE key = ?", (key,))
+
+        await self._write("end_run", end)
 
     async def list_history(
         self, session_id: str, *, keyword: str = "", limit: int = 50

@@ -461,3 +461,26 @@ async def test_writes_after_close_fail_cleanly(store: SqliteStore) -> None:
         await store.put_task(_task(H1))
     with pytest.raises(trio.ClosedResourceError):
         await store.set_marker("k", expires_at=1.0)
+
+
+async def test_a_run_starts_and_ends_in_one_write_each(store: SqliteStore) -> None:
+    """R51, R72: ``put_task`` with ``marker_expires_at`` stores the running row and its
+    marker together; ``end_run`` records history (dropping the row) or keeps a row,
+    and deletes the marker, each in one transaction."""
+    key1, key2 = marker_key(SESSION, H1), marker_key(SESSION, H2)
+    await store.put_task(_task(H1, state="running"), marker_expires_at=70.0)
+    await store.put_task(_task(H2, state="running"), marker_expires_at=70.0)
+    assert await store.marker_alive(key1, now=69.0)
+    before = await store.statistics(now=0.0)
+
+    await store.end_run(SESSION, H1, history=_history(H1, 50.0), keep=None)
+    await store.end_run(SESSION, H2, history=None, keep=_task(H2, state="interrupted"))
+    after = await store.statistics(now=0.0)
+    assert after.write_batches - before.write_batches == 2
+    assert not await store.marker_alive(key1, now=0.0)
+    assert not await store.marker_alive(key2, now=0.0)
+    assert await store.get_task(SESSION, H1) is None
+    assert [h.task_hash for h in await store.list_history(SESSION)] == [H1]
+    kept = await store.get_task(SESSION, H2)
+    assert kept is not None and kept.state == "interrupted"
+    assert [t.task_hash for t in await store.list_resumable(SESSION, now=0.0)] == [H2]
