@@ -152,7 +152,9 @@ class Store(Protocol):
         """Rows whose marker is not live at ``now``, newest ``updated_at`` first.
 
         A row in state ``running`` whose marker expired is included: its daemon died
-        without saying so (R45, R51, R72).
+        without saying so (R45, R51, R72). The rows come without their ``snapshot``
+        (``None``): listing never needs it, and it is most of a row's size; `get_task`
+        and `claim` return it.
         """
         ...
 

@@ -491,7 +491,11 @@ class SqliteStore:
         return [_task_row(r) for r in await self._run("list_parked", select)]
 
     async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
-        columns = ", ".join(f"t.{c.strip()}" for c in _TASK_COLUMNS.split(","))
+        # The snapshot (the bulk of a row) is left out: a listing never shows it.
+        columns = ", ".join(
+            "NULL AS snapshot" if name == "snapshot" else f"t.{name}"
+            for name in (c.strip() for c in _TASK_COLUMNS.split(","))
+        )
 
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(

@@ -109,7 +109,8 @@ def test_task_row_rejects_unknown_state() -> None:
 
 async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
     """R45, R51, R72: a live marker hides a task; an expired one shows it, including a
-    row still marked running (its daemon died); newest updated first."""
+    row still marked running (its daemon died); newest updated first; rows come
+    without their snapshot."""
     await store.put_task(_task(H1, updated_at=110.0))
     await store.put_task(_task(H2, state="running", updated_at=130.0))
     await store.put_task(_task(H3, state="running", updated_at=120.0))
@@ -126,6 +127,11 @@ async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
     assert [t.task_hash for t in at_200] == [H4, H2, H3, H1]
     assert {t.state for t in at_200 if t.task_hash in (H2, H3)} == {"running"}
     assert await store.list_resumable("chat-other", now=200.0) == []
+    # a listing carries everything but the snapshot, which get_task returns
+    listed = at_200[-1]
+    stored = await store.get_task(SESSION, H1)
+    assert stored is not None and stored.snapshot is not None
+    assert listed == attrs.evolve(stored, snapshot=None)
 
 
 async def test_marker_expiry_on_the_mock_clock(
