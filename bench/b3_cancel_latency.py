@@ -3,9 +3,10 @@ command's process group dead, while 1,000 other tasks are running.
 
 The real daemon runs as a subprocess. 1,000 ``chat-`` tasks each run ``sleep 600``
 (allow-all, 8 per session so all of them execute at once: MaxSessionTasks is CPU × 4).
-Then, one at a time, a WebSocket client starts ``run: sleep 7777`` (allow-all), waits
-until the command's process exists, sends ``cancel`` and times until the ``done`` frame
-arrives; then it checks that no process of that group is left. The anchor is the
+Then, one at a time, a WebSocket client starts ``run: sleep 7777 & echo $$ $! > F;
+wait`` (allow-all: a shell leading its process group, with a child), waits until the
+file names both, sends ``cancel`` and times until the ``done`` frame arrives; then it
+checks that no process of that group is left. The anchor is the
 absolute target (p50 ≤ 10 ms, p99 ≤ 50 ms).
 """
 
@@ -39,11 +40,26 @@ async def _until(conn: FrameConnection, kind: type) -> object:
             return frame
 
 
-def _target_pgid(daemon_pid: int, tag: str) -> int | None:
-    for pid, argv in children(daemon_pid).items():
-        if tag in " ".join(argv):
-            return os.getpgid(pid)
-    return None
+async def _written_pid(path: Path) -> int:
+    with trio.fail_after(30):
+        while True:
+            try:
+                text = await trio.Path(path).read_text()
+            except FileNotFoundError:
+                text = ""
+            if text.endswith("\n"):
+                return int(text.split()[0])
+            await trio.sleep(0.002)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Any non-zombie process left in the group: ``killpg(pgid, 0)`` answers at once
+    when the group is empty; only a group holding zombies needs a /proc scan."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return process_group_alive(pgid)
 
 
 async def _measure(daemon: DaemonProcess, load: int, trials: int) -> tuple[list[int], int, float]:
@@ -72,30 +88,28 @@ async def _measure(daemon: DaemonProcess, load: int, trials: int) -> tuple[list[
     alive = 0
     async with open_frame_connection(daemon.ws_url, daemon.token) as conn:
         for trial in range(trials):
-            tag = f"{7000 + trial}"
+            # The command's shell (its process group leader) starts ``sleep`` and then
+            # writes both pids: when the file is there, the group holds two processes
+            # and is known without scanning /proc (2,000+ processes under load).
+            pid_file = daemon.home / f"target-{trial}.pid"
             await conn.send(
                 Run(
                     request_id=f"r{trial}",
                     session_id="chat-b3-target",
-                    input=f"run: sleep {tag}",
+                    input=f"run: sleep {7000 + trial} & echo $$ $! > {pid_file}; wait",
                     allow_all=True,
                 )
             )
             accepted = await _until(conn, Accepted)
             assert isinstance(accepted, Accepted)
-            pgid: int | None = None
-            with trio.fail_after(30):
-                while pgid is None:
-                    pgid = await trio.to_thread.run_sync(_target_pgid, daemon.pid, tag)
-                    if pgid is None:
-                        await trio.sleep(0.005)
+            pgid = await _written_pid(pid_file)
             t0 = time.perf_counter_ns()
             await conn.send(Cancel(task_hash=accepted.task_hash))
             done = await _until(conn, DoneFrame)
             elapsed = time.perf_counter_ns() - t0
             assert isinstance(done, DoneFrame), done
             assert done.status == "canceled", done
-            if await trio.to_thread.run_sync(process_group_alive, pgid):
+            if await trio.to_thread.run_sync(_group_alive, pgid):
                 alive += 1
             samples.append(elapsed)
     return samples, alive, load_s
