@@ -5,8 +5,9 @@ Configuration mistakes (no script for ``scripted``, no model name for ``openai``
 daemon refuses to start instead of failing the first task.
 
 Each provider's module is imported only when that provider is built: ``openai`` pulls
-in httpx (and with it anyio, ssl contexts, certifi), which a daemon running the builtin
-or scripted model never needs, and every module counts in its cold start (bench B7).
+in httpx (some 25 modules, and its client then loads httpcore and a CA bundle), which a
+daemon running the builtin or scripted model never needs, and every module counts in
+its cold start (bench B7).
 """
 
 from __future__ import annotations
