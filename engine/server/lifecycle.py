@@ -50,6 +50,7 @@ from engine.nursery_tasks import cancel_scope
 from engine.orphans import kill_orphans, mark_children
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
+from engine.tools.process import adopting_orphans
 
 __all__ = [
     "DAEMON_JSON",
@@ -299,7 +300,8 @@ async def serve(
     version = daemon_version()
     pid = os.getpid()
     with _signals() as signals:
-        async with open_engine(config) as engine:
+        # Orphans of our commands come to the daemon, which reaps them (fast cancels).
+        async with adopting_orphans(), open_engine(config) as engine:
             purged = await engine.store.purge_expired_markers(now=time.time())
             if purged:
                 log.info("purged %d expired online marker(s)", purged)

@@ -18,27 +18,36 @@ group whose id is the leader's pid). Ending the command always means ending the 
 
 "Gone" means: no member of the group is still running. A member that has exited but not
 yet been waited for by its parent (a zombie) runs no code and holds nothing but its
-process-table slot, so it counts as gone. Orphaned members are reparented to PID 1, whose
-job reaping them is; some container init processes never do, and their zombies would
-otherwise make a group look alive forever. `group_alive` therefore looks past zombies
-(through ``/proc`` on Linux; elsewhere an existing group counts as alive).
+process-table slot, so it counts as gone. Killing a group orphans members (``sh -c
+'sleep 9'``: the shell dies, ``sleep`` loses its parent). Normally orphans go to PID 1,
+whose job reaping them is -- some container init processes never do, and their zombies
+would make a group look alive forever -- so `group_alive` looks past zombies through
+``/proc`` (elsewhere an existing group counts as alive), a scan that costs
+milliseconds on a busy machine. The daemon avoids it: inside `adopting_orphans` it is
+a child subreaper (Linux), orphans of its commands come to it, `run_in_group` reaps a
+killed group's orphans itself, and the kernel then says the group is gone. Only orphans
+are ever reaped there, never a child someone here started and waits for.
 
 stdout and stderr are merged into one pipe and read as they arrive: every chunk goes to
 ``on_output`` in order (leg logs, watchers), while the kept output is bounded to
 ``keep_bytes`` (its head and tail), so a command printing 200 MB runs in bounded memory.
 Nothing here blocks the Trio thread: waiting for the leader goes through
-`trio.Process.wait`, reading through the pipe's stream, and the ``/proc`` scan through a
-worker thread.
+`trio.Process.wait`, reading through the pipe's stream, and the ``/proc`` reads through
+a worker thread.
 """
 
 from __future__ import annotations
 
 import codecs
+import ctypes
+import functools
 import math
 import os
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable, Mapping
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from typing import Final
 
 import attrs
@@ -50,18 +59,31 @@ from engine.nursery_tasks import cancel_scope
 __all__ = [
     "DRAIN_IDLE_S",
     "DRAIN_MAX_S",
+    "REAP_INTERVAL_S",
     "ClampedOutput",
     "CommandResult",
+    "adopting_orphans",
     "group_alive",
+    "is_child_subreaper",
+    "reap_adopted",
+    "reap_adopted_members",
     "run_in_group",
+    "set_child_subreaper",
 ]
 
 DRAIN_IDLE_S: Final = 0.2
 """After the leader exits, stop reading once the pipe has been quiet this long."""
 DRAIN_MAX_S: Final = 1.0
 """After the leader exits, stop reading after this long even if output keeps coming."""
+REAP_INTERVAL_S: Final = 1.0
+"""How often `adopting_orphans` reaps adopted children that have exited."""
 _CLEANUP_EXTRA_S: Final = 2.0
 _POLL_S: Final = 0.01
+#: The first checks of a killed group come every millisecond (it usually empties fast).
+_QUICK_POLL_S: Final = 0.001
+_QUICK_POLLS: Final = 10
+#: While adopting orphans, every this many checks of a group still look into /proc.
+_SCAN_EVERY: Final = 10
 _SHELL: Final = "/bin/sh"
 
 
@@ -291,61 +313,89 @@ def group_alive(pgid: int) -> bool:
     Zombies (exited members nobody has reaped yet) do not count; see the module
     docstring. Without ``/proc``, an existing group counts as alive. This reads
     ``/proc`` when the group exists: from async code call it through
-    `trio.to_thread.run_sync`, as `run_in_group` does.
+    `trio.to_thread.run_sync`, as `run_in_group` does. It never reaps anything (it may
+    run in any thread; reaping stays on the Trio thread, see `reap_adopted_members`).
     """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
+    if not _group_exists(pgid):
         return False
-    except PermissionError:
-        pass
     if not os.path.isdir("/proc/self"):
         return True
     return _has_running_member(pgid)
 
 
-async def _group_alive(pgid: int) -> bool:
+def _group_exists(pgid: int) -> bool:
+    """Whether any process, zombies included, is still in group ``pgid``."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass
-    return await trio.to_thread.run_sync(group_alive, pgid)
+    return True
+
+
+def _poll_interval(polls: int) -> float:
+    """How long to sleep before the next check of a group that still exists: a killed
+    group usually empties within a millisecond or two, so the first checks come fast."""
+    return _QUICK_POLL_S if polls < _QUICK_POLLS else _POLL_S
 
 
 async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
     """Return once no member of ``pgid`` runs.
 
-    Polling is the only way: the kernel tells nobody but the parent (and for orphans,
-    PID 1) when a member exits, and there is no event for "group empty". To keep each
-    poll cheap on a busy machine, the whole of ``/proc`` is scanned once for the
-    group's members and then only those pids are watched; a last full scan catches a
-    member forked meanwhile.
+    Polling is the only way: there is no event for "group empty". When this process is
+    a child subreaper (`adopting_orphans`), members orphaned by the group's own deaths
+    come to it, so each check reaps those (`reap_adopted_members`) and then asks the
+    kernel whether the group still exists -- a few system calls, no ``/proc`` scan. A
+    ``/proc`` scan (in a worker thread) still runs every `_SCAN_EVERY` checks, for the
+    rare group left holding only zombies nobody here may reap (a member whose parent
+    runs outside the group, or one that went to another subreaper).
+
+    Otherwise orphans go to PID 1, which may never reap them, so an existing group is
+    looked into: the whole of ``/proc`` is scanned once for the group's running
+    members, then only those pids are watched; a last full scan catches a member
+    forked meanwhile.
     """
     await process.wait()
+    adopting = is_child_subreaper()
+    polls = 0
+
+    async def pause() -> None:
+        nonlocal polls
+        await trio.sleep(_poll_interval(polls))
+        polls += 1
+
+    def gone() -> bool:
+        if adopting:
+            reap_adopted_members(pgid)
+        return not _group_exists(pgid)
+
     while True:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        if gone():
             return
-        except PermissionError:
-            pass
+        if adopting and (polls + 1) % _SCAN_EVERY != 0:
+            await pause()
+            continue
         members = await trio.to_thread.run_sync(_running_members, pgid)
         if members is None:  # no /proc: an existing group counts as alive
-            await trio.sleep(_POLL_S)
+            await pause()
             continue
         if not members:
             return
         while members:
-            await trio.sleep(_POLL_S)
+            await pause()
+            if gone():
+                return
             members = await trio.to_thread.run_sync(_still_running, members, pgid)
 
 
 async def _end_group(process: trio.Process, pgid: int, kill_grace_s: float) -> None:
     """SIGTERM the group, give it ``kill_grace_s`` to go, then SIGKILL; reap the leader."""
-    if process.returncode is not None and not await _group_alive(pgid):
-        return
+    if process.returncode is not None:
+        if is_child_subreaper():
+            reap_adopted_members(pgid)
+        if not _group_exists(pgid) or not await trio.to_thread.run_sync(group_alive, pgid):
+            return
     _signal_group(pgid, signal.SIGTERM)
     _signal_group(pgid, signal.SIGCONT)
     with trio.move_on_after(kill_grace_s):
@@ -353,6 +403,200 @@ async def _end_group(process: trio.Process, pgid: int, kill_grace_s: float) -> N
         return
     _signal_group(pgid, signal.SIGKILL)
     await _wait_group_gone(process, pgid)
+
+
+# ------------------------------------------------------------ orphans of our commands
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_PR_GET_CHILD_SUBREAPER: Final = 37
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    if sys.platform != "linux":
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def set_child_subreaper(enabled: bool) -> bool:
+    """Make this process (or stop it being) the reaper of its descendants' orphans.
+
+    While it is set, a process whose parent dies is re-parented to its nearest living
+    ancestor that is a subreaper instead of to PID 1 (Linux ``PR_SET_CHILD_SUBREAPER``).
+    Returns False where that does not exist (other systems) or the call failed; nothing
+    changes then."""
+    libc = _libc()
+    if libc is None:
+        return False
+    return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enabled), 0, 0, 0)) == 0
+
+
+def is_child_subreaper() -> bool:
+    """Whether this process is a child subreaper (see `set_child_subreaper`)."""
+    libc = _libc()
+    if libc is None:
+        return False
+    value = ctypes.c_int(0)
+    if int(libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0)) != 0:
+        return False
+    return value.value != 0
+
+
+def _adopted(pid: int, own_sid: int) -> bool:
+    """Whether our child ``pid`` can only be an orphan this process adopted.
+
+    A child this process started itself is either in this process's session (started
+    without a new session) or leads a session of its own (started with one: its sid is
+    its pid) -- nothing else is possible, since a process can only enter a session by
+    creating it. So a child in some *other* session that it does not lead was started
+    by someone else, and nobody here waits for its exit status. Children this process
+    started (`trio.Process`, `trio.run_process`, ``subprocess``) are never reaped here:
+    their owners wait for them, and reaping one would rob its owner of the exit status
+    (``subprocess`` then reports 0 -- a failed ``sudo -v`` would look like a success).
+
+    What this leaves unreaped: an orphan that leads a session of its own (a ``setsid``
+    whose parent then died, e.g. the middle process of a daemon's double fork) looks
+    exactly like a child started with a new session. It stays a zombie until this
+    process exits.
+    """
+    try:
+        sid = os.getsid(pid)
+    except OSError:
+        return False
+    return sid not in (pid, own_sid)
+
+
+def _reap(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == pid
+
+
+def _peek(idtype: int, ident: int) -> int | None:
+    """The pid of an exited child matching ``waitid(idtype, ident)``, left unreaped."""
+    try:
+        info = os.waitid(idtype, ident, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:  # no such child at all
+        return None
+    return None if info is None else info.si_pid
+
+
+def reap_adopted_members(pgid: int) -> int:
+    """Reap the exited members of group ``pgid`` that this process adopted; return how
+    many. Cheap (a few system calls, no ``/proc``). Call it on the Trio thread only, so
+    that two reaps never race for one pid.
+
+    Only zombies `_adopted` allows are reaped, never the group's leader (our own child,
+    which its `trio.Process` reaps). ``waitid`` reports one exited child at a time, so
+    an exited leader not yet waited for hides the rest: call this once the leader has
+    been waited for."""
+    if sys.platform != "linux":
+        return 0
+    own_sid = os.getsid(0)
+    reaped = 0
+    while True:
+        pid = _peek(os.P_PGID, pgid)
+        if pid is None or not _adopted(pid, own_sid) or not _reap(pid):
+            return reaped
+        reaped += 1
+
+
+def _children() -> list[int]:
+    """Blocking: every child of this process, from ``/proc/self/task/*/children``."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                pids.extend(int(word) for word in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def _reap_adopted(candidates: list[int] | None) -> tuple[int, bool]:
+    """Reap exited adopted children: (how many, whether an exited child of our own stood
+    first in line). With ``candidates`` None the kernel is asked for any exited child,
+    which only ever reports the first; with a list, each of those pids is looked at."""
+    own_sid = os.getsid(0)
+    reaped = 0
+    if candidates is not None:
+        for child in candidates:
+            if _peek(os.P_PID, child) == child and _adopted(child, own_sid) and _reap(child):
+                reaped += 1
+        return reaped, False
+    while True:
+        pid = _peek(os.P_ALL, 0)
+        if pid is None:
+            return reaped, False
+        if not _adopted(pid, own_sid):
+            return reaped, True
+        if not _reap(pid):
+            return reaped, False
+        reaped += 1
+
+
+async def reap_adopted() -> int:
+    """One pass of `adopting_orphans`: reap every adopted child that has exited; return
+    how many. Call it on the Trio thread."""
+    if sys.platform != "linux":
+        return 0
+    reaped, blocked = _reap_adopted(None)
+    if blocked:
+        # One of our own children has exited and its owner has not waited for it yet:
+        # waitid(P_ALL) shows nothing behind it, so look at every child instead.
+        children = await trio.to_thread.run_sync(_children)
+        reaped += _reap_adopted(children)[0]
+    return reaped
+
+
+async def _reap_forever(interval_s: float) -> None:
+    while True:
+        await trio.sleep(interval_s)
+        await reap_adopted()
+
+
+@asynccontextmanager
+async def adopting_orphans(*, interval_s: float = REAP_INTERVAL_S) -> AsyncIterator[bool]:
+    """While the block runs, orphans of this process's commands come to it and are reaped.
+
+    Makes this process a child subreaper (`set_child_subreaper`, Linux) and runs a
+    supervised task that reaps adopted children that have exited (`_adopted` says
+    which) every ``interval_s``. This is what lets a cancel end in a millisecond or two:
+    a killed command's orphaned members come here, `run_in_group` reaps them itself
+    while it waits for the group, and then the kernel reports the group gone -- no
+    ``/proc`` scan, no waiting for a PID 1 that may never reap. The periodic pass is for
+    the rest: members orphaned while their command still runs, and processes that left
+    their command's group.
+
+    Yields whether it is in effect: False where subreapers do not exist, and then
+    orphans go to PID 1 and `run_in_group` looks through ``/proc`` as before. On exit
+    the previous setting is restored and a last pass reaps what exited meanwhile.
+    """
+    was_subreaper = is_child_subreaper()
+    if not set_child_subreaper(True):
+        yield False
+        return
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_reap_forever, interval_s)
+            try:
+                yield True
+            finally:
+                cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
+    finally:
+        if not was_subreaper:
+            set_child_subreaper(False)
+        with trio.CancelScope(shield=True):
+            await reap_adopted()
 
 
 def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
