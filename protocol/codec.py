@@ -9,6 +9,7 @@ field, so a server can answer any input with an ``error`` frame and go on.
 from __future__ import annotations
 
 import json
+import types
 import typing
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
@@ -193,29 +194,150 @@ def _ensure_unions() -> None:
 
 
 def _member_structurer(cls: type) -> Callable[[dict[str, Any]], Any]:
+    """Structure a member of a union from its dict, tag included: the generated
+    fast path (`_fast_structurer`) when it takes the input, else cattrs on a copy
+    without the tag — which gives the value, or the error, the union's hook gives."""
     hook = converter.get_structure_hook(cls)
+    fast = _fast_structurer(cls)
+    tag_name = "kind" if cls in EVENT_TYPES else "type"
 
     def structure_member(data: dict[str, Any]) -> Any:
-        return hook(data, cls)
+        if fast is not None:
+            result = fast(data)
+            if result is not _MISS:
+                return result
+        rest = dict(data)
+        del rest[tag_name]
+        return hook(rest, cls)
 
     return structure_member
 
 
+#: What a generated fast path returns for input it does not take as it is.
+_MISS: Final = object()
+
+
+def _inline_check(t: Any, allowed: str) -> tuple[str, str, frozenset[str] | None] | None:
+    """For a field type whose strict structuring can be written inline: a test that
+    is true for a value cattrs would *not* take as it is, the expression of the
+    structured value (``v`` is the JSON value), and for a ``Literal`` the set of its
+    values, which the test reads as ``allowed``. None for other types."""
+    if t is str or t is bool or t is int:
+        return f"type(v) is not {t.__name__}", "v", None
+    if t is float:
+        return "type(v) is not float and type(v) is not int", "float(v)", None
+    if typing.get_origin(t) is typing.Literal:
+        literals = typing.get_args(t)
+        if all(isinstance(literal, str) for literal in literals):
+            return f"type(v) is not str or v not in {allowed}", "v", frozenset(literals)
+        return None
+    if t == list[str]:
+        return "type(v) is not list or not all(type(x) is str for x in v)", "list(v)", None
+    if t == dict[str, Any]:
+        return "type(v) is not dict", "dict(v)", None
+    args = typing.get_args(t)
+    union = typing.get_origin(t) in (typing.Union, types.UnionType)
+    if union and len(args) == 2 and type(None) in args:
+        (inner,) = (arg for arg in args if arg is not type(None))
+        check = _inline_check(inner, allowed)
+        if check is not None:
+            test, value, values = check
+            if value != "v":
+                value = f"None if v is None else {value}"
+            return f"v is not None and ({test})", value, values
+    return None
+
+
+def _fast_fields(cls: type) -> tuple[attrs.Attribute[Any], ...] | None:
+    """``cls``'s attrs fields, resolved; None when the generated paths would not match
+    cattrs' (a private or aliased field, one left out of ``__init__``)."""
+    attrs.resolve_types(cls)
+    fields: tuple[attrs.Attribute[Any], ...] = attrs.fields(cls)
+    if any(f.alias != f.name or not f.init or f.name.startswith("_") for f in fields):
+        return None
+    return fields
+
+
+def _fast_structurer(cls: type) -> Callable[[dict[str, Any]], Any] | None:
+    """Generate a function that structures ``cls`` from its tagged dict in one pass,
+    checking the common field types inline (a cattrs hook does each through a call),
+    or returns `_MISS` at the first thing it does not take as it is — an unknown key,
+    a missing field, a wrong type, a constructor error — so the caller lets cattrs
+    produce the same value or the exact error (R71). Fields of other types (nested
+    classes, events) go through their cattrs hooks."""
+    fields = _fast_fields(cls)
+    if fields is None:
+        return None
+    tag_name = "kind" if cls in EVENT_TYPES else "type"
+    namespace: dict[str, Any] = {
+        "_cls": cls,
+        "_MISS": _MISS,
+        "_keys": frozenset([tag_name, *(f.name for f in fields)]),
+    }
+    lines = [
+        "def fast_structure(o):",
+        "    if not _keys.issuperset(o): return _MISS",
+        "    kw = {}",
+    ]
+    for f in fields:
+        required = f.default is attrs.NOTHING
+        lines.append(f"    if {f.name!r} in o:")
+        lines.append(f"        v = o[{f.name!r}]")
+        check = _inline_check(f.type, f"_l_{f.name}")
+        if check is not None:
+            test, value, namespace[f"_l_{f.name}"] = check
+            lines.append(f"        if {test}: return _MISS")
+            lines.append(f"        kw[{f.name!r}] = {value}")
+        else:
+            namespace[f"_h_{f.name}"] = converter.get_structure_hook(f.type)
+            namespace[f"_t_{f.name}"] = f.type
+            lines.append("        try:")
+            lines.append(f"            kw[{f.name!r}] = _h_{f.name}(v, _t_{f.name})")
+            lines.append("        except Exception: return _MISS")
+        if required:
+            lines.append("    else: return _MISS")
+    lines += ["    try: return _cls(**kw)", "    except Exception: return _MISS"]
+    exec(compile("\n".join(lines), f"<agentrio fast structure {cls.__name__}>", "exec"), namespace)
+    fast: Callable[[dict[str, Any]], Any] = namespace["fast_structure"]
+    return fast
+
+
 def _tagged_unstructurer(cls: type, tag_name: str) -> Callable[[Any], dict[str, Any]]:
-    """``cls``'s cattrs unstructure hook with its tag put first; a nested event (the
-    ``event`` field of an ``event`` frame) gets its ``kind`` first as well."""
-    hook = converter.get_unstructure_hook(cls)
+    """Generate ``cls``'s unstructure function: a dict literal, the tag first, then the
+    fields in declaration order. JSON-native fields (`_inline_check` types) are read
+    as they are, lists copied; other fields use their cattrs hooks, except an event
+    (the ``event`` field of an ``event`` frame), which gets its own tag first."""
+    fields = _fast_fields(cls)
     tag = _tag(cls)
-    nested_event = any(field.name == "event" for field in attrs.fields(cls))
+    if fields is None:
+        hook = converter.get_unstructure_hook(cls)
+        return lambda value: {tag_name: tag, **hook(value)}
+    namespace: dict[str, Any] = {"_event": _unstructure_event}
+    items = [f"{tag_name!r}: {tag!r}"]
+    for f in fields:
+        read = f"v.{f.name}"
+        if f.type == list[str]:
+            items.append(f"{f.name!r}: list({read})")
+        elif f.type == list[str] | None:
+            items.append(f"{f.name!r}: None if {read} is None else list({read})")
+        elif typing.cast(Any, f.type) == Event:
+            items.append(f"{f.name!r}: _event({read})")
+        elif _inline_check(f.type, "") is not None and f.type != dict[str, Any]:
+            items.append(f"{f.name!r}: {read}")
+        else:
+            namespace[f"_h_{f.name}"] = converter.get_unstructure_hook(f.type)
+            items.append(f"{f.name!r}: _h_{f.name}({read})")
+    source = "def fast_unstructure(v):\n    return {" + ", ".join(items) + "}"
+    exec(compile(source, f"<agentrio fast unstructure {cls.__name__}>", "exec"), namespace)
+    fast: Callable[[Any], dict[str, Any]] = namespace["fast_unstructure"]
+    return fast
 
-    def unstructure_tagged(value: Any) -> dict[str, Any]:
-        data: dict[str, Any] = {tag_name: tag}
-        data.update(hook(value))
-        if nested_event and isinstance(data["event"], dict):
-            data["event"] = _tag_first(data["event"], "kind")
-        return data
 
-    return unstructure_tagged
+def _unstructure_event(event: Any) -> dict[str, Any]:
+    tagged = _UNSTRUCTURERS.get(type(event))
+    if tagged is not None:
+        return tagged(event)
+    return _tag_first(converter.unstructure(event, Event), "kind")
 
 
 _EVENT_TAGS: Final = frozenset(_tag(c) for c in EVENT_TYPES)
@@ -283,10 +405,8 @@ def structure(value: Any, cls: type[T] | Any) -> T:
     try:
         if members is not None:
             # What the union's own hook does, minus the converter's dispatch: the tag
-            # is known to be valid (`_check_tags`), the member's hook does the rest.
-            data = dict(value)
-            member_hook = members[data.pop("kind" if cls is Event else "type")]
-            result: T = member_hook(data)
+            # is known to be valid (`_check_tags`), the member's structurer does the rest.
+            result: T = members[value["kind" if cls is Event else "type"]](value)
             return result
         if attrs.has(cls) and not isinstance(value, dict):
             raise FrameDecodeError("$", f"expected an object, got {_json_kind(value)}")

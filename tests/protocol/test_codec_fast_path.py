@@ -15,7 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import FrameDecodeError
-from protocol.codec import _check_tags, _describe, converter, dumps, structure
+from protocol.codec import (
+    _check_tags,
+    _describe,
+    _fast_structurer,
+    converter,
+    decode,
+    decode_client_frame,
+    decode_server_frame,
+    dumps,
+    structure,
+)
 from protocol.events import EVENT_TYPES, Event, Question, Text
 from protocol.frames import (
     CLIENT_FRAME_TYPES,
@@ -129,3 +139,54 @@ def test_decoding_matches_the_union_value_or_error(
         assert (got.field, got.problem) == (expected.field, expected.problem)
     else:
         assert got == expected
+
+
+@pytest.mark.parametrize(
+    "cls", CLIENT_FRAME_TYPES + SERVER_FRAME_TYPES + EVENT_TYPES, ids=lambda c: c.__name__
+)
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_generated_structurer_takes_every_valid_encoding(cls: type, data: st.DataObject) -> None:
+    """SPEC §8: the generated fast path (not the cattrs fallback) decodes what `dumps`
+    gives for every frame and event class, to an equal value."""
+    value = data.draw(_strategy_for(cls))
+    fast = _fast_structurer(cls)
+    assert fast is not None
+    assert fast(json.loads(dumps(value))) == value
+
+
+def test_integer_json_number_becomes_a_float_field() -> None:
+    """R71: a JSON integer in a float field is taken and made a float, like cattrs does
+    (``1 == 1.0``, so the parity tests alone would not see an int slip through)."""
+    text = (
+        '{"type":"event","session_id":"s","task_hash":"t",'
+        '"event":{"kind":"text","seq":1,"at":2,"text":"x"}}'
+    )
+    frame = decode_server_frame(text)
+    assert isinstance(frame, EventFrame)
+    assert isinstance(frame.event, Text)
+    assert type(frame.event.at) is float
+    assert frame.event.at == 2.0
+    event = decode('{"kind":"text","seq":1,"at":3,"text":"x"}', Event)
+    assert type(event.at) is float
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "problem"),
+    [
+        ('{"type":"reply","id":"a","remember":1}', "$.remember", "expected a boolean"),
+        ('{"type":"reply","id":"a","approve":"yes"}', "$.approve", "expected a boolean"),
+        ('{"type":"reply","id":"a","answers":[1]}', "$.answers[0]", "expected a string"),
+        ('{"type":"reply","id":true}', "$.id", "expected a string, got a boolean"),
+        ('{"type":"reply","id":"a","action":"stop"}', "$.action", "must be one of"),
+        ('{"type":"reply","id":"a","extra":1}', "$", "extra fields found (extra)"),
+        ('{"type":"cancel","task_hash":"t","pause":0}', "$.pause", "expected a boolean"),
+    ],
+)
+def test_fast_path_misses_fall_back_to_the_exact_error(text: str, field: str, problem: str) -> None:
+    """R71: input the generated path does not take still gets cattrs' error, naming
+    the field."""
+    with pytest.raises(FrameDecodeError) as info:
+        decode_client_frame(text)
+    assert info.value.field == field
+    assert problem in info.value.problem
