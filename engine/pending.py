@@ -308,6 +308,9 @@ class PendingRegistry:
     def __init__(self) -> None:
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
+        # The open entries nobody has claimed, also in age order: what `pick_next`
+        # scans, so a wake-up never walks the claimed asks waiting on a person.
+        self._unclaimed: dict[str, Entry] = {}
         self._listeners: dict[str, Listener] = {}
         self._asked_total = 0
         self._answered_total = 0
@@ -430,9 +433,8 @@ class PendingRegistry:
             raise trio.ClosedResourceError("listener is closed")
         if listener.passive:
             return None
-        for entry in list(self._entries.values()):
-            if entry.claimed_by is not None or entry.resolved:
-                continue
+        # A copy: ``match`` and ``accept`` are the caller's code.
+        for entry in list(self._unclaimed.values()):
             if not entry.parked and entry._task is None:
                 continue
             if not listener.accepts(entry.request):
@@ -441,6 +443,7 @@ class PendingRegistry:
                 continue
             entry.claimed_by = listener
             listener._claimed.add(entry.id)
+            del self._unclaimed[entry.id]
             return entry
         return None
 
@@ -512,6 +515,7 @@ class PendingRegistry:
 
     def _add(self, entry: Entry) -> None:
         self._entries[entry.id] = entry
+        self._unclaimed[entry.id] = entry
         self._asked_total += 1
 
     def _open(self, entry_id: str) -> Entry:
@@ -531,6 +535,7 @@ class PendingRegistry:
         and reschedule its producer, which then reads ``_reply``/``_error``."""
         entry.resolved = True
         del self._entries[entry.id]
+        self._unclaimed.pop(entry.id, None)
         claimer = entry.claimed_by
         if claimer is not None:
             claimer._claimed.discard(entry.id)
@@ -556,18 +561,27 @@ class PendingRegistry:
     def _drop_listener(self, listener: Listener, reason: str) -> None:
         """`Listener.close`'s work: unregister, then fail closed (R6)."""
         del self._listeners[listener.id]
-        for entry_id in sorted(listener._claimed, key=list(self._entries).index):
-            entry = self._entries[entry_id]
+        claimed = [entry for entry in self._entries.values() if entry.id in listener._claimed]
+        released = False
+        for entry in claimed:
             if entry.parked:
                 entry.claimed_by = None
-                self._wake_for(entry)
+                released = True
             else:
                 self._fail(entry, reason, skip=listener)
         listener._claimed.clear()
+        if released:
+            # Back in the pool at its age, not as the newest entry.
+            self._unclaimed = {
+                entry.id: entry for entry in self._entries.values() if entry.claimed_by is None
+            }
+            for entry in claimed:
+                if entry.parked:
+                    self._wake_for(entry)
         # A live ask this listener could have taken and that nobody else can take
         # would otherwise wait forever: fail it rather than let it hang.
-        for entry in list(self._entries.values()):
-            if entry.parked or entry.claimed_by is not None:
+        for entry in list(self._unclaimed.values()):
+            if entry.parked:
                 continue
             request = entry.request
             if listener.accepts(request) and not self.has_listener("", request):
