@@ -10,8 +10,11 @@ two numbers share every cost but the one measured:
   again with the reply (ask frame out → reply in → producer resumed).
 * **echo**: a trio-websocket server that sends every message back; the sample is one
   client send → receive of a message the size of the ask frame.
+* **ASGI echo** (informative, no target): the same echo served the way ``/v1/ws`` is,
+  a starlette WebSocket route under hypercorn, so the table shows how much of the
+  ask's cost is the server stack itself rather than the engine.
 
-Batches alternate (echo, ask, echo, …) so drift hits both alike.
+Batches alternate (echo, ASGI echo, ask, echo, …) so drift hits all alike.
 """
 
 from __future__ import annotations
@@ -20,9 +23,15 @@ import tempfile
 import time
 from functools import partial
 from pathlib import Path
+from typing import Any
 
+import hypercorn.trio
 import trio
 import trio_websocket
+from hypercorn.config import Config as HypercornConfig
+from starlette.applications import Starlette
+from starlette.routing import WebSocketRoute
+from starlette.websockets import WebSocket
 
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
 from engine.config import Config
@@ -61,10 +70,28 @@ async def _echo_handler(request: trio_websocket.WebSocketRequest) -> None:
         await ws.send_message(message)
 
 
+async def _asgi_echo(websocket: WebSocket) -> None:
+    await websocket.accept()
+    while True:
+        message = await websocket.receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        await websocket.send_text(message["text"])
+
+
+def _asgi_config() -> HypercornConfig:
+    """Hypercorn as the daemon runs it (loopback, no access log)."""
+    config = HypercornConfig()
+    config.bind = ["127.0.0.1:0"]
+    config.accesslog = None
+    config.errorlog = None
+    return config
+
+
 async def _measure(
     home: Path, rounds: int, batch: int, profile: Path | None
 ) -> dict[str, list[int]]:
-    samples: dict[str, list[int]] = {"echo": [], "ask": []}
+    samples: dict[str, list[int]] = {"echo": [], "asgi": [], "ask": []}
     payload = dumps(
         Ask(
             id="ask_0123456789abcdef",
@@ -80,10 +107,16 @@ async def _measure(
             partial(trio_websocket.serve_websocket, _echo_handler, "127.0.0.1", 0, None)
         )
         echo_url = f"ws://127.0.0.1:{echo_server.port}/"
+        asgi_app = Starlette(routes=[WebSocketRoute("/echo", _asgi_echo)])
+        asgi_binds: list[str] = await nursery.start(
+            partial(hypercorn.trio.serve, asgi_app, _asgi_config(), mode="asgi")  # type: ignore[arg-type]
+        )
+        asgi_url = asgi_binds[0].replace("http://", "ws://") + "/echo"
         async with (
             open_server(engine, token=TOKEN) as server,
             open_frame_connection(server.ws_url, TOKEN) as conn,
             trio_websocket.open_websocket_url(echo_url) as echo,
+            trio_websocket.open_websocket_url(asgi_url) as asgi,
         ):
             listeners = engine.registry.statistics().listeners
             await conn.send(Listen(prefix=PREFIX))
@@ -98,13 +131,13 @@ async def _measure(
 
             nursery.start_soon(answer)
 
-            async def echo_batch(n: int, keep: bool) -> None:
+            async def echo_batch(n: int, keep: bool, ws: Any = echo, key: str = "echo") -> None:
                 for _ in range(n):
                     t0 = time.perf_counter_ns()
-                    await echo.send_message(payload)
-                    await echo.get_message()
+                    await ws.send_message(payload)
+                    await ws.get_message()
                     if keep:
-                        samples["echo"].append(time.perf_counter_ns() - t0)
+                        samples[key].append(time.perf_counter_ns() - t0)
 
             async def ask_batch(n: int, keep: bool) -> None:
                 for _ in range(n):
@@ -117,10 +150,12 @@ async def _measure(
                         samples["ask"].append(elapsed)
 
             await echo_batch(200, keep=False)  # warm-up
+            await echo_batch(200, keep=False, ws=asgi, key="asgi")
             await ask_batch(200, keep=False)
             with profiling(profile):
                 for _ in range(rounds):
                     await echo_batch(batch, keep=True)
+                    await echo_batch(batch, keep=True, ws=asgi, key="asgi")
                     await ask_batch(batch, keep=True)
             nursery.cancel_scope.cancel()
     return samples
@@ -131,6 +166,7 @@ def run(args: BenchArgs) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="agentrio-b1-") as tmp:
         samples = trio.run(_measure, Path(tmp), rounds, batch, args.profile)
     echo, ask = Stats.of_ns(samples["echo"]), Stats.of_ns(samples["ask"])
+    asgi = Stats.of_ns(samples["asgi"])
     ratio50, ratio99 = ask.p50 / echo.p50, ask.p99 / echo.p99
     result = BenchResult("B1", "Ask round trip over WebSocket vs trio-websocket echo")
     result.add(
@@ -149,9 +185,19 @@ def run(args: BenchArgs) -> BenchResult:
         f"≤ {TARGET_RATIO}×",
         ratio99 <= TARGET_RATIO,
     )
+    for name, stat in (("p50", "p50"), ("p99", "p99")):
+        value, base = getattr(asgi, stat), getattr(echo, stat)
+        result.add(
+            f"ASGI echo (hypercorn+starlette) {name}",
+            f"{value:.3f} ms",
+            f"echo {base:.3f} ms",
+            f"{value / base:.2f}×",
+        )
     result.notes.append(
-        f"{ask.n} asks and {echo.n} echoes in alternating batches of {batch}; in-process "
-        "engine served by hypercorn/starlette, script client listening on a chat- prefix"
+        f"{ask.n} asks, {echo.n} echoes and {asgi.n} ASGI echoes in alternating batches of "
+        f"{batch}; in-process engine served by hypercorn/starlette, script client "
+        "listening on a chat- prefix; the ASGI echo rows have no target: they show the "
+        "server stack's own share"
     )
     return result
 
