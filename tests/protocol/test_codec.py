@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -14,6 +18,8 @@ from protocol import FrameDecodeError, decode_client_frame, decode_server_frame,
 from protocol.codec import MAX_MESSAGE_BYTES, decode
 from protocol.events import EVENT_TYPES, Event, Question
 from protocol.frames import CLIENT_FRAME_TYPES, SERVER_FRAME_TYPES, ClientFrame, Run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 json_text = st.text(max_size=40)
 json_values = st.recursive(
@@ -169,3 +175,42 @@ def test_defaults_may_be_omitted() -> None:
     assert frame == Run(
         request_id="r", session_id="cli-a", input="hi", window_hash="", allow_all=False
     )
+
+
+def test_bodies_without_frames_do_not_register_the_unions() -> None:
+    """R53 (cold start): encoding ``Health`` in a fresh interpreter leaves the tagged
+    unions unregistered; the first frame registers them, and a body holding events
+    (decoded or encoded) does too, so tags are never missing."""
+    script = textwrap.dedent(
+        """
+        from protocol import codec
+        from protocol.frames import EventFrame, Welcome
+        from protocol.http import Health
+        codec.dumps(Health(ok=True, version="v", uptime_s=0.0, tasks=0, legs=0))
+        print(codec._unions_ready)
+        print(codec.dumps(Welcome(protocol=1, daemon_version="v")), codec._unions_ready)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.splitlines() == [
+        "False",
+        '{"type":"welcome","protocol":1,"daemon_version":"v"} True',
+    ]
+    nested = textwrap.dedent(
+        """
+        from protocol import codec
+        from protocol.frames import EventFrame
+        frame = codec.structure(
+            {"session_id": "chat-a", "task_hash": "h",
+             "event": {"kind": "text", "seq": 1, "at": 0.0, "text": "hi"}},
+            EventFrame,
+        )
+        print(type(frame.event).__name__, codec._unions_ready)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", nested], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.split() == ["Text", "True"]
