@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -273,3 +274,22 @@ def test_clamped_output_matches_snapshot_clamp(
             kept.add(piece)
         assert kept.total_bytes == len(data)
         assert kept.text() == clamp(data.decode("utf-8", errors="replace"), limit)
+
+
+async def test_a_busy_pipe_grows_and_reads_grow_with_it() -> None:
+    """R48: output that outpaces its reader comes in reads larger than a default 64 KiB
+    pipe could ever hold (the pipe grew; Linux), every byte in order."""
+    chunks: list[bytes] = []
+
+    async def slow_at_first(chunk: bytes) -> None:
+        chunks.append(chunk)
+        if len(chunks) <= 3:
+            await trio.sleep(0.05)  # the command fills the pipe meanwhile
+
+    size = 8_000_000
+    result = await run_in_group(f"yes 0123456789 | head -c {size}", on_output=slow_at_first)
+    data = b"".join(chunks)
+    assert (result.exit_code, result.output_bytes, len(data)) == (0, size, size)
+    assert data == (b"0123456789\n" * (size // 11 + 1))[:size]
+    if sys.platform == "linux":
+        assert max(len(chunk) for chunk in chunks) > 64 * 1024
