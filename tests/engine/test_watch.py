@@ -13,6 +13,7 @@ import pytest
 import trio
 import trio.testing
 
+import engine.watch as watch_module
 from engine.config import BackgroundConfig
 from engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
 from engine.watch import DecisionCheck, Verdict, Watcher, WatchReport, latest_output
@@ -260,3 +261,48 @@ async def test_decision_check_times_out(autojump_clock: trio.testing.MockClock) 
 
     verdict = await DecisionCheck(Silent(), timeout_s=5)("error", "error\n", None)
     assert verdict == Verdict(keep=True, note="decision check failed (no answer within 5 s)")
+
+
+@pytest.mark.parametrize("first_hit", [10, 65_530, 65_540, 131_070, 299_990])
+async def test_a_big_chunk_gives_the_hits_of_one_whole_chunk(
+    monkeypatch: pytest.MonkeyPatch, autojump_clock: trio.testing.MockClock, first_hit: int
+) -> None:
+    """R28: a chunk far larger than the watcher's slices (multi-byte characters,
+    keywords on and near slice edges, an unfinished last line) gives exactly the hits,
+    hit line and report of looking at it in one piece."""
+    lines = [f"step {n} ✓ compiled module {n:05d}".encode() for n in range(10_000)]
+    data = bytearray(b"\n".join(lines) + b"\n")
+    data[first_hit : first_hit + 5] = b"ERROR"
+    data += b"tail Panic at the end"
+    chunk = bytes(data)
+
+    async def observe() -> tuple[int, list[WatchReport]]:
+        recorder = Recorder()
+        async with watching(recorder) as watcher:
+            watcher.feed(chunk)
+            await trio.sleep(40)
+        return watcher.hits, [report for _, report in recorder.reports]
+
+    sliced = await observe()
+    monkeypatch.setattr(watch_module, "_SLICE_BYTES", 10**9)
+    whole = await observe()
+    assert sliced == whole
+    assert sliced[0] == 2
+    assert len(sliced[1]) == 1
+    assert "ERROR" in sliced[1][0].hit_line
+
+
+async def test_a_line_longer_than_a_slice_counts_once(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R28: a keyword in a line longer than the watcher's slices is one hit, as when the
+    line arrives over several reads; the report carries the latest 8 KiB."""
+    line = b"x" * 100_000 + b" Fatal: out of cheese " + b"y" * 100_000 + b"\n"
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(line + b"next line\n")
+        await trio.sleep(40)
+    assert watcher.hits == 1
+    assert [report.output for _, report in recorder.reports] == [
+        ("y" * 100_000 + "\nnext line\n")[-8192:]
+    ]
