@@ -55,7 +55,7 @@ import json
 import logging
 import os
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -82,6 +82,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FOLLOWUP_HEADER",
     "LEG_REPORTS_LIMIT",
+    "LOG_BUFFER_BYTES",
     "NEEDS_APPROVAL",
     "REPORT_FINISHED_HEADER",
     "REPORT_UPDATE_HEADER",
@@ -89,6 +90,7 @@ __all__ = [
     "BackgroundStatistics",
     "Job",
     "Leg",
+    "LogWriter",
     "followup_message",
 ]
 
@@ -105,6 +107,8 @@ LEG_REPORTS_LIMIT: Final = 32 * 1024
 _CHILD_EXIT_WAIT_S: Final = 5.0
 #: Settled jobs remembered in memory for `BackgroundManager.job`.
 _SETTLED_KEPT: Final = 256
+#: A leg's output waiting for its log file, at most (`LogWriter`).
+LOG_BUFFER_BYTES: Final = 4 * 1024 * 1024
 
 LegKind = Literal["cmd", "sub"]
 LegState = Literal["queued", "running", "finished", "failed", "canceled"]
@@ -278,34 +282,60 @@ def _write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-class _Writable(Protocol):
-    async def write(self, data: bytes, /) -> object: ...
+class _Appendable(Protocol):
+    def writelines(self, lines: Iterable[bytes], /) -> object: ...
+
+    def flush(self) -> object: ...
+
+
+def _append(file: _Appendable, chunks: list[bytes]) -> None:
+    """Blocking: write ``chunks`` in order and push them to the file."""
+    file.writelines(chunks)
+    file.flush()
 
 
 class LogWriter:
     """Appends a leg's output to its log file without one thread hop per chunk.
 
-    `append` only buffers; `run` writes whatever gathered while the previous write was
-    in its thread, so a quiet leg's lines reach the file at once and a chatty leg's
-    many small pipe reads become a few large writes. What is buffered when `run` is
-    cancelled is dropped with the log (the file is removed when the leg ends, R23).
+    `append` queues a chunk; `run` writes everything queued while its previous write was
+    in its thread (one hop, one flush), so a quiet leg's lines reach the file at once and
+    a chatty leg's many reads become a few large writes. Chunks are written as they
+    came, never copied into one buffer.
+
+    Back-pressure: while ``limit`` bytes are queued, `append` waits for `run` to take
+    them, so a disk slower than the command holds up the output reading (and, once the
+    pipe is full, the command) instead of memory growing: at most about twice ``limit``
+    plus a chunk is held. What is queued when `run` is cancelled is dropped with the log
+    (the file is removed when the leg ends, R23).
     """
 
-    def __init__(self, file: _Writable) -> None:
+    def __init__(self, file: _Appendable, *, limit: int = LOG_BUFFER_BYTES) -> None:
         self._file = file
-        self._buffer = bytearray()
+        self._limit = limit
+        self._chunks: list[bytes] = []
+        self._queued = 0
         self._ready = trio.Event()
+        self._taken = trio.Event()
 
-    def append(self, chunk: bytes) -> None:
-        self._buffer += chunk
+    @property
+    def queued_bytes(self) -> int:
+        return self._queued
+
+    async def append(self, chunk: bytes) -> None:
+        while self._queued >= self._limit:
+            await self._taken.wait()
+        self._chunks.append(chunk)
+        self._queued += len(chunk)
         self._ready.set()
 
     async def run(self) -> None:
         while True:
             await self._ready.wait()
             self._ready = trio.Event()
-            data, self._buffer = bytes(self._buffer), bytearray()
-            await self._file.write(data)
+            chunks, self._chunks, self._queued = self._chunks, [], 0
+            taken, self._taken = self._taken, trio.Event()
+            taken.set()
+            await trio.to_thread.run_sync(_append, self._file, chunks)
 
 
 class BackgroundManager:
@@ -542,10 +572,10 @@ class BackgroundManager:
         )
         try:
             async with await trio.open_file(path, "ab") as log_file:
-                log = LogWriter(log_file)
+                log = LogWriter(log_file.wrapped)
 
                 async def on_output(chunk: bytes) -> None:
-                    log.append(chunk)
+                    await log.append(chunk)
                     watcher.feed(chunk)
 
                 async with trio.open_nursery() as nursery:
