@@ -130,7 +130,8 @@ async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
     # a listing carries everything but the snapshot, which get_task returns
     listed = at_200[-1]
     stored = await store.get_task(SESSION, H1)
-    assert stored is not None and stored.snapshot is not None
+    assert stored is not None
+    assert stored.snapshot is not None
     assert listed == attrs.evolve(stored, snapshot=None)
 
 
@@ -488,5 +489,6 @@ async def test_a_run_starts_and_ends_in_one_write_each(store: SqliteStore) -> No
     assert await store.get_task(SESSION, H1) is None
     assert [h.task_hash for h in await store.list_history(SESSION)] == [H1]
     kept = await store.get_task(SESSION, H2)
-    assert kept is not None and kept.state == "interrupted"
+    assert kept is not None
+    assert kept.state == "interrupted"
     assert [t.task_hash for t in await store.list_resumable(SESSION, now=0.0)] == [H2]
