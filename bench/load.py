@@ -11,7 +11,10 @@ from pathlib import Path
 import httpx
 import trio
 
-__all__ = ["children", "process_group_alive", "send_many", "wait_for"]
+__all__ = ["REQUEST_TIMEOUT_S", "children", "process_group_alive", "send_many", "wait_for"]
+
+#: Seconds one ``/v1/send`` may take before the load generator gives up.
+REQUEST_TIMEOUT_S = 60.0
 
 
 async def send_many(
@@ -39,7 +42,9 @@ async def send_many(
     queue = iter(enumerate(bodies))
 
     async def worker() -> None:
-        stream = await trio.open_tcp_stream(url.host, url.port)
+        # Bounded: a daemon that stops answering fails the bench instead of hanging it.
+        with trio.fail_after(REQUEST_TIMEOUT_S):
+            stream = await trio.open_tcp_stream(url.host, url.port)
         buffer = bytearray()
         try:
             for index, body in queue:
@@ -48,8 +53,9 @@ async def send_many(
                     f"POST /v1/send HTTP/1.1\r\nHost: {url.host}:{url.port}\r\n{head}"
                     f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
                 ).encode() + payload
-                await stream.send_all(request)
-                status, text = await _read_response(stream, buffer)
+                with trio.fail_after(REQUEST_TIMEOUT_S):
+                    await stream.send_all(request)
+                    status, text = await _read_response(stream, buffer)
                 if status != 202:
                     raise RuntimeError(f"send {index}: {status} {text}")
                 hashes[index] = json.loads(text)["task_hash"]
