@@ -21,6 +21,7 @@ import trio_websocket
 from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED
 from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
+from protocol.groups import sole_exception
 
 __all__ = [
     "CLOSE_TIMEOUT_S",
@@ -135,7 +136,7 @@ async def open_frame_connection(
                     await stream.aclose()  # ends the reader task: the nursery can exit
     except BaseExceptionGroup as group:
         if body_error is None:
-            raise _sole_exception(group) from None
+            raise (sole_exception(group) or group) from None
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
@@ -213,23 +214,6 @@ class _WatchedStream(trio.abc.HalfCloseableStream):
 
     async def aclose(self) -> None:
         await self._stream.aclose()
-
-
-def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one exception inside ``group`` (nested groups flattened), else the group.
-
-    The reader nursery wraps whatever leaves the connection's body; callers catch the
-    plain `trio_websocket.ConnectionClosed`, `AuthRefused` or their own exceptions.
-    """
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(exc.exceptions)
-        else:
-            leaves.append(exc)
-    return leaves[0] if len(leaves) == 1 else group
 
 
 async def close_socket_after_peer_close(ws: trio_websocket.WebSocketConnection) -> None:

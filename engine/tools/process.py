@@ -56,6 +56,7 @@ import trio
 
 from engine.causes import Cause
 from engine.nursery_tasks import cancel_scope
+from protocol.groups import sole_exception
 
 __all__ = [
     "DRAIN_IDLE_S",
@@ -642,26 +643,6 @@ async def adopting_orphans(*, interval_s: float = REAP_INTERVAL_S) -> AsyncItera
             await reap_adopted()
 
 
-def _sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception ``group`` stands for, or None when it holds several errors.
-
-    Only cancellations besides one error: that error. Only cancellations: the first one
-    (the scope that was cancelled recognises it as its own and catches it).
-    """
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(reversed(exc.exceptions))
-        else:
-            leaves.append(exc)
-    errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
-    if not errors:
-        return leaves[0] if leaves else None
-    return errors[0] if len(errors) == 1 else None
-
-
 async def _run_to_exit(process: trio.Process, reader: _Reader, stdin: bytes | None) -> None:
     """Feed stdin and read output until the leader exits and its output is drained.
 
@@ -681,7 +662,7 @@ async def _run_to_exit(process: trio.Process, reader: _Reader, stdin: bytes | No
                 cancel_scope(feed_scope, Cause.SUPERSEDED)
             reader.leader_exited()
     except BaseExceptionGroup as group:
-        sole = _sole_exception(group)
+        sole = sole_exception(group)
         if sole is None:
             raise
         raise sole from sole.__cause__

@@ -13,6 +13,7 @@ import trio_websocket
 
 from protocol.codec import dumps
 from protocol.frames import PROTOCOL_VERSION, Welcome
+from protocol.groups import sole_exception
 from protocol.transport import AuthRefused, open_frame_connection
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
@@ -125,3 +126,34 @@ async def test_refused_hello_and_a_normal_close() -> None:
                 await trio.sleep(0.01)
         assert closes == [1000]
         nursery.cancel_scope.cancel()
+
+
+def test_sole_exception_picks_the_one_error_beside_cancellations() -> None:
+    """R43: a connection ending while an outer scope is being cancelled raises its own
+    error (e.g. ConnectionClosed), not an ExceptionGroup holding it and a Cancelled;
+    several errors stay a group; only cancellations give the first."""
+    closed = trio_websocket.ConnectionClosed(None)
+    cancelled = _a_cancelled()
+    assert sole_exception(ExceptionGroup("g", [closed])) is closed
+    assert sole_exception(BaseExceptionGroup("g", [cancelled, closed])) is closed
+    nested = BaseExceptionGroup("g", [BaseExceptionGroup("h", [cancelled]), closed])
+    assert sole_exception(nested) is closed
+    assert sole_exception(BaseExceptionGroup("g", [cancelled])) is cancelled
+    assert sole_exception(ExceptionGroup("g", [closed, KeyError("k")])) is None
+
+
+def _a_cancelled() -> trio.Cancelled:
+    """A real `trio.Cancelled` (it cannot be constructed directly)."""
+    caught: list[trio.Cancelled] = []
+
+    async def main() -> None:
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            try:
+                await trio.lowlevel.checkpoint()
+            except trio.Cancelled as exc:
+                caught.append(exc)
+                raise
+
+    trio.run(main)
+    return caught[0]
