@@ -374,9 +374,20 @@ async def test_subagent_runs_alone_and_names_calls_needing_approval(
     """R30, R20: a sub-agent runs on ``<session>-<leg id>`` with no background tools and
     no questions; a call needing confirmation is not run and named in its result; its
     report file holds the final text and the action record."""
+    parent_done = trio.Event()
+
+    async def after_the_parent(
+        messages: Sequence[Message], tools: Sequence[ToolSpec]
+    ) -> ModelReply:
+        # The child ends only once the parent has: a report arriving during the
+        # parent's last turn would rightly give the parent one more turn (R26), and
+        # that turn would take the follow-up's `hang`.
+        await parent_done.wait()
+        return ModelReply(text="I could not touch it")
+
     child_turns: list[Turn] = [
         ModelReply(tool_calls=[call("run_command", "k1", command="touch important-file")]),
-        ModelReply(text="I could not touch it"),
+        after_the_parent,
     ]
     model = Puppet(
         [ModelReply(tool_calls=[subagents("child R")]), ModelReply(text="bye"), hang],
@@ -385,6 +396,7 @@ async def test_subagent_runs_alone_and_names_calls_needing_approval(
     async with open_engine(config, model=model, clock=wall_clock) as engine:
         run = await engine.start_task(SESSION, "delegate")
         await run.wait_done()
+        parent_done.set()
         finished = await wait_event(engine, ev.LegFinished)
         leg = only_job(engine).legs[0]
         assert leg.child is not None
