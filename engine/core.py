@@ -30,7 +30,7 @@ from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import check_session_id, check_task_hash, new_task_hash
 from engine.markers import MARKER_TTL_S
 from engine.models.base import Model
-from engine.nursery_tasks import Supervisor, TaskHandle
+from engine.nursery_tasks import Supervisor, TaskHandle, cancel_scope
 from engine.pending import AskReply, AskRequest, Entry, Listener, PendingRegistry
 from engine.runs import RunOrigin, TaskRun, Toolbox, execute_task, resume_input
 from engine.sessions import Session
@@ -547,11 +547,19 @@ async def open_engine(
             toolbox.add(BackgroundCommandTool(services, background))
             toolbox.add(BackgroundSubagentsTool(services, background))
             await engine.reoffer_parked()
+            upkeep = trio.CancelScope()
+
+            async def maintain_store() -> None:
+                with upkeep:
+                    await services.store.maintain()
+
+            nursery.start_soon(maintain_store)
             try:
                 yield engine
             finally:
                 with trio.CancelScope(shield=True):
                     await engine.shutdown()
+                cancel_scope(upkeep, Cause.SHUTDOWN)
     finally:
         with trio.CancelScope(shield=True):
             if own_model and model is not None:

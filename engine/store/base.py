@@ -239,6 +239,11 @@ class Store(Protocol):
         """Counts; ``now`` (default: wall clock) decides which markers are live."""
         ...
 
+    async def maintain(self) -> None:
+        """Background upkeep off the write path, until cancelled (the engine's nursery
+        runs it); a store that needs none returns at once."""
+        ...
+
     async def aclose(self) -> None:
         """Close the store; idempotent, and it completes even when cancelled."""
         ...

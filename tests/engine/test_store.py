@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,7 @@ from engine.store import (
     open_sqlite_store,
     open_store,
 )
-from engine.store.sqlite import SCHEMA_VERSION
+from engine.store.sqlite import AUTOCHECKPOINT_PAGES, SCHEMA_VERSION
 from protocol.events import Question
 
 SESSION = "chat-alpha"
@@ -492,3 +493,32 @@ async def test_a_run_starts_and_ends_in_one_write_each(store: SqliteStore) -> No
     assert kept is not None
     assert kept.state == "interrupted"
     assert [t.task_hash for t in await store.list_resumable(SESSION, now=0.0)] == [H2]
+
+
+async def test_maintain_checkpoints_the_wal_off_the_write_path(tmp_path: Path) -> None:
+    """R72: ``maintain`` moves committed pages from the WAL into the database file on
+    its own connection (the writer's automatic checkpoint only at 20,000 pages), stops
+    when cancelled, and an inline store returns at once."""
+    path = tmp_path / "agentrio.db"
+    store = await SqliteStore.open(path)
+    try:
+        pages = await store._run("t", lambda c: c.execute("PRAGMA wal_autocheckpoint").fetchone())
+        assert pages[0] == AUTOCHECKPOINT_PAGES == 20_000
+        for n in range(200):
+            await store.put_task(_task(_hash(n)))
+        before = path.stat().st_size
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(store.maintain, interval_s=0.01))
+            with trio.fail_after(10):
+                while path.stat().st_size <= before:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        assert len(await store.list_tasks(SESSION)) == 200
+    finally:
+        await store.aclose()
+    inline = await SqliteStore.open(tmp_path / "inline.db", inline=True)
+    try:
+        with trio.fail_after(1):
+            await inline.maintain()
+    finally:
+        await inline.aclose()
