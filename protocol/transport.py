@@ -21,6 +21,7 @@ import trio_websocket
 from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED
 from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
+from protocol.groups import sole_exception
 
 __all__ = [
     "CLOSE_TIMEOUT_S",
@@ -29,7 +30,6 @@ __all__ = [
     "FrameConnection",
     "close_socket_after_peer_close",
     "open_frame_connection",
-    "sole_exception",
 ]
 
 
@@ -226,29 +226,3 @@ async def close_socket_after_peer_close(ws: trio_websocket.WebSocketConnection) 
     if ws.closed is not None:
         with trio.CancelScope(shield=True):
             await ws._stream.aclose()
-
-
-def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one exception ``group`` stands for, or None when it holds several errors.
-
-    A nursery used as an implementation detail (this module's reader task, the
-    engine's command output reader) wraps whatever leaves it in a group; callers catch
-    plain exceptions.
-
-    Nested groups are flattened. Cancellations beside exactly one error: that error
-    (an outer scope being cancelled re-delivers its own cancellation at the next
-    checkpoint anyway). Only cancellations: the first one, which the cancelled scope
-    recognises as its own.
-    """
-    leaves: list[BaseException] = []
-    pending: list[BaseException] = [group]
-    while pending:
-        exc = pending.pop()
-        if isinstance(exc, BaseExceptionGroup):
-            pending.extend(reversed(exc.exceptions))
-        else:
-            leaves.append(exc)
-    errors = [exc for exc in leaves if not isinstance(exc, trio.Cancelled)]
-    if not errors:
-        return leaves[0] if leaves else None
-    return errors[0] if len(errors) == 1 else None

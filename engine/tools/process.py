@@ -56,7 +56,7 @@ import trio
 
 from engine.causes import Cause
 from engine.nursery_tasks import cancel_scope
-from protocol.transport import sole_exception
+from protocol.groups import sole_exception
 
 __all__ = [
     "DRAIN_IDLE_S",

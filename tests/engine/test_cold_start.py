@@ -50,7 +50,9 @@ def _run_start_path(*watched: str) -> dict[str, object]:
 
 def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
     """R61, SPEC §7: a daemon with the default (builtin) model imports neither the
-    openai provider (and with it httpx) nor the scripted one, nor anything of the REPL."""
+    openai provider (and with it httpx) nor the scripted one, nor anything of the REPL,
+    nor the client transport's trio-websocket (the daemon serves WebSockets with
+    hypercorn)."""
     watched = (
         "engine.models.builtin",
         "engine.models.openai",
@@ -59,6 +61,8 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
         "httpcore",
         "prompt_toolkit",
         "repl",
+        "trio_websocket",
+        "protocol.transport",
     )
     assert _run_start_path(*watched) == {
         "model": "BuiltinModel",

@@ -13,7 +13,8 @@ import trio_websocket
 
 from protocol.codec import dumps
 from protocol.frames import PROTOCOL_VERSION, Welcome
-from protocol.transport import AuthRefused, open_frame_connection, sole_exception
+from protocol.groups import sole_exception
+from protocol.transport import AuthRefused, open_frame_connection
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 
