@@ -141,6 +141,11 @@ class Leg:
     holds_token: bool = False
     #: The child task of a sub-agent leg, once started.
     child: TaskRun | None = None
+    #: Set once the leg's end is fully recorded (its report routed, the job file
+    #: saved): only then may the job settle. ``ended`` turns true earlier, before those
+    #: awaits, and a sibling leg ending meanwhile would settle the job without this
+    #: leg's report (no follow-up, the report lost).
+    recorded: bool = False
 
     @property
     def ended(self) -> bool:
@@ -684,6 +689,7 @@ class BackgroundManager:
             await self._save(job)
         except Exception:
             log.exception("could not record the end of leg %s", leg.id)
+        leg.recorded = True
         self._engine.session(job.session_id).hub.emit(
             job.task_hash,
             ev.LegFinished,
@@ -806,8 +812,9 @@ class BackgroundManager:
             await self._maybe_settle(job)
 
     async def _maybe_settle(self, job: Job) -> None:
-        """Settle ``job`` once all its legs ended and its task does not run (R26)."""
-        if job.settled or not all(leg.ended for leg in job.legs):
+        """Settle ``job`` once all its legs' ends are recorded and its task does not run
+        (R26)."""
+        if job.settled or not all(leg.recorded for leg in job.legs):
             return
         session = self._engine.session(job.session_id)
         if job.task_hash in session.runs:

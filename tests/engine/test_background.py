@@ -33,6 +33,7 @@ from engine.errors import NotFound
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
 from engine.nursery_tasks import TaskHandle
 from engine.snapshot import snapshot_from_json
+from engine.store import SqliteStore, TaskRow
 from engine.tools.process import group_alive
 from protocol import events as ev
 
@@ -519,3 +520,59 @@ async def test_shutdown_kills_command_legs(tmp_path: Path) -> None:
         assert leg.result == "canceled (shutdown)"
         assert not group_alive(pgid)
         assert attrs.asdict(only_job(engine).legs[0].handle.statistics())["cause"] == Cause.SHUTDOWN
+
+
+class _GatedStore(SqliteStore):
+    """A store whose ``get_task`` waits for ``gate`` while one is set: holds a leg's
+    report routing (`BackgroundManager._deliver`) open at a chosen moment."""
+
+    gate: trio.Event | None = None
+
+    async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None:
+        if self.gate is not None:
+            await self.gate.wait()
+        return await super().get_task(session_id, task_hash)
+
+
+async def test_a_job_settles_only_after_every_legs_report_is_routed(
+    config: Config, autojump_clock: trio.testing.MockClock, wall_clock: Callable[[], float]
+) -> None:
+    """R26, R44: a leg that ended but whose report is still being routed keeps its job
+    open; a sibling leg cancelled meanwhile does not settle the job without that report
+    (which lost it: no follow-up). Once routed, the job settles and the follow-up
+    carries it."""
+    follow: list[str] = []
+
+    async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
+        follow.append(messages[0].content)
+        return ModelReply(text="summary")
+
+    model = Puppet(
+        [ModelReply(tool_calls=[subagents("child G", "child H")]), ModelReply(text="bye"), followup]
+    )
+    store = await _GatedStore.open(config.home_path / "agentrio.db")
+    try:
+        async with open_engine(config, model=model, store=store, clock=wall_clock) as engine:
+            run = await engine.start_task(SESSION, "two legs")
+            await run.wait_done()
+            job = only_job(engine)
+            g, h = job.legs
+            store.gate = trio.Event()
+            model.gates["child H"].set()
+            while not h.ended:
+                await trio.sleep(0.01)
+            await trio.sleep(1)
+            assert not h.recorded  # its report waits on the store
+            assert engine.cancel_leg(SESSION, g.id) == 1
+            while not g.recorded:
+                await trio.sleep(0.01)
+            assert not job.settled
+            store.gate.set()
+            store.gate = None
+            settled = await wait_event(engine, ev.JobSettled)
+            await wait_event(engine, ev.Done, pred=lambda e: e.text == "summary")
+            assert settled.followup_task is not None
+            assert "child H: done" in follow[0]
+            assert f"Leg {g.id} (sub-agent: child G): canceled" in follow[0]
+    finally:
+        await store.aclose()
