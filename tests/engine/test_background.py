@@ -77,6 +77,16 @@ class Puppet:
         return turn if isinstance(turn, ModelReply) else await turn(messages, tools)
 
 
+def followup_into(follow: list[str]) -> TurnFn:
+    """A follow-up turn: records the follow-up task's first message, answers ``summary``."""
+
+    async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
+        follow.append(messages[0].content)
+        return ModelReply(text="summary")
+
+    return followup
+
+
 def call(name: str, call_id: str = "c1", **args: Any) -> ToolCallRequest:
     return ToolCallRequest(id=call_id, name=name, args=args)
 
@@ -239,13 +249,12 @@ async def test_ended_task_gets_one_follow_up_after_every_leg(
     """R26 ended: reports are held until every leg finished, then the job runs exactly
     once as a new task carrying objective, next, every report and the starting hash."""
     follow: list[str] = []
-
-    async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
-        follow.append(messages[0].content)
-        return ModelReply(text="summary")
-
     model = Puppet(
-        [ModelReply(tool_calls=[subagents("child D", "child E")]), ModelReply(text="bye"), followup]
+        [
+            ModelReply(tool_calls=[subagents("child D", "child E")]),
+            ModelReply(text="bye"),
+            followup_into(follow),
+        ]
     )
     async with open_engine(config, model=model, clock=wall_clock) as engine:
         run = await engine.start_task(SESSION, "start and leave")
@@ -303,13 +312,12 @@ async def test_background_cancel_drops_one_legs_result(
     """R44: cancelling one leg drops its late result; the job still settles and its
     follow-up carries the other leg's report."""
     follow: list[str] = []
-
-    async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
-        follow.append(messages[0].content)
-        return ModelReply(text="summary")
-
     model = Puppet(
-        [ModelReply(tool_calls=[subagents("child G", "child H")]), ModelReply(text="bye"), followup]
+        [
+            ModelReply(tool_calls=[subagents("child G", "child H")]),
+            ModelReply(text="bye"),
+            followup_into(follow),
+        ]
     )
     async with open_engine(config, model=model, clock=wall_clock) as engine:
         run = await engine.start_task(SESSION, "two legs")
@@ -542,13 +550,12 @@ async def test_a_job_settles_only_after_every_legs_report_is_routed(
     (which lost it: no follow-up). Once routed, the job settles and the follow-up
     carries it."""
     follow: list[str] = []
-
-    async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
-        follow.append(messages[0].content)
-        return ModelReply(text="summary")
-
     model = Puppet(
-        [ModelReply(tool_calls=[subagents("child G", "child H")]), ModelReply(text="bye"), followup]
+        [
+            ModelReply(tool_calls=[subagents("child G", "child H")]),
+            ModelReply(text="bye"),
+            followup_into(follow),
+        ]
     )
     store = await _GatedStore.open(config.home_path / "agentrio.db")
     try:
