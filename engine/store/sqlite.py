@@ -252,18 +252,6 @@ class _QueuedWrite:
     result: outcome.Outcome[Any] | None = None
 
 
-def _single_transaction(fn: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-    return result
-
-
 def _batch_transaction(batch: list[_QueuedWrite], conn: sqlite3.Connection) -> None:
     """Worker side of a group commit: each write in a savepoint, one commit for all.
 
@@ -414,11 +402,6 @@ class SqliteStore:
         committed whatever happens to its caller (as a write already in the worker
         always was).
         """
-        if self._inline:
-            result = await self._run(op, partial(_single_transaction, fn))
-            self._writes += 1
-            self._batches += 1
-            return result
         write = _QueuedWrite(op, fn)
         self._queue.append(write)
         with trio.CancelScope(shield=True):
