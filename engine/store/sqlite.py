@@ -17,8 +17,9 @@ Why this shape:
   being killed at any moment (only a power loss can drop the last commits), and a
   reader never sees half a write (R72).
 - **0600**: the file holds secrets (R60), so it is created owner-only, and its mode is
-  forced back to 0600 on every open; SQLite gives the ``-wal`` and ``-shm`` files the
-  same mode as the database file.
+  forced back to 0600 on every open; SQLite gives the ``-wal`` and ``-shm`` files it
+  creates the same mode as the database file, and existing ones are tightened on open
+  too (`engine.store.files`, issue 15 item 6). A missing folder is made 0700.
 - **No secret in an error** (R73): backend failures become `StoreError` carrying the
   operation's name and SQLite's own message, which never quotes bound values.
 """
@@ -49,6 +50,7 @@ from engine.store.base import (
     TaskRow,
     marker_key,
 )
+from engine.store.files import make_private_dirs, open_private
 from protocol.codec import structure, unstructure
 from protocol.events import Question
 
@@ -191,12 +193,15 @@ def _connect(path: Path) -> sqlite3.Connection:
     busy timeout is set before anything takes a lock, and the schema is created
     inside ``BEGIN IMMEDIATE`` with ``IF NOT EXISTS``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
+    make_private_dirs(path.parent)
+    os.close(open_private(path, os.O_RDWR))
+    for side in (f"{path.name}-wal", f"{path.name}-shm"):
+        # SQLite reuses an existing side file as it is: one left group- or world-readable
+        # (by an older version) would leak recent writes.
+        try:
+            os.close(open_private(path.with_name(side), os.O_RDONLY, create=False))
+        except FileNotFoundError:
+            pass
     conn = sqlite3.connect(
         path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
     )
