@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
+from engine.store.files import make_home, open_private
+
 __all__ = [
     "TOKEN_FILE",
     "bearer_ok",
@@ -35,13 +37,14 @@ _LOOPBACK_NAMES: Final = ("127.0.0.1", "localhost", "[::1]")
 
 def load_or_create_token(home: Path) -> str:
     """The token of ``home``: read ``<home>/token``, or create it (0600) when it is
-    missing or empty. Blocking: call it from a worker thread.
+    missing or empty (in a home made 0700 if missing). Blocking: call it from a worker
+    thread.
 
     Creation uses ``O_EXCL`` so two daemons starting at once cannot both write one; the
     loser reads the winner's token. The file's mode is tightened to 0600 if someone
     loosened it.
     """
-    home.mkdir(parents=True, exist_ok=True)
+    make_home(home)
     path = home / TOKEN_FILE
     try:
         token = path.read_text(encoding="utf-8").strip()
@@ -53,7 +56,7 @@ def load_or_create_token(home: Path) -> str:
         return token
     token = secrets.token_urlsafe(32)
     tmp = path.with_name(f".{TOKEN_FILE}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = open_private(tmp, os.O_WRONLY | os.O_EXCL)
     try:
         os.write(fd, token.encode("ascii"))
         os.fsync(fd)

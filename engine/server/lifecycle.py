@@ -6,7 +6,9 @@
    prints who holds it (pid and address from ``daemon.json``) and exits 1;
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
-3. ends the processes a killed predecessor left running (`engine.orphans`), clears
+3. makes the home owner-only (folders 0700, files 0600, `engine.store.files`),
+   logging once what it had to tighten in a home made earlier with looser modes; ends
+   the processes a killed predecessor left running (`engine.orphans`), clears
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
@@ -50,6 +52,7 @@ from engine.nursery_tasks import cancel_scope
 from engine.orphans import kill_orphans, mark_children
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
+from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
 from engine.tools.process import adopting_orphans
 
 __all__ = [
@@ -76,6 +79,8 @@ log = logging.getLogger("agentrio.daemon")
 DAEMON_JSON: Final = "daemon.json"
 LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
+#: How many tightened paths the start-up log line names.
+_LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
 GRACEFUL_S: Final = 1.0
 #: Largest WebSocket message hypercorn buffers. Messages above 1 MiB (the protocol
@@ -102,9 +107,9 @@ class AlreadyRunning(Exception):
 def instance_lock(home: Path) -> Iterator[None]:
     """Hold ``<home>/daemon.lock`` (``flock``, released by the kernel even on
     ``kill -9``). Raises `AlreadyRunning` naming the holder."""
-    home.mkdir(parents=True, exist_ok=True)
+    make_home(home)
     path = home / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = open_private(path, os.O_RDWR)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -143,16 +148,10 @@ def read_daemon_json(home: Path) -> dict[str, Any] | None:
 
 
 def write_daemon_json(home: Path, info: dict[str, Any]) -> None:
-    """Write ``daemon.json`` atomically (temp file, fsync, ``os.replace``)."""
+    """Write ``daemon.json`` atomically (temp file made 0600, fsync, ``os.replace``)."""
     path = home / DAEMON_JSON
     tmp = path.with_name(f".{DAEMON_JSON}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(fd, json.dumps(info, indent=2).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+    write_private_atomic(path, json.dumps(info, indent=2).encode(), tmp=tmp)
 
 
 def remove_daemon_json(home: Path, pid: int) -> None:
@@ -176,10 +175,10 @@ def configure_logging(home: Path, *, level: int = logging.INFO) -> list[logging.
     """Log ``agentrio.*`` to ``<home>/daemon.log`` (0600) and to stderr — but not twice
     when stderr already is that file (a daemon the REPL started). Returns the handlers,
     so the caller can remove them."""
-    home.mkdir(parents=True, exist_ok=True)
+    make_home(home)
     path = home / LOG_FILE
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.close(fd)
+    # Created (or set back to) 0600 before the handler opens it for appending.
+    os.close(open_private(path, os.O_WRONLY | os.O_APPEND))
     formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = [logging.FileHandler(path, encoding="utf-8")]
     if not _stderr_is(path):
@@ -290,6 +289,7 @@ async def serve(
     home = config.home_path
     host = host or config.server.host
     port = config.server.port if port is None else port
+    await trio.to_thread.run_sync(_tighten_home, home)
     orphans = await trio.to_thread.run_sync(kill_orphans, home)
     if orphans:
         log.info("ended %d process group(s) left running by a previous daemon", orphans)
@@ -332,6 +332,27 @@ async def serve(
                     with trio.CancelScope(shield=True):
                         await trio.to_thread.run_sync(remove_daemon_json, home, pid)
     log.info("stopped")
+
+
+def _tighten_home(home: Path) -> None:
+    """Make (or tighten) the home and everything in it owner-only, and say so once
+    when something was open to group or world (issue 15 item 6)."""
+    make_home(home)
+    changed, failed = tighten_home(home)
+    if changed:
+        root = home.resolve()
+        shown = ", ".join(os.path.relpath(path, root) for path in changed[:_LISTED])
+        more = f" and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
+        log.warning(
+            "tightened permissions in %s: %d path(s) were open to group or world "
+            "(now owner-only): %s%s",
+            home,
+            len(changed),
+            shown,
+            more,
+        )
+    for path, exc in failed:
+        log.warning("cannot make %s owner-only: %s", path, exc.strerror or exc)
 
 
 @contextmanager
