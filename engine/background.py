@@ -15,6 +15,8 @@ Where things live while a job is alive:
   runs (R23), removed when the leg ends.
 - ``<home>/sessions/<session>/reports/<leg id>.md`` — a sub-agent's saved report (R30).
 
+All three are created 0600 in folders made 0700 (`engine.store.files`, issue 15 item 6).
+
 A session runs at most ``MAX_BACKGROUND_TASKS`` legs at once (``Session.leg_limiter``,
 R22): a leg that finds no free token is announced with ``leg_started`` ``queued: true``,
 listed as ``queued``, can be cancelled while it waits, and is announced again with
@@ -57,7 +59,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, Protocol
 
 import attrs
 import trio
@@ -70,6 +72,7 @@ from engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle, c
 from engine.runs import RunOrigin, TaskRun
 from engine.snapshot import RESULT_LIMIT, Snapshot, clamp, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
+from engine.store.files import make_private_dirs, open_private, write_private_atomic
 from engine.tools.process import run_in_group
 from engine.tools.run_command import format_command_result
 from engine.watch import REPORT_KEEP_BYTES, DecisionCheck, Watcher, WatchReport
@@ -269,22 +272,26 @@ def followup_message(job: Job) -> str:
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Blocking: write ``data`` to ``path`` through a temporary file and `os.replace`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, ensure_ascii=False, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Blocking: write ``data`` to ``path`` through a temporary file (0600 from its
+    creation) and `os.replace`; a missing folder is made 0700."""
+    make_private_dirs(path.parent)
+    write_private_atomic(path, json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8"))
 
 
 def _write_text(path: Path, text: str) -> None:
-    """Blocking: write a report file (made once, read by people and tasks)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Blocking: write a report file (made once, read by people and tasks; 0600)."""
+    make_private_dirs(path.parent)
+    write_private_atomic(path, text.encode("utf-8"))
+
+
+def _open_log(path: Path) -> BinaryIO:
+    """Blocking: open a leg's log for appending, created 0600 (command output)."""
+    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        return os.fdopen(fd, "ab")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class _Appendable(Protocol):
@@ -492,7 +499,7 @@ class BackgroundManager:
         )
         self._jobs[job_id] = job
         self._turn_job[run] = (turn, job)
-        await trio.Path(job.path.parent).mkdir(parents=True, exist_ok=True)
+        await trio.to_thread.run_sync(make_private_dirs, job.path.parent)
         return job
 
     # ------------------------------------------------------------------ cancel
@@ -576,7 +583,7 @@ class BackgroundManager:
             check=self._check,
         )
         try:
-            async with await trio.open_file(path, "ab") as log_file:
+            async with trio.wrap_file(await trio.to_thread.run_sync(_open_log, path)) as log_file:
                 log = LogWriter(log_file.wrapped)
 
                 async def on_output(chunk: bytes) -> None:
