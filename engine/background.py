@@ -73,8 +73,8 @@ from engine.runs import RunOrigin, TaskRun
 from engine.snapshot import RESULT_LIMIT, Snapshot, clamp, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.store.files import make_private_dirs, open_private, write_private_atomic
-from engine.tools.process import run_in_group
-from engine.tools.run_command import format_command_result
+from engine.tools.run_command import CommandPlan, format_command_result, run_plan
+from engine.tools.sandbox import SandboxError
 from engine.watch import REPORT_KEEP_BYTES, DecisionCheck, Watcher, WatchReport
 from protocol import events as ev
 from protocol.frames import LegInfo
@@ -130,6 +130,8 @@ class Leg:
     job: Job
     handle: TaskHandle
     cwd: str | None = None
+    #: How a command leg runs: sandboxed when nobody was asked (R75), else as approved.
+    plan: CommandPlan | None = None
     allow_all: bool = False
     state: LegState = "queued"
     created_at: float = 0.0
@@ -431,8 +433,12 @@ class BackgroundManager:
         objective: str,
         next_step: str,
         cwd: str | None = None,
+        plans: Sequence[CommandPlan] | None = None,
     ) -> tuple[Job, list[Leg]]:
         """Start one leg per label for ``run``, in the job of its current turn (R21).
+
+        Command legs come with ``plans`` (one per label): how `run_command`'s
+        confirmation said each may run (R74, R75).
 
         Returns once every leg is registered, announced (``leg_started``) and started
         in the engine's nursery; the legs then run on their own (R25).
@@ -442,7 +448,9 @@ class BackgroundManager:
         job = await self._job_for(run, objective, next_step)
         session = run.session
         legs: list[Leg] = []
-        for label in labels:
+        if kind == "cmd" and (plans is None or len(plans) != len(labels)):
+            raise ValueError("command legs need one plan per command")
+        for index, label in enumerate(labels):
             leg_id = new_leg_id(kind)
             leg = Leg(
                 id=leg_id,
@@ -451,6 +459,7 @@ class BackgroundManager:
                 job=job,
                 handle=TaskHandle(name=f"leg {session.id}/{leg_id}"),
                 cwd=cwd,
+                plan=plans[index] if plans is not None else None,
                 allow_all=run.allow_all,
                 created_at=self._services.clock(),
             )
@@ -593,14 +602,18 @@ class BackgroundManager:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(watcher.run)
                     nursery.start_soon(log.run)
+                    assert leg.plan is not None
                     try:
-                        result = await run_in_group(
-                            leg.label,
+                        result = await run_plan(
+                            self._services,
+                            leg.plan,
                             cwd=leg.cwd,
-                            kill_grace_s=config.tools.kill_grace_s,
+                            timeout_s=None,
                             on_output=on_output,
                             keep_bytes=RESULT_LIMIT,
                         )
+                    except SandboxError as exc:
+                        return "failed", f"not run: {exc}"
                     finally:
                         # The watcher may be waiting on a decision check: stop it now.
                         watcher.close()
@@ -616,8 +629,8 @@ class BackgroundManager:
         sub-agent (no background tools, no questions, no confirmations)."""
         job = leg.job
         child_session = f"{job.session_id[:115]}-{leg.id}"
-        remembered = self._engine.session(job.session_id).remembered_commands
-        self._engine.session(child_session).remembered_commands.update(remembered)
+        allowed = self._engine.session(job.session_id).allowed
+        self._engine.session(child_session).allowed.copy_from(allowed)
         child = await self._engine.start_task(
             child_session, leg.label, allow_all=leg.allow_all, subagent_of=leg.id
         )

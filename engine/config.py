@@ -26,6 +26,7 @@ __all__ = [
     "BackgroundConfig",
     "Config",
     "ModelConfig",
+    "SandboxConfig",
     "ServerConfig",
     "ToolsConfig",
     "default_home",
@@ -85,7 +86,10 @@ class ToolsConfig:
     restricted_paths: list[str] = attrs.field(
         factory=lambda: ["/etc", "/usr", "/bin", "/sbin", "/boot", "/lib", "/var", "/opt", "/root"]
     )
+    #: The longest a command may run; a model-chosen ``timeout_s`` is clamped to it.
     command_timeout_s: float = 600.0
+    #: The longest a command that runs without confirmation (in the sandbox) may run.
+    readonly_timeout_s: float = 30.0
     #: Seconds between SIGTERM and SIGKILL when a command's group is cancelled (R48).
     kill_grace_s: float = 2.0
     #: Largest tool result kept, in bytes.
@@ -119,6 +123,37 @@ class BackgroundConfig:
 
 
 @attrs.frozen(kw_only=True)
+class SandboxConfig:
+    """The read-only sandbox commands run in when nobody was asked (R75)."""
+
+    #: bubblewrap's program; when it is missing or cannot start, every command asks.
+    program: str = "bwrap"
+    #: Places hidden inside the sandbox besides the agentrio home (``~`` is the
+    #: daemon user's home). A directory becomes empty, a file reads as empty.
+    hide: list[str] = attrs.field(
+        factory=lambda: [
+            "~/.ssh",
+            "~/.gnupg",
+            "~/.aws",
+            "~/.azure",
+            "~/.netrc",
+            "~/.git-credentials",
+            "~/.config/gh",
+            "~/.config/gcloud",
+            "~/.docker",
+            "~/.kube",
+            "~/.pgpass",
+            "~/.npmrc",
+            "~/.pypirc",
+            "~/.gitconfig",
+            "~/.config/git",
+            "~/.bash_history",
+            "~/.python_history",
+        ]
+    )
+
+
+@attrs.frozen(kw_only=True)
 class Config:
     server: ServerConfig = attrs.field(factory=ServerConfig)
     model: ModelConfig = attrs.field(factory=ModelConfig)
@@ -126,6 +161,7 @@ class Config:
     decision_model: ModelConfig | None = None
     tools: ToolsConfig = attrs.field(factory=ToolsConfig)
     background: BackgroundConfig = attrs.field(factory=BackgroundConfig)
+    sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.

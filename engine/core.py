@@ -44,7 +44,7 @@ from engine.tools.run_command import RunCommandTool
 from engine.tools.secrets import StoreSecretTool
 from engine.tools.sudo import PasswordVerifier, SudoVerifier
 from protocol import events as ev
-from protocol.frames import LegInfo, PendingTaskInfo
+from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from protocol.http import HistoryEntry, HistoryRecord
 
 __all__ = ["CONFLICT_RUNNING", "Engine", "SendResult", "open_engine"]
@@ -279,6 +279,23 @@ class Engine:
         check_session_id(session_id)
         return self.background.list_legs(session_id) if self.background is not None else []
 
+    def allowed(self, session_id: str) -> list[AllowedRule]:
+        """The session's remembered "Always allow" commands (R76); none for a session
+        that never ran here (it is not made by asking)."""
+        check_session_id(session_id)
+        session = self._sessions.get(session_id)
+        return session.allowed.rules() if session is not None else []
+
+    def forget_allowed(self, session_id: str, rule_id: str) -> list[AllowedRule]:
+        """Remove one remembered command, or all with ``"all"``; the rules left (R76).
+        Raises `NotFound` for an unknown rule id."""
+        check_session_id(session_id)
+        session = self._sessions.get(session_id)
+        removed = session.allowed.remove(rule_id) if session is not None else 0
+        if not removed and rule_id != "all":
+            raise NotFound(f"no remembered command {rule_id[:64]!r} in session {session_id}")
+        return self.allowed(session_id)
+
     # ------------------------------------------------------------------ resume
 
     async def resume(
@@ -506,6 +523,7 @@ async def open_engine(
     the config is built when it is set."""
     from engine.models.factory import close_model, make_model
     from engine.store.sqlite import SqliteStore
+    from engine.tools.sandbox import Sandbox
 
     home = config.home_path
     await trio.Path(home).mkdir(parents=True, exist_ok=True)
@@ -529,6 +547,7 @@ async def open_engine(
             registry=PendingRegistry(),
             model=model,
             verifier=verifier or SudoVerifier(),
+            sandbox=await Sandbox.probe(config),
             clock=clock,
         )
         async with trio.open_nursery() as nursery:

@@ -21,6 +21,7 @@ import attrs
 import trio
 
 from engine.ids import origin_of
+from engine.tools.allowed import AllowedCommands
 from protocol.events import Event
 
 if TYPE_CHECKING:
@@ -186,8 +187,8 @@ class Session:
         self.runs: dict[str, TaskRun] = {}
         #: The task most recently started here (R36 decides new hashes with it).
         self.latest_task: str | None = None
-        #: Programs the user chose "Always allow" for, in this session.
-        self.remembered_commands: set[str] = set()
+        #: Commands the user chose "Always allow" for, in this session (R76).
+        self.allowed = AllowedCommands()
 
     def statistics(self) -> SessionStatistics:
         queued = sum(1 for run in self.runs.values() if run.queued)

@@ -25,7 +25,7 @@ iterator only grows memory, it never stalls the connection):
 - ``event`` frames of a session this client `Client.subscribe`\\d also go to that
   `Subscription` (each consumer drops the copies it has seen: the daemon sends a task's
   events once for the run and once for the subscription);
-- ``pending_list``, ``leg_list`` and ``error`` frames answer control requests.
+- ``pending_list``, ``leg_list``, ``allowed`` and ``error`` frames answer control requests.
 
 **Control requests** (cancel, pause, steer, reply, listen, subscribe, list_pending,
 list_legs, background_cancel) have no reply frame of their own when they succeed. The
@@ -63,14 +63,18 @@ from protocol.errors import FrameDecodeError
 from protocol.events import Done, Event
 from protocol.frames import (
     Accepted,
+    AllowedList,
+    AllowedRule,
     Ask,
     BackgroundCancel,
     Cancel,
     DoneFrame,
     ErrorFrame,
     EventFrame,
+    ForgetAllowed,
     LegInfo,
     LegList,
+    ListAllowed,
     Listen,
     ListLegs,
     ListPending,
@@ -376,7 +380,7 @@ class _Op:
     """One control request waiting for its barrier."""
 
     barrier: str
-    result: PendingList | LegList | None = None
+    result: PendingList | LegList | AllowedList | None = None
     error: ClientError | None = None
     answered: bool = False
     finished: trio.Event = attrs.field(factory=trio.Event)
@@ -580,6 +584,18 @@ class Client:
         """Cancel one background leg, or all of the session's with ``"all"`` (R44)."""
         await self._call(BackgroundCancel(session_id=session_id, leg_id=leg_id))
 
+    async def allowed(self, session_id: str) -> list[AllowedRule]:
+        """The session's remembered "Always allow" commands (``list_allowed``, R76)."""
+        result = await self._call(ListAllowed(session_id=session_id))
+        assert isinstance(result, AllowedList), result
+        return list(result.rules)
+
+    async def forget_allowed(self, session_id: str, rule_id: str) -> list[AllowedRule]:
+        """Remove one remembered command (or ``"all"``); the rules left (R76)."""
+        result = await self._call(ForgetAllowed(session_id=session_id, rule_id=rule_id))
+        assert isinstance(result, AllowedList), result
+        return list(result.rules)
+
     async def subscribe(self, session_id: str) -> Subscription:
         """Every event of ``session_id``, replayed then live (one `Subscription` per
         session and connection)."""
@@ -678,7 +694,7 @@ class Client:
         if self._closed is not None:
             raise self._closed
 
-    async def _call(self, frame: Any) -> PendingList | LegList | None:
+    async def _call(self, frame: Any) -> PendingList | LegList | AllowedList | None:
         """Send a control frame plus its barrier; return its list reply, raise its
         error (see the module docstring)."""
         self._check_open()
@@ -743,7 +759,7 @@ class Client:
                 self._ask_sinks.get(frame.id, self._unrouted).put(frame)
             case ErrorFrame():
                 self._error(frame)
-            case PendingList() | LegList():
+            case PendingList() | LegList() | AllowedList():
                 if self._ops and not self._ops[0].answered:
                     self._ops[0].result, self._ops[0].answered = frame, True
                 else:

@@ -18,6 +18,8 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SERVER_FRAME_TYPES",
     "Accepted",
+    "AllowedList",
+    "AllowedRule",
     "Ask",
     "BackgroundCancel",
     "Cancel",
@@ -25,9 +27,11 @@ __all__ = [
     "DoneFrame",
     "ErrorFrame",
     "EventFrame",
+    "ForgetAllowed",
     "Hello",
     "LegInfo",
     "LegList",
+    "ListAllowed",
     "ListLegs",
     "ListPending",
     "Listen",
@@ -158,6 +162,24 @@ class ListLegs:
     session_id: str
 
 
+@attrs.frozen(kw_only=True)
+class ListAllowed:
+    """The session's remembered "Always allow" commands; answered by ``allowed`` (R76)."""
+
+    TYPE: ClassVar[str] = "list_allowed"
+    session_id: str
+
+
+@attrs.frozen(kw_only=True)
+class ForgetAllowed:
+    """Remove one remembered command (``rule_id``) or all of them (``"all"``); answered
+    by ``allowed`` with the rules left (R76)."""
+
+    TYPE: ClassVar[str] = "forget_allowed"
+    session_id: str
+    rule_id: str
+
+
 ClientFrame = (
     Hello
     | Run
@@ -170,6 +192,8 @@ ClientFrame = (
     | Subscribe
     | ListPending
     | ListLegs
+    | ListAllowed
+    | ForgetAllowed
 )
 
 # ---------------------------------------------------------------- daemon → client
@@ -288,6 +312,22 @@ class LegList:
     legs: list[LegInfo]
 
 
+@attrs.frozen(kw_only=True)
+class AllowedRule:
+    """One remembered command: exactly this text runs without asking again (R76)."""
+
+    id: str
+    command: str
+    added_at: float
+
+
+@attrs.frozen(kw_only=True)
+class AllowedList:
+    TYPE: ClassVar[str] = "allowed"
+    session_id: str
+    rules: list[AllowedRule]
+
+
 ServerFrame = (
     Welcome
     | Accepted
@@ -299,6 +339,7 @@ ServerFrame = (
     | ErrorFrame
     | PendingList
     | LegList
+    | AllowedList
 )
 
 CLIENT_FRAME_TYPES: tuple[type[Any], ...] = ClientFrame.__args__

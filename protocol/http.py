@@ -7,10 +7,11 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from protocol.events import Question
-from protocol.frames import LegInfo, PendingTaskInfo, ReplyAction
+from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo, ReplyAction
 
 __all__ = [
     "BODY_TYPES",
+    "AllowedRules",
     "CancelResult",
     "ConfirmRequest",
     "ErrorBody",
@@ -25,6 +26,7 @@ __all__ = [
     "Questions",
     "ResumeAccepted",
     "ResumeRequest",
+    "SandboxInfo",
     "SendRequest",
     "SendStarted",
     "SendSteered",
@@ -131,12 +133,29 @@ class LegCancelResult:
 
 
 @attrs.frozen(kw_only=True)
+class AllowedRules:
+    """``GET /v1/session/{id}/allowed``: the session's remembered commands (R76)."""
+
+    rules: list[AllowedRule]
+
+
+@attrs.frozen(kw_only=True)
+class SandboxInfo:
+    """Whether commands nobody was asked about can run (R75): ``active`` False means
+    every command asks; ``detail`` says why, or which bubblewrap serves."""
+
+    active: bool
+    detail: str
+
+
+@attrs.frozen(kw_only=True)
 class Health:
     ok: bool
     version: str
     uptime_s: float
     tasks: int
     legs: int
+    sandbox: SandboxInfo | None = None
     statistics: dict[str, Any] = attrs.field(factory=dict)
 
 
@@ -169,6 +188,7 @@ BODY_TYPES: tuple[type[Any], ...] = (
     HistoryRecord,
     Legs,
     LegCancelResult,
+    AllowedRules,
     Health,
     ErrorBody,
 )

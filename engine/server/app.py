@@ -47,6 +47,7 @@ from engine.server.auth import bearer_ok
 from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from protocol.errors import ErrorCode, FrameDecodeError
 from protocol.http import (
+    AllowedRules,
     CancelResult,
     ConfirmRequest,
     ErrorBody,
@@ -59,6 +60,7 @@ from protocol.http import (
     Questions,
     ResumeAccepted,
     ResumeRequest,
+    SandboxInfo,
     SendRequest,
     SendStarted,
     SendSteered,
@@ -83,6 +85,7 @@ _ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
 HISTORY_LIMIT: Final = 50
 #: Leg ids (``cmd_``/``sub_`` + 8 hex), or ``all`` for every leg of the session.
 _LEG_ID: Final = re.compile(r"(?:cmd|sub)_[0-9a-f]{8}|all")
+_RULE_ID: Final = re.compile(r"rule_[0-9a-f]{8}|all")
 #: The web dashboard's files (package data) and their content types.
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 _STATIC_TYPES: Final = {
@@ -225,12 +228,14 @@ async def health(request: Request, ctx: ServerContext) -> Response:
     statistics = engine.statistics()
     statistics["connections"] = ctx.connections
     statistics["event_streams"] = ctx.streams
+    sandbox = engine.services.sandbox.status
     body = Health(
         ok=True,
         version=ctx.version,
         uptime_s=round(time.monotonic() - engine.started_at, 3),
         tasks=engine.task_count,
         legs=int(statistics.get("legs_running", 0)),
+        sandbox=SandboxInfo(active=sandbox.active, detail=sandbox.detail),
         statistics=statistics,
     )
     return json_response(body)
@@ -347,6 +352,20 @@ async def cancel_leg(request: Request, ctx: ServerContext) -> Response:
     return json_response(LegCancelResult(cancelled=ctx.engine.cancel_leg(session_id, leg_id)))
 
 
+async def allowed(request: Request, ctx: ServerContext) -> Response:
+    """The session's remembered "Always allow" commands (R76)."""
+    return json_response(AllowedRules(rules=ctx.engine.allowed(_session_id(request))))
+
+
+async def forget_allowed(request: Request, ctx: ServerContext) -> Response:
+    """Remove one remembered command (or ``all``); 204, 404 for an unknown rule (R76)."""
+    rule_id = request.path_params["rule_id"]
+    if not _RULE_ID.fullmatch(rule_id):
+        raise BadRequest(f"invalid rule id {rule_id[:64]!r}: rule_ + 8 hex or 'all' expected")
+    ctx.engine.forget_allowed(_session_id(request), rule_id)
+    return Response(status_code=204)
+
+
 async def static_file(request: Request, ctx: ServerContext) -> Response:
     """``GET /`` (the page) and ``GET /static/{name}``; unknown names are 404."""
     name = request.path_params.get("name", "index.html")
@@ -412,6 +431,8 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(task + "/history", _endpoint(history_record), methods=["GET"]),
         Route(session + "/legs", _endpoint(legs), methods=["GET"]),
         Route(session + "/legs/{leg_id}/cancel", _endpoint(cancel_leg), methods=["POST"]),
+        Route(session + "/allowed", _endpoint(allowed), methods=["GET"]),
+        Route(session + "/allowed/{rule_id}", _endpoint(forget_allowed), methods=["DELETE"]),
         Route("/", _endpoint(static_file, auth=False), methods=["GET"]),
         Route("/static/{name}", _endpoint(static_file, auth=False), methods=["GET"]),
         WebSocketRoute("/v1/ws", websocket_endpoint),

@@ -60,6 +60,7 @@ from protocol.events import Pending as PendingEvent
 from protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
+    AllowedList,
     Ask,
     BackgroundCancel,
     Cancel,
@@ -67,8 +68,10 @@ from protocol.frames import (
     DoneFrame,
     ErrorFrame,
     EventFrame,
+    ForgetAllowed,
     Hello,
     LegList,
+    ListAllowed,
     Listen,
     ListLegs,
     ListPending,
@@ -361,6 +364,12 @@ class Connection:
                 await self.send(LegList(session_id=session_id, legs=legs))
             case BackgroundCancel(session_id=session_id, leg_id=leg_id):
                 self.engine.cancel_leg(session_id, leg_id)
+            case ListAllowed(session_id=session_id):
+                rules = self.engine.allowed(session_id)
+                await self.send(AllowedList(session_id=session_id, rules=rules))
+            case ForgetAllowed(session_id=session_id, rule_id=rule_id):
+                rules = self.engine.forget_allowed(session_id, rule_id)
+                await self.send(AllowedList(session_id=session_id, rules=rules))
 
     async def _reply(self, frame: Reply) -> None:
         entry = self.engine.registry.get(frame.id)

@@ -7,8 +7,9 @@ through either tool, form one job; its ``objective`` and ``next`` are the first
 non-empty values given in that turn (R21).
 
 A background command is confirmed in the starting task, exactly like ``run_command``
-(read-only commands go straight through; everything else asks the task's window, and
-is denied when nobody can answer, R8): the leg itself never asks (R30). Each command
+(read-only simple commands go straight through, as their judged argv in the read-only
+sandbox and bounded by ``readonly_timeout_s``; everything else asks the task's window,
+and is denied when nobody can answer, R8): the leg itself never asks (R30). Each command
 is confirmed on its own, so one denial does not stop the others. Sub-agent objectives
 need no confirmation: the sub-agent's own calls that would need one are not run (R30).
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.tools.base import Services, ToolOutcome
-from engine.tools.run_command import RunCommandTool
+from engine.tools.run_command import CommandPlan, RunCommandTool
 
 if TYPE_CHECKING:
     from engine.background import BackgroundManager, Job, Leg
@@ -114,24 +115,30 @@ class BackgroundCommandTool:
         cwd = call.args.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError("argument 'cwd' must be a string")
-        approved: list[str] = []
+        approved: list[CommandPlan] = []
         refused: list[str] = []
         for command in commands:
             args: dict[str, Any] = {"command": command}
             if cwd is not None:
                 args["cwd"] = cwd
             one = ToolCallRequest(id=call.id, name=self.name, args=args)
-            denial = await self._confirmer._confirm(run, one, command, cwd)
-            if denial is None:
-                approved.append(command)
+            plan = await self._confirmer.plan(run, one, command, cwd)
+            if isinstance(plan, CommandPlan):
+                approved.append(plan)
             else:
-                refused.append(f"- {command}: {denial.skipped}")
+                refused.append(f"- {command}: {plan.skipped}")
         if not approved:
             return ToolOutcome(
                 ok=False, output="", skipped="no command was started:\n" + "\n".join(refused)
             )
         job, legs = await self._manager.start_legs(
-            run, "cmd", approved, objective=objective, next_step=next_step, cwd=cwd
+            run,
+            "cmd",
+            [str(plan.command) for plan in approved],
+            objective=objective,
+            next_step=next_step,
+            cwd=cwd,
+            plans=approved,
         )
         output = _started(job, legs)
         if refused:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from engine.pending import PendingRegistry
     from engine.runs import TaskRun
     from engine.store.base import Store
+    from engine.tools.sandbox import Sandbox
     from engine.tools.sudo import PasswordVerifier
 
 __all__ = ["ServiceTool", "Services", "Tool", "ToolOutcome", "string_arg"]
@@ -45,6 +46,8 @@ class Services:
     registry: PendingRegistry
     model: Model
     verifier: PasswordVerifier
+    #: Where commands nobody was asked about run (R75); inactive: every command asks.
+    sandbox: Sandbox
     #: Wall clock (Unix seconds) for stored times and marker expiry; tests pass a
     #: function of `trio.current_time` so a mock clock drives TTLs.
     clock: Callable[[], float]

@@ -7,14 +7,17 @@ to one is not seen -- which is why a command that is not read-only is always con
 a person, and the restricted-path check only decides whether that person must also give
 the system password.
 
-- **Read-only** (`is_read_only`): a single program, no shell operator anywhere in the
-  text (`SHELL_OPERATORS`, checked on the raw string, and on every argv token too: a list
-  never passes through a shell, but a conservative check costs at most one question),
-  named on ``readonly_commands`` -- or ``git`` with a ``readonly_git`` subcommand. The
-  program must be a bare name (found on ``PATH``) or live in a system ``bin`` directory:
-  ``./ls`` is whatever script sits in the working directory. Options that make a listed
-  program write (``date -s``, ``git log --output=FILE``) or run configured code (``git
-  -c core.pager=...``, any git option before the subcommand) disqualify it.
+- **Read-only** (`is_read_only`): a *simple* command (`engine.tools.simple_command`: plain
+  words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
+  argv judged (R74), whose program is named on ``readonly_commands`` -- or ``git`` with a
+  ``readonly_git`` subcommand -- and that names no hidden place (the agentrio home,
+  credential files) by path. The program must be a bare name (found on the sandbox's
+  fixed ``PATH``) or live in a system ``bin`` directory: ``./ls`` is whatever script sits
+  in the working directory. Options that make a listed program write (``date -s``, ``git
+  log --output=FILE``) or run configured code (``git -c core.pager=...``, ``--ext-diff``,
+  ``--textconv``, any git option before the subcommand) disqualify it. Such a command
+  runs in the read-only sandbox (`engine.sandbox`, R75); the sandbox is the real
+  boundary, these checks keep obvious misuse from reaching it.
 - **Restricted** (`touches_restricted`): some path in the command is a restricted path,
   lies under one, or is an ancestor of one (``rm -rf /`` touches ``/etc``); relative paths
   count once resolved against ``cwd``; globs match component by component (``/e*/hosts``
@@ -31,11 +34,13 @@ import os
 import posixpath
 import re
 import shlex
+from collections.abc import Sequence
 from typing import Final
 
 import attrs
 
 from engine.config import ToolsConfig
+from engine.tools.simple_command import simple_argv
 
 __all__ = [
     "ELEVATORS",
@@ -43,12 +48,14 @@ __all__ = [
     "Verdict",
     "classify",
     "is_read_only",
+    "shell_words",
     "touches_restricted",
 ]
 
 SHELL_OPERATORS: Final[tuple[str, ...]] = (";", "&", "|", "<", ">", "$(", "`", "\n", "\r")
-"""Text that makes a shell do more than run one program (R60). ``\\r`` is here because
-some terminals and shells treat it as a line break."""
+"""Text that makes a shell do more than run one program, named in the reason a person is
+shown. The decision itself does not rest on this list: `simple_argv` admits only plain
+words."""
 
 ELEVATORS: Final[frozenset[str]] = frozenset({"sudo", "su", "doas", "pkexec"})
 """Programs that run something with another user's rights (R7)."""
@@ -57,13 +64,26 @@ _SYSTEM_BIN_DIRS: Final = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbi
 _GIT_SAFE_GLOBAL_OPTIONS: Final = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
 )
-_GIT_UNSAFE_OPTIONS: Final = ("--output", "--ext-diff")
+_GIT_UNSAFE_OPTIONS: Final = (
+    "--output",
+    "--ext-diff",
+    "--textconv",
+    "--show-signature",
+    "--open-files-in-pager",
+)
 """git options that write a file or run a configured program; git also accepts any
 unambiguous abbreviation (``--outp=FILE``), so prefixes of these count too."""
 _GLOB_CHARS: Final = frozenset("*?[")
 # Splits a command into words at whitespace, quotes and operator characters, so that
 # ``cat</etc/passwd`` and ``true;sudo x`` still show their parts.
 _WORD_SPLIT: Final = re.compile(r"[\s;&|<>()`'\"]+")
+# One piece of shell text: a single-quoted part, a double-quoted part, an escaped
+# character, plain text, or a run of separators. The alternatives start with different
+# characters, so matching is linear in the text (shlex is quadratic on one long word).
+_SHELL_PIECE: Final = re.compile(
+    r"'([^']*)'?|\"((?:[^\"\\]|\\.)*)\"?|\\(.?)|([^\s'\"\\;&|<>()`]+)|[\s;&|<>()`]+", re.S
+)
+_ESCAPE: Final = re.compile(r"\\(.)", re.S)
 
 
 @attrs.frozen
@@ -75,11 +95,14 @@ class Verdict:
     command touches a restricted path or raises privileges (R7). It implies
     ``needs_confirm``: a read-only command is never asked about, wherever it reads.
     ``reason``: one line for the person asked (or for the log when nobody is asked).
+    ``argv``: the exact argv the command means without a shell, when it is simple
+    (`simple_argv`); a command that runs unasked runs exactly this (R74).
     """
 
     needs_confirm: bool
     restricted: bool
     reason: str
+    argv: tuple[str, ...] | None = None
 
 
 def _operator_in(text: str) -> str | None:
@@ -89,18 +112,29 @@ def _operator_in(text: str) -> str | None:
     return None
 
 
-def _argv(command: str | list[str]) -> list[str] | None:
-    """The command's argv, or None when it cannot be one plain program call."""
-    if isinstance(command, str):
-        if _operator_in(command) is not None:
-            return None
-        try:
-            return shlex.split(command)
-        except ValueError:
-            return None
-    if any(_operator_in(token) is not None for token in command):
-        return None
-    return list(command)
+def shell_words(text: str) -> list[str]:
+    """Words as a shell would mostly see them (quotes joined and removed), in linear time.
+
+    Only for looking for paths (`touches_restricted`): an approximation that errs
+    towards finding more words, never for deciding what runs."""
+    words: list[str] = []
+    current: list[str] = []
+    started = False
+    for match in _SHELL_PIECE.finditer(text):
+        single, double, escaped, plain = match.groups()
+        if single is None and double is None and escaped is None and plain is None:
+            if started:
+                words.append("".join(current))
+                current, started = [], False
+            continue
+        if double is not None:
+            current.append(_ESCAPE.sub(r"\1", double))
+        else:
+            current.append(next(p for p in (single, escaped, plain) if p is not None))
+        started = True
+    if started:
+        words.append("".join(current))
+    return words
 
 
 def _program_name(program: str) -> str | None:
@@ -138,23 +172,58 @@ def _date_sets_clock(args: list[str]) -> bool:
     return False
 
 
-def is_read_only(command: str | list[str], config: ToolsConfig) -> bool:
-    """True when ``command`` may run without confirmation (R60); see the module docstring."""
-    argv = _argv(command)
-    if not argv:
-        return False
+def _read_only_problem(
+    argv: tuple[str, ...], config: ToolsConfig, cwd: str | None, hidden: Sequence[str]
+) -> str:
+    """Why the simple command ``argv`` is not read-only, or ``""`` when it is."""
     name = _program_name(argv[0])
     if name is None:
-        return False
+        return f"runs {argv[0]!r}, which is not a program from a system directory"
     if name == "git":
-        return _git_read_only(argv[1:], config)
-    if name not in config.readonly_commands:
-        return False
-    return not (name == "date" and _date_sets_clock(argv[1:]))
+        if not _git_read_only(list(argv[1:]), config):
+            return "is not a read-only git command"
+    elif name not in config.readonly_commands:
+        return "is not on the read-only list"
+    elif name == "date" and _date_sets_clock(list(argv[1:])):
+        return "sets the clock"
+    hit = _hidden_hit(argv[1:], cwd, hidden)
+    return f"names {hit}, which only a person may let a command read" if hit else ""
+
+
+def _hidden_hit(words: Sequence[str], cwd: str | None, hidden: Sequence[str]) -> str:
+    """The first hidden place (the home, credential files) that ``words`` or ``cwd`` name
+    by path -- that place or something under it -- or ``""``. Recursive reads of an
+    ancestor (``grep -r x /``) are left to the sandbox, which hides these places."""
+    places = [_components(path) for path in hidden]
+    where = _absolute(cwd, None) if cwd is not None else None
+    paths: list[str | None] = [where]
+    for word in words:
+        paths.extend(_absolute(candidate, where) for candidate in _candidates(word))
+    for path in paths:
+        if path is None:
+            continue
+        parts = _components(path)
+        for place in places:
+            if parts[: len(place)] == place:
+                return "/" + "/".join(place)
+    return ""
+
+
+def is_read_only(
+    command: str | list[str],
+    config: ToolsConfig,
+    *,
+    cwd: str | None = None,
+    hidden: Sequence[str] = (),
+) -> bool:
+    """True when ``command`` may run without confirmation (R60, R74); see the module
+    docstring. Whether it then does also depends on the sandbox (R75)."""
+    argv = simple_argv(command).argv
+    return argv is not None and not _read_only_problem(argv, config, cwd, hidden)
 
 
 def _words(command: str | list[str]) -> list[list[str]]:
-    """Word lists to look for paths in: the text split at operators, and shlex tokens.
+    """Word lists to look for paths in: the text split at operators, and shell words.
 
     The first word of each list is the program and is dropped: running a program is not
     touching its directory (but a later copy of the same path, ``cp x /bin/cp``, is).
@@ -162,14 +231,7 @@ def _words(command: str | list[str]) -> list[list[str]]:
     """
     parts = [command] if isinstance(command, str) else command
     split = [word for part in parts for word in _WORD_SPLIT.split(part) if word]
-    lists = [split]
-    if isinstance(command, str):
-        try:
-            lists.append(shlex.split(command))
-        except ValueError:
-            pass
-    else:
-        lists.append(list(command))
+    lists = [split, shell_words(command) if isinstance(command, str) else list(command)]
     return [words[1:] if words and "=" not in words[0] else words for words in lists]
 
 
@@ -248,21 +310,39 @@ def touches_restricted(
     return bool(_restricted_hit(command, config, cwd))
 
 
-def classify(command: str | list[str], config: ToolsConfig, *, cwd: str | None = None) -> Verdict:
-    """Decide whether ``command`` needs a confirmation (R60) and the password (R7)."""
-    shown = command if isinstance(command, str) else shlex.join(command)
-    if is_read_only(command, config):
-        return Verdict(needs_confirm=False, restricted=False, reason=f"read-only: {shown}")
+def classify(
+    command: str | list[str],
+    config: ToolsConfig,
+    *,
+    cwd: str | None = None,
+    hidden: Sequence[str] = (),
+) -> Verdict:
+    """Decide whether ``command`` needs a confirmation (R60, R74) and the password (R7).
+
+    The command is parsed once (`simple_argv`); ``Verdict.argv`` carries the argv that
+    was judged, so the caller runs exactly that. ``hidden`` lists absolute paths a
+    command must not name to run unasked (the agentrio home, credential places)."""
+    parsed = simple_argv(command)
+    if parsed.argv is not None:
+        problem = _read_only_problem(parsed.argv, config, cwd, hidden)
+        if not problem:
+            shown = shlex.join(parsed.argv)
+            return Verdict(
+                needs_confirm=False,
+                restricted=False,
+                reason=f"read-only: {shown}",
+                argv=parsed.argv,
+            )
+    else:
+        problem = parsed.why
     hit = _restricted_hit(command, config, cwd)
     if hit:
-        return Verdict(needs_confirm=True, restricted=True, reason=f"restricted: {hit}")
-    text = command if isinstance(command, str) else " ".join(command)
-    operator = _operator_in(text)
-    if operator is not None:
-        why = f"uses the shell operator {operator!r}"
-    else:
-        argv = _argv(command)
-        why = "cannot be parsed" if argv is None else "is not on the read-only list"
-        if argv == []:
-            why = "is empty"
-    return Verdict(needs_confirm=True, restricted=False, reason=f"needs confirmation: {why}")
+        return Verdict(
+            needs_confirm=True, restricted=True, reason=f"restricted: {hit}", argv=parsed.argv
+        )
+    return Verdict(
+        needs_confirm=True,
+        restricted=False,
+        reason=f"needs confirmation: the command {problem}",
+        argv=parsed.argv,
+    )

@@ -1,34 +1,115 @@
-"""The ``run_command`` tool: confirm unless read-only, then run in its own group.
+"""The ``run_command`` tool: run unasked only what was judged, in the sandbox; ask the rest.
 
-Confirmation order (R7, R8, R60): read-only commands, commands the user chose
-"Always allow" for in this session, tools allowed for this turn, and runs started
-with ``allow_all`` go straight through. Everything else asks the registry; when no
-listener can take the question the call is **denied** — never run unconfirmed. A
-command touching a restricted path asks for the system password unless sudo
-credentials are cached; a wrong password denies the call.
+How a command may run (R7, R8, R60, R74-R76), decided once per call by
+`RunCommandTool.plan` from one parse of the command (`engine.tools.policy.classify`):
+
+- **Unasked**: a simple command (plain words, no shell syntax) of a read-only program
+  runs as the exact argv judged (``execve``, no shell) inside the read-only sandbox
+  (`engine.tools.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
+  nothing runs unasked.
+- **Approved**: everything else needs a person -- through a confirmation, a remembered
+  "Always allow" rule for exactly this command, "Allow this turn" (which covers only
+  simple commands that touch no restricted path), or a session started with
+  ``allow_all``. It runs as the person saw it: a simple command as its argv, anything
+  else through ``/bin/sh -c``, outside the sandbox.
+- A command touching a restricted path asks for the system password unless sudo
+  credentials are cached, whatever was remembered or allowed for the turn; a wrong
+  password denies the call. When no listener can take the question the call is
+  **denied** -- never run unconfirmed.
+
+A model-chosen ``timeout_s`` is clamped to ``[tools] command_timeout_s``.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
-from engine.tools.base import ServiceTool, ToolOutcome
-from engine.tools.policy import classify
-from engine.tools.process import run_in_group
+from engine.tools.base import Services, ServiceTool, ToolOutcome
+from engine.tools.policy import Verdict, classify
+from engine.tools.process import CommandResult, run_in_group
+from engine.tools.sandbox import SandboxError
+from engine.tools.simple_command import MAX_BYTES
 from protocol import events as ev
 
 if TYPE_CHECKING:
     from engine.pending import Entry
     from engine.runs import TaskRun
 
-__all__ = ["RunCommandTool", "format_command_result"]
+__all__ = ["CommandPlan", "RunCommandTool", "format_command_result", "run_plan"]
+
+
+@attrs.frozen
+class CommandPlan:
+    """How an allowed command runs.
+
+    ``sandboxed``: nobody was asked; ``argv`` (the judged argv) runs in the sandbox.
+    Otherwise a person approved ``command``: ``argv`` when it is simple (the same words
+    ``sh`` would build), else the shell string as shown.
+    """
+
+    command: str | list[str]
+    argv: tuple[str, ...] | None
+    sandboxed: bool
+
+    @property
+    def runnable(self) -> str | list[str]:
+        return list(self.argv) if self.argv is not None else self.command
+
+
+async def run_plan(
+    services: Services,
+    plan: CommandPlan,
+    *,
+    cwd: str | None,
+    timeout_s: float | None,
+    keep_bytes: int,
+    on_output: Callable[[bytes], Awaitable[None]] | None = None,
+) -> CommandResult:
+    """Run ``plan`` in its own process group (R48): sandboxed commands through the
+    sandbox with their own, shorter timeout; raises `SandboxError` when a sandboxed
+    command could not be made safe (it then did not run)."""
+    tools = services.config.tools
+    if plan.sandboxed:
+        assert plan.argv is not None
+        argv, env = await services.sandbox.prepare(plan.argv, cwd=cwd)
+        limit = tools.readonly_timeout_s
+        return await run_in_group(
+            argv,
+            env=env,
+            timeout_s=limit if timeout_s is None else min(timeout_s, limit),
+            kill_grace_s=tools.kill_grace_s,
+            keep_bytes=keep_bytes,
+            on_output=on_output,
+        )
+    return await run_in_group(
+        plan.runnable,
+        cwd=cwd,
+        timeout_s=timeout_s,
+        kill_grace_s=tools.kill_grace_s,
+        keep_bytes=keep_bytes,
+        on_output=on_output,
+    )
+
+
+async def _classify(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
+    """`classify`, off the Trio thread for a long command (the restricted-path scan is
+    linear, but a megabyte of words still takes a while)."""
+    config, hidden = services.config.tools, services.sandbox.hidden
+    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
+    if size <= MAX_BYTES:
+        return classify(command, config, cwd=cwd, hidden=hidden)
+    return await trio.to_thread.run_sync(
+        lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
+    )
 
 
 class RunCommandTool(ServiceTool):
@@ -66,32 +147,38 @@ class RunCommandTool(ServiceTool):
         timeout = call.args.get("timeout_s", tools.command_timeout_s)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError("argument 'timeout_s' must be a positive number")
-        denial = await self._confirm(run, call, command, cwd)
-        if denial is not None:
-            return denial
-        result = await run_in_group(
-            command,
-            cwd=cwd,
-            timeout_s=float(timeout),
-            kill_grace_s=tools.kill_grace_s,
-            keep_bytes=tools.max_result_bytes,
-        )
+        plan = await self.plan(run, call, command, cwd)
+        if isinstance(plan, ToolOutcome):
+            return plan
+        try:
+            result = await run_plan(
+                self._services,
+                plan,
+                cwd=cwd,
+                timeout_s=min(float(timeout), tools.command_timeout_s),
+                keep_bytes=tools.max_result_bytes,
+            )
+        except SandboxError as exc:
+            return ToolOutcome(ok=False, output="", skipped=f"not run: {exc}")
         ok = result.exit_code == 0 and not result.timed_out
         return ToolOutcome(ok=ok, output=format_command_result(result))
 
-    async def _confirm(
+    async def plan(
         self, run: TaskRun, call: ToolCallRequest, command: str | list[str], cwd: str | None
-    ) -> ToolOutcome | None:
-        """None when the command may run; otherwise the denial to report."""
+    ) -> CommandPlan | ToolOutcome:
+        """How ``command`` may run (see the module docstring), or the denial to report."""
         services = self._services
-        verdict = classify(command, services.config.tools, cwd=cwd)
-        program = _program(command)
-        if run.allow_all or self.name in run.allow_turn:
-            return None
-        if not verdict.needs_confirm and not verdict.restricted:
-            return None
-        if program in run.session.remembered_commands and not verdict.restricted:
-            return None
+        verdict = await _classify(services, command, cwd)
+        approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
+        if not verdict.needs_confirm and services.sandbox.status.active:
+            return attrs.evolve(approved, sandboxed=True)
+        if run.allow_all:
+            return approved
+        if not verdict.restricted:
+            if run.session.allowed.covers(command):
+                return approved
+            if self.name in run.allow_turn and verdict.argv is not None:
+                return approved
         if run.subagent_of is not None:
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
@@ -141,14 +228,15 @@ class RunCommandTool(ServiceTool):
             reply = await services.registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"denied: {exc}")
-        return await self._apply_reply(run, reply, need_password, program, entry_box)
+        denial = await self._apply_reply(run, reply, need_password, command, entry_box)
+        return approved if denial is None else denial
 
     async def _apply_reply(
         self,
         run: TaskRun,
         reply: AskReply,
         need_password: bool,
-        program: str,
+        command: str | list[str],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
         if reply.action == "cancel_task":
@@ -172,8 +260,8 @@ class RunCommandTool(ServiceTool):
                 return ToolOutcome(
                     ok=False, output="", skipped=f"denied: system password check failed ({error})"
                 )
-        if reply.remember and program:
-            run.session.remembered_commands.add(program)
+        if reply.remember:
+            run.session.allowed.add(command, at=self._services.clock())
         if reply.allow_turn:
             run.allow_turn.add(self.name)
         return None
@@ -186,14 +274,6 @@ def _command_arg(args: dict[str, Any]) -> str | list[str]:
     if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
         return list(command)
     raise ValueError("argument 'command' must be a non-empty string or list of strings")
-
-
-def _program(command: str | list[str]) -> str:
-    try:
-        argv = shlex.split(command) if isinstance(command, str) else command
-    except ValueError:
-        return ""
-    return argv[0] if argv else ""
 
 
 def format_command_result(result: Any) -> str:

@@ -218,32 +218,39 @@ def test_a_longer_name_is_not_under_the_root(root: str, suffix: str) -> None:
 
 
 def test_classify_verdicts() -> None:
-    """R60, R7: the verdict says whether to confirm, whether a password is needed, and why."""
+    """R60, R7, R74: the verdict says whether to confirm, whether a password is needed,
+    why, and the exact argv judged when the command is simple."""
     assert classify("ls /etc", CONFIG) == Verdict(
-        needs_confirm=False, restricted=False, reason="read-only: ls /etc"
+        needs_confirm=False, restricted=False, reason="read-only: ls /etc", argv=("ls", "/etc")
     )
     assert classify("rm /etc/hosts", CONFIG) == Verdict(
-        needs_confirm=True, restricted=True, reason="restricted: touches /etc/hosts"
+        needs_confirm=True,
+        restricted=True,
+        reason="restricted: touches /etc/hosts",
+        argv=("rm", "/etc/hosts"),
     )
     assert classify(["sudo", "ls"], CONFIG) == Verdict(
-        needs_confirm=True, restricted=True, reason="restricted: runs sudo"
+        needs_confirm=True, restricted=True, reason="restricted: runs sudo", argv=("sudo", "ls")
     )
     assert classify("make", CONFIG, cwd="/usr/src") == Verdict(
-        needs_confirm=True, restricted=True, reason="restricted: runs in /usr/src"
+        needs_confirm=True, restricted=True, reason="restricted: runs in /usr/src", argv=("make",)
     )
     assert classify("ls | wc", CONFIG) == Verdict(
         needs_confirm=True,
         restricted=False,
-        reason="needs confirmation: uses the shell operator '|'",
+        reason="needs confirmation: the command uses shell syntax or an unusual character: '|'",
     )
     assert classify("rm x", CONFIG) == Verdict(
         needs_confirm=True,
         restricted=False,
-        reason="needs confirmation: is not on the read-only list",
+        reason="needs confirmation: the command is not on the read-only list",
+        argv=("rm", "x"),
     )
     assert classify("echo 'x", CONFIG) == Verdict(
-        needs_confirm=True, restricted=False, reason="needs confirmation: cannot be parsed"
+        needs_confirm=True,
+        restricted=False,
+        reason="needs confirmation: the command has an unterminated quote",
     )
     assert classify("", CONFIG) == Verdict(
-        needs_confirm=True, restricted=False, reason="needs confirmation: is empty"
+        needs_confirm=True, restricted=False, reason="needs confirmation: the command is empty"
     )

@@ -1,0 +1,93 @@
+"""End to end through the real daemon: what runs unasked runs in the read-only sandbox.
+
+The daemon's allowlist is widened on purpose (``touch``, ``python3``, ``cat``) to stand
+for a policy mistake: the sandbox must still refuse to write, to reach the network and
+to read the home -- three commands, three refusals from inside the sandbox (R75).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engine.testing import RunningDaemon
+from protocol.events import ToolCall, ToolResult
+from tests.e2e.conftest import ROOT
+
+pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+
+
+@pytest.fixture
+def agentrio_daemon_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text(
+        '[tools]\nreadonly_commands = ["touch", "python3", "cat", "ls"]\n'
+    )
+    return home
+
+
+async def _unasked(daemon: RunningDaemon, command: str) -> ToolResult:
+    """Run ``command`` through the built-in model; no front-end listens, so a command
+    that needed a confirmation would be denied, not run."""
+    async with daemon.connect() as client:
+        run = await client.run("chat-sandbox", f"run: {command}")
+        done = await run.wait_done()
+    assert done.status == "finished", done
+    calls = [e for e in run.events_so_far if isinstance(e, ToolCall)]
+    assert [c.args["command"] for c in calls] == [command]
+    (result,) = [e for e in run.events_so_far if isinstance(e, ToolResult)]
+    return result
+
+
+@pytest.fixture
+def scratch() -> Iterator[Path]:
+    """A folder outside /tmp (the sandbox has a private /tmp: a write there succeeds
+    and vanishes, which proves less)."""
+    folder = Path(tempfile.mkdtemp(prefix="sandbox-scratch-", dir=ROOT))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+async def test_unasked_commands_cannot_write_reach_the_network_or_read_the_home(
+    agentrio_daemon: RunningDaemon, tmp_path: Path, scratch: Path
+) -> None:
+    """R75, R74: three unasked commands, three refusals from inside the sandbox; the
+    side effects did not happen."""
+    target = scratch / "written-by-the-model"
+    result = await _unasked(agentrio_daemon, f"touch {target}")
+    assert not result.ok
+    assert "Read-only file system" in result.output
+    assert not target.exists()
+    in_tmp = tmp_path / "written-in-tmp"
+    result = await _unasked(agentrio_daemon, f"touch {in_tmp}")
+    assert not in_tmp.exists()  # the private /tmp took it
+
+    port = agentrio_daemon.base_url.rsplit(":", 1)[1]
+    probe = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)"
+    result = await _unasked(agentrio_daemon, f'python3 -c "{probe}"')
+    assert not result.ok
+    assert "Network is unreachable" in result.output or "Connection refused" in result.output
+
+    # Not named by path (the policy would ask): a link to the token, read through it.
+    link = tmp_path / "innocent.txt"
+    link.symlink_to(agentrio_daemon.home / "token")
+    result = await _unasked(agentrio_daemon, f"cat {link}")
+    assert not result.ok
+    assert "No such file or directory" in result.output
+    assert agentrio_daemon.token not in result.output
+
+
+async def test_health_reports_the_sandbox(agentrio_daemon: RunningDaemon) -> None:
+    """R75: /v1/health says the sandbox is active, and which program serves it."""
+    async with httpx.AsyncClient() as http:
+        body = (await http.get(f"{agentrio_daemon.base_url}/v1/health")).json()
+    assert body["sandbox"]["active"] is True
+    assert "bwrap" in body["sandbox"]["detail"]
