@@ -1,9 +1,12 @@
-"""The web dashboard in headless Chromium against a real daemon (SPEC R4, R5, R8, §7, R70).
+"""The web dashboard in headless Chromium against a real daemon (SPEC R4, R5, R8, §7, R70,
+R77).
 
 The daemon's home empties ``[tools] readonly_commands`` so even ``echo`` needs a
 confirmation, answered in the page. Chromium is driven over the DevTools Protocol
 (tests/e2e/cdp.py). Skipped only when Chromium is not installed (``make test`` installs
 it). Waits poll the DOM for what must appear, with deadlines that bound a failure.
+A confirmation's buttons take clicks only once it is armed (R77): tests wait for
+``.confirm[data-armed]`` before clicking.
 """
 
 from __future__ import annotations
@@ -89,6 +92,11 @@ async def send(page: Page, text: str) -> str:
 
 def in_task(task_hash: str, selector: str) -> str:
     return f'#log .task[data-task="{task_hash}"] {selector}'
+
+
+def armed(task_hash: str, action: str) -> str:
+    """The button ``action`` of the task's open, armed confirmation (R77)."""
+    return in_task(task_hash, f".confirm[data-open][data-armed] [data-action={action}]")
 
 
 async def state_of(page: Page, task_hash: str) -> str | None:
@@ -185,13 +193,14 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
 
     echo = await send(page, "run: echo web-ok")
     await page.wait_present(in_task(echo, ".confirm[data-open]"), "the echo confirmation")
-    assert await page.text(in_task(echo, ".confirm pre")) == '{\n  "command": "echo web-ok"\n}'
+    assert await page.text(in_task(echo, ".confirm .command")) == "echo web-ok"
+    await page.wait_present(armed(echo, "approve"), "the armed confirmation")
     target = os.environ.get(SCREENSHOT_ENV)
     shot = await page.screenshot()
     assert shot.startswith(b"\x89PNG\r\n\x1a\n")
     if target:
         Path(target).write_bytes(shot)
-    await page.click(in_task(echo, ".confirm [data-action=approve]"))
+    await page.click(armed(echo, "approve"))
     await wait_state(page, echo, "finished")
     assert await page.text(in_task(echo, ".tool-result pre")) == "exit 0\nweb-ok\n"
     assert await page.text(in_task(echo, ".confirm .outcome")) == "approved"
@@ -214,7 +223,7 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
     assert await page.text(in_task(ask, ".questions .outcome")) == "answered: b"
 
     sleeper = await send(page, "run: sleep 30")
-    confirm = in_task(sleeper, ".confirm[data-open] [data-action=approve]")
+    confirm = armed(sleeper, "approve")
     await page.wait_present(confirm, "the sleep confirmation")
     await page.click(confirm)
     await page.wait_for(
@@ -234,15 +243,15 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
         })()""",
         "the resumed sleep's confirmation",
     )
-    assert await page.text(in_task(str(again), ".confirm[data-open] pre")) == (
-        '{\n  "command": "sleep 30"\n}'
-    )
+    assert await page.text(in_task(str(again), ".confirm[data-open] .command")) == "sleep 30"
     starts = await page.evaluate(
         f"[...document.querySelectorAll('{in_task(str(again), '.note')}')]"
         ".map((n) => n.textContent)"
     )
     assert f"resumed from task {sleeper[:8]}" in starts
-    await page.click(in_task(str(again), ".confirm[data-open] [data-action=cancel-in-confirm]"))
+    cancel = armed(str(again), "cancel-in-confirm")
+    await page.wait_present(cancel, "the armed re-run confirmation")
+    await page.click(cancel)
     await wait_state(page, str(again), "canceled")
     await page.wait_for(
         "document.querySelector('#pending-list').textContent === 'No pending tasks.'",
@@ -296,7 +305,7 @@ async def test_dashboard_refuses_without_token_and_escapes_text(page: Page, daem
 
     markup = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
     evil = await send(page, f"run: echo '{markup}'")
-    approve = in_task(evil, ".confirm[data-open] [data-action=approve]")
+    approve = armed(evil, "approve")
     await page.wait_present(approve, "the confirmation")
 
     window = "w" + secrets.token_hex(4)
@@ -338,3 +347,117 @@ async def test_dashboard_refuses_without_token_and_escapes_text(page: Page, daem
     log_text = await page.text("#log")
     assert log_text is not None
     assert "cli-only" not in log_text
+
+
+def _luminance(css_rgb: str) -> float:
+    """Relative luminance (WCAG 2.x) of a computed ``rgb(r, g, b)`` colour."""
+    found = re.fullmatch(r"rgba?\((\d+), (\d+), (\d+)(?:, ([\d.]+))?\)", css_rgb)
+    assert found is not None, css_rgb
+    assert found.group(4) in (None, "1"), f"a translucent colour: {css_rgb}"
+
+    def linear(channel: str) -> float:
+        c = int(channel) / 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    r, g, b = (linear(found.group(i)) for i in (1, 2, 3))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def _contrast(fg: str, bg: str) -> float:
+    light, dark = sorted((_luminance(fg), _luminance(bg)), reverse=True)
+    return (light + 0.05) / (dark + 0.05)
+
+
+@needs_chromium
+async def test_dashboard_confirm_shows_the_whole_command(page: Page, daemon: Daemon) -> None:
+    """R77: the page's confirmation shows a multi-line command line by line (numbered,
+    ``⏎`` at each newline), bidi and control characters as escapes, a long command
+    in a scrolling box with the characters out of view stated (above and below as it
+    scrolls), readable colours (>= 4.5:1 as computed by the browser), and buttons that
+    take no click for the arming delay after the card appears."""
+    await sign_in(page, daemon.token)
+    await page.evaluate(
+        """(() => {
+            window.confirmSeen = [];
+            new MutationObserver(() => {
+                for (const card of document.querySelectorAll('.confirm:not([data-seen])')) {
+                    card.setAttribute('data-seen', '');
+                    const approve = card.querySelector('[data-action=approve]');
+                    const seen = {at: performance.now(), disabled: approve.disabled};
+                    window.confirmSeen.push(seen);
+                    new MutationObserver(() => {
+                        if (card.hasAttribute('data-armed') && seen.armedAfter === undefined) {
+                            seen.armedAfter = performance.now() - seen.at;
+                            seen.enabled = !approve.disabled;
+                        }
+                    }).observe(card, {attributes: true});
+                }
+            }).observe(document.getElementById('log'), {childList: true, subtree: true});
+            return true;
+        })()"""
+    )
+    filler = "\n".join(f"echo line {n}" for n in range(60))
+    command = f"echo safe\ntouch /tmp/x\u202etxt.sh\x1b[2J\n{filler}\necho last"
+    task = await send(page, f"run: {command}")
+    await page.wait_present(armed(task, "cancel-in-confirm"), "the armed confirmation")
+    seen = await page.evaluate("window.confirmSeen")
+    assert len(seen) == 1
+    assert seen[0]["disabled"] is True
+    assert seen[0]["enabled"] is True
+    assert seen[0]["armedAfter"] >= 350
+
+    lines = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(task, '.command-line'))})]"
+        ".map((line) => [line.querySelector('.gutter')?.textContent ?? '',"
+        " [...line.querySelector('.code').children].map((s) => [s.className, s.textContent])])"
+    )
+    assert len(lines) == 63
+    assert lines[0] == ["1", [["", "echo safe"], ["mark", "⏎"]]]
+    assert lines[1] == [
+        "2",
+        [["", "touch /tmp/x"], ["escape", "\\u202e"], ["", "txt.sh"], ["escape", "\\x1b"],
+         ["", "[2J"], ["mark", "⏎"]],
+    ]  # fmt: skip
+    assert lines[-1] == ["63", [["", "echo last"]]]
+
+    box = in_task(task, ".command")
+    size = in_task(task, ".command-size")
+    total = f"{len(command)} characters"
+    status = await page.wait_for(
+        f"(() => {{ const s = document.querySelector({json.dumps(size)});"
+        " return !s.hidden && s.textContent; })()",
+        "the hidden-length line",
+    )
+    assert status.startswith(f"63 lines, {total} · ")
+    assert "more characters below" in status
+    assert "above" not in status
+    await page.evaluate(
+        f"(() => {{ const b = document.querySelector({json.dumps(box)});"
+        " b.scrollTop = b.scrollHeight; return true; })()"
+    )
+    status = await page.wait_for(
+        f"(() => {{ const t = document.querySelector({json.dumps(size)}).textContent;"
+        " return t.includes('above') && t; })()",
+        "the line after scrolling to the end",
+    )
+    assert "more characters below" not in status
+
+    colours = await page.evaluate(
+        f"""(() => {{
+            const style = (s) => getComputedStyle(document.querySelector(s));
+            const pairs = {{}};
+            for (const [name, s] of [
+                ['text', {json.dumps(box)}],
+                ['escape', {json.dumps(in_task(task, ".command .escape"))}],
+                ['mark', {json.dumps(in_task(task, ".command .mark"))}],
+                ['gutter', {json.dumps(in_task(task, ".command .gutter"))}],
+                ['size', {json.dumps(size)}],
+            ]) pairs[name] = [style(s).color, style(s).backgroundColor];
+            return pairs;
+        }})()"""
+    )
+    for name, (fg, bg) in colours.items():
+        assert _contrast(fg, bg) >= 4.5, (name, fg, bg)
+
+    await page.click(armed(task, "cancel-in-confirm"))
+    await wait_state(page, task, "canceled")

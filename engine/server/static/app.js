@@ -52,6 +52,182 @@ function pretty(value) {
   return JSON.stringify(value, null, 2);
 }
 
+// ---- faithful: begin ------------------------------------------------------------
+// A confirmation's tool arguments drawn faithfully (R77): the same rules as
+// repl/faithful.py (read its docstring), so the page and the REPL show one truth;
+// tests/repl/test_faithful.py runs this section under node on one table of inputs and
+// compares it with the Python. Pure: no DOM. A piece is [kind, text, source]: kind
+// "text" | "escape" | "mark" | "key", source = characters of the original it stands for.
+
+/** Code points shown as an escape (inclusive, sorted): INVISIBLE_RANGES of
+ *  repl/faithful.py, which says what each range is. */
+const INVISIBLE_RANGES = [
+  [0x0000, 0x0009],
+  [0x000B, 0x001F],
+  [0x007F, 0x00A0],
+  [0x00AD, 0x00AD],
+  [0x034F, 0x034F],
+  [0x0600, 0x0605],
+  [0x061C, 0x061C],
+  [0x06DD, 0x06DD],
+  [0x070F, 0x070F],
+  [0x0890, 0x0891],
+  [0x08E2, 0x08E2],
+  [0x115F, 0x1160],
+  [0x1680, 0x1680],
+  [0x17B4, 0x17B5],
+  [0x180B, 0x180F],
+  [0x2000, 0x200F],
+  [0x2028, 0x202F],
+  [0x205F, 0x206F],
+  [0x2800, 0x2800],
+  [0x3000, 0x3000],
+  [0x3164, 0x3164],
+  [0xD800, 0xF8FF],
+  [0xFE00, 0xFE0F],
+  [0xFEFF, 0xFEFF],
+  [0xFFA0, 0xFFA0],
+  [0xFFF9, 0xFFFB],
+  [0x110BD, 0x110BD],
+  [0x110CD, 0x110CD],
+  [0x13430, 0x1343F],
+  [0x1BCA0, 0x1BCA3],
+  [0x1D173, 0x1D17A],
+  [0xE0001, 0xE0001],
+  [0xE0020, 0xE007F],
+  [0xE0100, 0xE01EF],
+  [0xF0000, 0xFFFFD],
+  [0x100000, 0x10FFFD]
+];
+const SPACE_RUN = 8;
+const NEWLINE_MARK = "⏎";
+const NAMED_ESCAPES = { "\t": "\\t", "\r": "\\r", "\n": "\\n" };
+
+function isInvisible(code) {
+  let low = 0;
+  let high = INVISIBLE_RANGES.length - 1;
+  while (low <= high) {
+    const middle = (low + high) >> 1;
+    const [start, end] = INVISIBLE_RANGES[middle];
+    if (code < start) high = middle - 1;
+    else if (code > end) low = middle + 1;
+    else return true;
+  }
+  return false;
+}
+
+function escapeChar(char) {
+  if (char in NAMED_ESCAPES) return NAMED_ESCAPES[char];
+  const code = char.codePointAt(0);
+  if (code < 0x100) return `\\x${code.toString(16).padStart(2, "0")}`;
+  if (code < 0x10000) return `\\u${code.toString(16).padStart(4, "0")}`;
+  return `\\U${code.toString(16).padStart(8, "0")}`;
+}
+
+function spacesMark(count) {
+  return ["mark", `⟨${count} space${count !== 1 ? "s" : ""}⟩`, count];
+}
+
+/** The pieces of one line (a "\n" in it shows as an escape if `escapeNewlines`). */
+function linePieces(line, escapeNewlines = false) {
+  const chars = Array.from(line);
+  const pieces = [];
+  let text = [];
+  const flush = () => {
+    if (text.length) pieces.push(["text", text.join(""), text.length]);
+    text = [];
+  };
+  let index = 0;
+  while (index < chars.length) {
+    const char = chars[index];
+    if (char === " ") {
+      let stop = index;
+      while (stop < chars.length && chars[stop] === " ") stop += 1;
+      const count = stop - index;
+      if (count >= SPACE_RUN || stop === chars.length) {
+        flush();
+        pieces.push(spacesMark(count));
+      } else {
+        for (let i = 0; i < count; i += 1) text.push(" ");
+      }
+      index = stop;
+      continue;
+    }
+    if (isInvisible(char.codePointAt(0)) || (escapeNewlines && char === "\n")) {
+      flush();
+      pieces.push(["escape", escapeChar(char), 1]);
+    } else {
+      text.push(char);
+    }
+    index += 1;
+  }
+  flush();
+  return pieces;
+}
+
+/** A string as numbered lines (no number when it is one line). */
+function textLines(value) {
+  const parts = value.split("\n");
+  const numbered = parts.length > 1;
+  return parts.map((part, index) => {
+    const pieces = linePieces(part);
+    if (index < parts.length - 1) pieces.push(["mark", NEWLINE_MARK, 1]);
+    return { label: numbered ? String(index + 1) : "", pieces };
+  });
+}
+
+/** A JSON string as Python's json.dumps(ensure_ascii=False) writes it. */
+function pyJsonString(text) {
+  const named = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f" };
+  let out = '"';
+  for (const char of text) {
+    if (char in named) out += named[char];
+    else if (char.codePointAt(0) < 0x20) out += `\\u${char.codePointAt(0).toString(16).padStart(4, "0")}`;
+    else out += char;
+  }
+  return `${out}"`;
+}
+
+/** JSON as Python's json.dumps(value, ensure_ascii=False, separators=(", ", ": ")).
+ *  (A float with an integral value reads as an int here: JSON.parse lost the ".0".) */
+function pyJson(value) {
+  if (value === null) return "null";
+  if (typeof value === "string") return pyJsonString(value);
+  if (typeof value === "number" || typeof value === "boolean") return String(value);
+  if (Array.isArray(value)) return `[${value.map(pyJson).join(", ")}]`;
+  return `{${Object.entries(value).map(([k, v]) => `${pyJsonString(k)}: ${pyJson(v)}`).join(", ")}}`;
+}
+
+/** Every argument of a tool call as lines [{label, pieces}]: repl/faithful.py's
+ *  faithful_lines. */
+function faithfulLines(args) {
+  const names = Object.keys(args);
+  names.sort((a, b) => (a === "command" ? 0 : 1) - (b === "command" ? 0 : 1));
+  if (names.length === 1 && names[0] === "command" && typeof args.command === "string") {
+    return textLines(args.command);
+  }
+  const lines = [];
+  for (const name of names) {
+    const value = args[name];
+    const head = ["key", linePieces(String(name), true).map((piece) => piece[1]).join(""), 0];
+    if (typeof value === "string" && value.includes("\n")) {
+      const count = value.split("\n").length;
+      lines.push({ label: "", pieces: [head, ["key", `: (${count} lines)`, 0]] });
+      lines.push(...textLines(value));
+    } else if (typeof value === "string") {
+      lines.push({ label: "", pieces: [head, ["key", ": ", 0], ...linePieces(value)] });
+    } else if (Array.isArray(value) && value.length && value.every((w) => typeof w === "string")) {
+      const words = `${value.length} word${value.length !== 1 ? "s" : ""}`;
+      lines.push({ label: "", pieces: [head, ["key", `: (argv, ${words})`, 0]] });
+      value.forEach((word, index) => lines.push({ label: `[${index}]`, pieces: linePieces(word, true) }));
+    } else {
+      lines.push({ label: "", pieces: [head, ["key", ": ", 0], ...linePieces(pyJson(value), true)] });
+    }
+  }
+  return lines;
+}
+// ---- faithful: end --------------------------------------------------------------
+
 // ------------------------------------------------------------------ API
 
 class ApiError extends Error {
@@ -384,33 +560,131 @@ function closeCard(card, why, mine = false) {
   card.querySelector(".outcome").textContent = why;
 }
 
-/** Approve / Deny (with reason) / Cancel task / Abort task for one `confirm` event. */
+/** Milliseconds a confirmation's buttons stay disabled after it appears (R77): a
+ *  click meant for what was under the pointer when the card popped up, or a key on a
+ *  focused button, must not answer it. Typing in the composer is never affected: the
+ *  card takes no focus. */
+const ARM_MS = 400;
+/** Code points of text per span in the command box: the hidden-length count is exact
+ *  to one span (a span cut by the box's edge counts as shown). */
+const SPAN_CHARS = 64;
+
+/** The command box of a confirmation: every line of faithfulLines(args) (a line number
+ *  in the gutter, escapes and marks in their own style, CSS wrapping long lines), in a
+ *  box that scrolls, and under it a line saying how much is out of view. */
+function commandBox(args) {
+  const lines = faithfulLines(args);
+  const box = el("div", { class: "command", tabindex: "0", role: "group", "aria-label": "Tool arguments to approve" });
+  const spans = [];
+  let total = 0;
+  for (const line of lines) {
+    const row = el("div", { class: "command-line" });
+    if (line.label) row.append(el("span", { class: "gutter", text: line.label }));
+    const code = el("span", { class: "code" });
+    for (const [kind, text, source] of line.pieces) {
+      const chunks = kind === "text" ? chunked(text) : [text];
+      for (const chunk of chunks) {
+        const size = kind === "text" ? Array.from(chunk).length : source;
+        const span = el("span", { class: kind === "text" ? "" : kind, "data-n": size, text: chunk });
+        spans.push(span);
+        total += size;
+        code.append(span);
+      }
+    }
+    row.append(code);
+    box.append(row);
+  }
+  const size = el("div", { class: "command-size", role: "status", hidden: true });
+  const lineCount = `${lines.length} line${lines.length === 1 ? "" : "s"}`;
+  let pending = false;
+  const update = () => {
+    pending = false;
+    if (box.scrollHeight <= box.clientHeight + 1) {
+      size.textContent = "";
+      size.hidden = true;
+      return;
+    }
+    const view = box.getBoundingClientRect();
+    const firstBelow = firstIndex(spans, (span) => span.getBoundingClientRect().top >= view.bottom);
+    const firstShown = firstIndex(spans, (span) => span.getBoundingClientRect().bottom > view.top);
+    const count = (from, to) => spans.slice(from, to).reduce((sum, span) => sum + Number(span.dataset.n), 0);
+    const above = count(0, firstShown);
+    const below = count(firstBelow, spans.length);
+    const parts = [`${lineCount}, ${total.toLocaleString("en")} characters`];
+    if (above) parts.push(`${above.toLocaleString("en")} more characters above`);
+    if (below) parts.push(`${below.toLocaleString("en")} more characters below`);
+    parts.push("scroll the box to see it all");
+    size.textContent = parts.join(" · ");
+    size.hidden = false;
+  };
+  const later = () => {
+    if (!pending) {
+      pending = true;
+      requestAnimationFrame(update);
+    }
+  };
+  box.addEventListener("scroll", later);
+  new ResizeObserver(later).observe(box);
+  return [box, size];
+}
+
+/** `text` in pieces of at most SPAN_CHARS code points. */
+function chunked(text) {
+  const chars = Array.from(text);
+  const out = [];
+  for (let i = 0; i < chars.length; i += SPAN_CHARS) out.push(chars.slice(i, i + SPAN_CHARS).join(""));
+  return out;
+}
+
+/** The first index whose item satisfies `test` (false then true along the list), or
+ *  the length. The spans are in reading order, so their positions only grow. */
+function firstIndex(items, test) {
+  let low = 0;
+  let high = items.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (test(items[middle])) high = middle;
+    else low = middle + 1;
+  }
+  return low;
+}
+
+/** Approve / Deny (with reason) / Cancel task / Abort task for one `confirm` event.
+ *  Its buttons take clicks only ARM_MS after it appeared (`data-armed` then). */
 function confirmCard(sessionId, taskHash, event) {
   const reason = el("input", { class: "reason", placeholder: "reason (sent to the model)", "aria-label": "Deny reason" });
   const password = event.restricted
     ? el("input", { class: "password", type: "password", placeholder: "system password", "aria-label": "System password" })
     : null;
   const outcome = el("div", { class: "outcome", role: "status" });
+  const answers = [
+    button("Approve", "approve", () => answer({ approve: true }, "approved")),
+    button("Allow this turn", "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn")),
+    button("Always allow", "remember", () => answer({ approve: true, remember: true }, "approved and remembered")),
+    button("Deny", "deny", () => answer({ approve: false, reason: reason.value }, "denied")),
+  ];
+  const stops = [
+    button("Cancel task", "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "task canceled")),
+    button("Abort task", "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "task aborted (kept resumable)")),
+  ];
   const card = el(
     "div",
     { class: "confirm", "data-open": true, "data-confirm": event.confirm_hash },
     el("div", { class: "confirm-title", text: `Allow ${event.tool_name}?${event.restricted ? " (restricted path)" : ""}` }),
-    el("pre", { text: pretty(event.args) }),
+    ...commandBox(event.args),
     password,
-    el("div", { class: "buttons" },
-      button("Approve", "approve", () => answer({ approve: true }, "approved")),
-      button("Allow this turn", "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn")),
-      button("Always allow", "remember", () => answer({ approve: true, remember: true }, "approved and remembered")),
-      button("Deny", "deny", () => answer({ approve: false, reason: reason.value }, "denied")),
-      reason,
-    ),
-    el("div", { class: "buttons" },
-      button("Cancel task", "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "task canceled")),
-      button("Abort task", "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "task aborted (kept resumable)")),
-    ),
+    el("div", { class: "buttons" }, ...answers, reason),
+    el("div", { class: "buttons" }, ...stops),
     outcome,
   );
+  for (const control of [...answers, ...stops]) control.disabled = true;
+  setTimeout(() => {
+    if (!card.hasAttribute("data-open")) return;
+    for (const control of [...answers, ...stops]) control.disabled = false;
+    card.setAttribute("data-armed", "");
+  }, ARM_MS);
   async function answer(body, done) {
+    if (!card.hasAttribute("data-armed")) return;
     if (password && body.approve) body.password = password.value;
     try {
       await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
