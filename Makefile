@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit daemon bench soak clean sysdeps
+.PHONY: run test lint typecheck unit daemon bench soak clean sysdeps sandbox
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,11 +12,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-run: $(STAMP)
+run: $(STAMP) sandbox
 	$(BIN)/agentrio
 
 daemon: $(STAMP)
 	$(BIN)/agentrio daemon
+
+# bubblewrap for `make run`: without it nothing runs unasked (every command asks).
+sandbox:
+	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } || echo "bubblewrap could not be installed: every command will ask first (docs/security.md)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check engine protocol repl tests bench examples
@@ -25,8 +29,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy engine protocol
 
-# System programs the end-to-end tests drive (a fresh machine has none of them).
+# System programs the end-to-end tests drive (a fresh machine has none of them), and
+# bubblewrap, the sandbox of commands that run unasked (docs/security.md).
 sysdeps:
+	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }
 	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
