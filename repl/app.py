@@ -5,9 +5,22 @@ the state's Esc/Ctrl+C decisions and carry out the two the UI owns (close the pi
 clear the input), and after every change `refresh` swaps the visible dialog to match
 the state, prints new transcript lines above the prompt, and redraws. Frames reach it
 through `deliver`, which `repl.bridge` schedules on the asyncio loop.
+
+Arming (R77). An ask arrives whenever the daemon sends it, often while the person is
+typing at the prompt, and a key meant for the prompt must never answer it (an Enter
+that ends ``/legs`` approving a command). So a confirmation or question dialog is
+drawn at once but takes the keyboard only when *armed*: once it has been on screen for
+`ARM_DELAY_S` with no key pressed. Every key pressed before that restarts the wait and
+goes where it was going — the input line: typed text stays there, and an Enter submits
+the line as the person meant (``/legs⏎`` lists the legs and leaves the dialog open).
+Only then does the focus move into the dialog. Popups (Esc's cancel menu, the leg
+menu) open on the person's own key and are armed at once.
 """
 
 from __future__ import annotations
+
+import asyncio
+from typing import Final
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
@@ -27,7 +40,12 @@ from repl.messages import Incoming
 from repl.render import Line
 from repl.state import EscAction, Popup, ReplState
 
-__all__ = ["Dialog", "ReplApp", "print_lines"]
+__all__ = ["ARM_DELAY_S", "Dialog", "ReplApp", "print_lines"]
+
+#: Seconds an ask's dialog must be on screen with no key pressed before it takes keys
+#: (see the module docstring). Long enough to notice a dialog that popped up, short
+#: enough not to slow down someone who waits for it.
+ARM_DELAY_S: Final = 0.4
 
 Dialog = PopupDialog | ConfirmDialog | QuestionDialog
 
@@ -53,8 +71,17 @@ def write_lines(output: Output, lines: list[Line]) -> None:
 class ReplApp:
     """One REPL window. See the module docstring."""
 
-    def __init__(self, state: ReplState, *, history: History | None = None) -> None:
+    def __init__(
+        self,
+        state: ReplState,
+        *,
+        history: History | None = None,
+        arm_delay_s: float = ARM_DELAY_S,
+    ) -> None:
         self.state = state
+        self.arm_delay_s = arm_delay_s
+        #: Arms the dialog on screen when it fires; every key press restarts it.
+        self._arm_timer: asyncio.TimerHandle | None = None
         self.buffer = Buffer(
             name="input",
             multiline=False,
@@ -79,12 +106,16 @@ class ReplApp:
         #: A dialog that appeared but could not take the focus before being drawn.
         self._focus_pending: AnyContainer | Buffer | None = None
         self.application.after_render += self._retry_focus
+        self.application.key_processor.before_key_press += self._key_pressed
 
     # ------------------------------------------------------------ running
 
     async def run(self) -> None:
         """Run until ``/quit``, Ctrl+D or `exit`; then print what is left to print."""
-        await self.application.run_async(pre_run=self.refresh)
+        try:
+            await self.application.run_async(pre_run=self.refresh)
+        finally:
+            self._stop_arming()
         rest = self.state.output[self.state.flushed :]
         self.state.flushed = len(self.state.output)
         if rest:
@@ -161,10 +192,40 @@ class ReplApp:
             self.dialog = self._ask_dialog(ask)
         else:
             self.dialog = None
-        target: AnyContainer | Buffer = (
-            self.dialog.focus_target() if self.dialog is not None else self.buffer
-        )
+        self._stop_arming()
+        target: AnyContainer | Buffer = self.buffer
+        if self.dialog is not None and self.dialog.armed:
+            target = self.dialog.focus_target()
+        elif self.dialog is not None:
+            self._start_arming()
         self._focus_pending = None if focus(target) else target
+
+    def _start_arming(self) -> None:
+        """(Re)start the arming delay of the dialog on screen."""
+        self._stop_arming()
+        loop = asyncio.get_running_loop()
+        self._arm_timer = loop.call_later(self.arm_delay_s, self._arm)
+
+    def _stop_arming(self) -> None:
+        if self._arm_timer is not None:
+            self._arm_timer.cancel()
+            self._arm_timer = None
+
+    def _key_pressed(self, _: object) -> None:
+        """A key before the dialog is armed went to the input line: wait again."""
+        if self._arm_timer is not None:
+            self._start_arming()
+
+    def _arm(self) -> None:
+        """No key for the arming delay: the dialog takes the keyboard."""
+        self._arm_timer = None
+        dialog = self.dialog
+        if dialog is None or dialog.armed:
+            return
+        dialog.arm()
+        target = dialog.focus_target()
+        self._focus_pending = None if focus(target) else target
+        self.application.invalidate()
 
     def _retry_focus(self, _: object) -> None:
         """Right after the render that first drew a new dialog, give it the focus —

@@ -8,17 +8,29 @@ Keys: Up/Down (or Tab/Shift+Tab) move, Enter picks, a digit picks that entry, Sp
 toggles in multi-select. Esc in a popup picks its harmless first entry ("No"); a
 confirmation or question cannot be dismissed by Esc (it needs an answer, and Ctrl+C
 still cancels the whole task), except that Esc leaves the deny-reason field.
+
+Asks arrive unbidden, so a confirmation or question is *armed* before it takes a key
+(R77): `repl.app.ReplApp` keeps the keyboard on the input line until the dialog has
+been on screen for `repl.app.ARM_DELAY_S` with no key pressed, then calls `arm`. Until
+then the dialog's own bindings are switched off as well, so no key typed for the prompt
+can answer it. A popup opens only on the person's own key and needs no arming.
+
+A confirmation shows its tool arguments through `repl.faithful` in a `CommandView`:
+line by line, invisible characters escaped, scrolled with PgUp/PgDn (Home/End) when
+longer than the view, with a line saying which rows are shown and how many characters
+are above and below — nothing is cut away.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Final
 
 from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import ConditionalKeyBindings, KeyBindings, KeyPressEvent
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
@@ -26,17 +38,43 @@ from prompt_toolkit.layout import (
     DynamicContainer,
     FormattedTextControl,
     HSplit,
+    UIContent,
+    UIControl,
     Window,
 )
+from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Frame, TextArea
 
 from protocol.events import Question
 from protocol.frames import Ask
 from repl.commands import ConfirmChoice
-from repl.render import clip, format_args
+from repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
+from repl.render import clip
 from repl.state import Popup
 
-__all__ = ["ConfirmDialog", "Menu", "PopupDialog", "QuestionDialog", "focus"]
+__all__ = [
+    "COMMAND_ROWS",
+    "CommandView",
+    "ConfirmDialog",
+    "Menu",
+    "PopupDialog",
+    "QuestionDialog",
+    "focus",
+]
+
+#: Most rows of a command shown at once; longer commands scroll (PgUp/PgDn).
+COMMAND_ROWS: Final = 12
+#: Terminal rows the rest of the screen needs around the command view (the dialog's
+#: frame, title, choices and hints, the input line, the toolbar); the view shrinks
+#: to fit a short terminal, down to 3 rows.
+_SCREEN_CHROME: Final = 20
+#: Style of each piece kind of a faithful rendering (see repl.layout.STYLE).
+_PIECE_STYLE: Final = {
+    "text": "class:command",
+    "escape": "class:command.escape",
+    "mark": "class:command.mark",
+    "key": "class:command.key",
+}
 
 
 def focus(target: AnyContainer | Buffer) -> bool:
@@ -68,6 +106,7 @@ class Menu:
         *,
         multi: bool = False,
         on_escape: Callable[[], None] | None = None,
+        enabled: Callable[[], bool] | None = None,
     ) -> None:
         self.choices = list(choices)
         self.selected = 0
@@ -114,8 +153,10 @@ class Menu:
             def _escape(event: KeyPressEvent) -> None:
                 escape()
 
+        # An unarmed dialog's menu takes no key even if it somehow had the focus.
+        keys = kb if enabled is None else ConditionalKeyBindings(kb, Condition(enabled))
         self.control = FormattedTextControl(
-            self._fragments, focusable=True, key_bindings=kb, show_cursor=False
+            self._fragments, focusable=True, key_bindings=keys, show_cursor=False
         )
         self.window = Window(self.control, dont_extend_height=True)
 
@@ -143,10 +184,12 @@ class Menu:
 
 
 class PopupDialog:
-    """The cancel popup, the background-leg menu, or its confirmation (R47)."""
+    """The cancel popup, the background-leg menu, or its confirmation (R47). It opens
+    only on the person's own key, so it is armed from the start."""
 
     def __init__(self, popup: Popup, choose: Callable[[int], None]) -> None:
         self.popup = popup
+        self.armed = True
         self.menu = Menu(
             popup.choices, lambda picked: choose(picked[0]), on_escape=lambda: choose(0)
         )
@@ -155,6 +198,9 @@ class PopupDialog:
             style="class:dialog",
         )
 
+    def arm(self) -> None:
+        """Nothing to do: a popup is armed from the start."""
+
     def focus_target(self) -> AnyContainer:
         return self.menu
 
@@ -162,9 +208,100 @@ class PopupDialog:
         return self.container
 
 
+class CommandView(UIControl):
+    """A confirmation's arguments, faithfully (R77): rows of `repl.faithful`, wrapped
+    to the window's width, at most `max_rows` at a time, scrolled by `scroll`.
+
+    The gutter shows line numbers (or argv indexes) with ``│``; a wrapped line's further
+    rows show ``┆``. `position` tells the dialog which rows are in view, so it can state
+    how much is hidden."""
+
+    def __init__(self, lines: Sequence[FaithfulLine], max_rows: Callable[[], int]) -> None:
+        self.lines = list(lines)
+        self.max_rows = max_rows
+        self.offset = 0
+        #: Rows in view at the last render (the window's height).
+        self.shown = 0
+        label_width = max((len(line.label) for line in self.lines), default=0)
+        self._gutter = label_width + 2 if label_width else 2
+        self._rows: list[Row] = []
+        self._width = -1
+
+    def rows(self, width: int) -> list[Row]:
+        """Every row at window ``width`` (cached per width)."""
+        if width != self._width:
+            self._width = width
+            self._rows = wrap_rows(self.lines, width - self._gutter, get_cwidth)
+        return self._rows
+
+    def preferred_width(self, max_available_width: int) -> int | None:
+        return None
+
+    def preferred_height(
+        self,
+        width: int,
+        max_available_height: int,
+        wrap_lines: bool,
+        get_line_prefix: object,
+    ) -> int | None:
+        # Known before the scroll line below is laid out (create_content comes later).
+        self.shown = max(1, min(len(self.rows(width)), self.max_rows(), max_available_height))
+        return self.shown
+
+    def create_content(self, width: int, height: int) -> UIContent:
+        rows = self.rows(width)
+        self.shown = min(height, len(rows))
+        self.offset = max(0, min(self.offset, len(rows) - self.shown))
+
+        def get_line(index: int) -> StyleAndTextTuples:
+            return self._fragments(rows[self.offset + index])
+
+        return UIContent(get_line=get_line, line_count=self.shown, show_cursor=False)
+
+    def _fragments(self, row: Row) -> StyleAndTextTuples:
+        size = self._gutter - 2
+        if not size:
+            gutter = "  "
+        elif row.continued:
+            gutter = " " * size + "┆ "
+        else:
+            gutter = row.label.rjust(size) + "│ "
+        out: StyleAndTextTuples = [("class:command.gutter", gutter)]
+        out += [(_PIECE_STYLE[piece.kind], piece.text) for piece in row.pieces]
+        return out
+
+    def scroll(self, rows: int) -> None:
+        """Move the view by ``rows`` (negative: up); clamped at the next render."""
+        total = len(self._rows)
+        self.offset = max(0, min(self.offset + rows, total - self.shown))
+
+    def position(self) -> tuple[int, int, int, int, int]:
+        """``(first, last, total, chars_above, chars_below)`` of the last render: the
+        1-based rows in view, all rows, and the command characters out of view."""
+        rows = self._rows
+        first, last = self.offset, self.offset + self.shown
+        above = source_length(p for row in rows[:first] for p in row.pieces)
+        below = source_length(p for row in rows[last:] for p in row.pieces)
+        return first + 1, last, len(rows), above, below
+
+    def is_focusable(self) -> bool:
+        return False
+
+
+#: Shown while a dialog is not armed yet.
+_ARMING_HINT: Final[StyleAndTextTuples] = [
+    ("class:dialog.hint", "(arming… what you type still goes to the input line)")
+]
+
+
+def _command_rows() -> int:
+    return max(3, min(COMMAND_ROWS, get_app().output.get_size().rows - _SCREEN_CHROME))
+
+
 class ConfirmDialog:
     """Approve a tool call (SPEC §11): six choices, a reason field for Deny, and a
-    password field for a restricted path (R7)."""
+    password field for a restricted path (R7). The arguments show in a `CommandView`
+    (R77); the dialog takes keys only once `arm` was called."""
 
     def __init__(
         self,
@@ -173,6 +310,7 @@ class ConfirmDialog:
     ) -> None:
         self.ask = ask
         self._on_answer = on_answer
+        self.armed = False
         self.asking_reason = False
         self.error = ""
         self.password = TextArea(
@@ -193,17 +331,43 @@ class ConfirmDialog:
             self.asking_reason = False
             focus(self.menu)
 
-        self.menu = Menu([c.value for c in ConfirmChoice], self._picked)
-        header: StyleAndTextTuples = [
-            ("class:dialog.title", f"Run {ask.tool_name}?\n"),
-            ("class:tool", f"  {format_args(ask.tool_args, 300)}"),
-        ]
+        self.menu = Menu([c.value for c in ConfirmChoice], self._picked, enabled=self._armed)
+        self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
+        scroll_keys = KeyBindings()
+
+        @scroll_keys.add("pagedown")
+        def _page_down(event: KeyPressEvent) -> None:
+            self.command.scroll(max(1, self.command.shown - 1))
+
+        @scroll_keys.add("pageup")
+        def _page_up(event: KeyPressEvent) -> None:
+            self.command.scroll(-max(1, self.command.shown - 1))
+
+        @scroll_keys.add("home")
+        def _top(event: KeyPressEvent) -> None:
+            self.command.scroll(-self.command.position()[2])
+
+        @scroll_keys.add("end")
+        def _bottom(event: KeyPressEvent) -> None:
+            self.command.scroll(self.command.position()[2])
+
+        title: StyleAndTextTuples = [("class:dialog.title", f"Run {ask.tool_name}?")]
         if ask.restricted:
-            header.append(("class:warn", "\n  ⚠ touches a restricted path"))
+            title.append(("class:dialog.warn", "  ⚠ touches a restricted path"))
         self.container = Frame(
             HSplit(
                 [
-                    _text(header),
+                    _text(title),
+                    Window(self.command, style="class:command", dont_extend_height=True),
+                    ConditionalContainer(
+                        Window(
+                            FormattedTextControl(self._scroll_line),
+                            style="class:command.more",
+                            wrap_lines=True,
+                            dont_extend_height=True,
+                        ),
+                        filter=Condition(self._overflows),
+                    ),
                     ConditionalContainer(
                         self.password, filter=Condition(lambda: self.ask.need_password)
                     ),
@@ -218,11 +382,41 @@ class ConfirmDialog:
                         ),
                         filter=Condition(lambda: bool(self.error)),
                     ),
-                ]
+                    Window(FormattedTextControl(self._hint), height=1),
+                ],
+                key_bindings=ConditionalKeyBindings(scroll_keys, Condition(self._armed)),
             ),
             title="Confirm tool call",
             style="class:dialog",
         )
+
+    def _armed(self) -> bool:
+        return self.armed
+
+    def arm(self) -> None:
+        """Let the dialog take keys (called by the app once the arming delay passed)."""
+        self.armed = True
+
+    def _overflows(self) -> bool:
+        first, last, total, _, _ = self.command.position()
+        return total > last - first + 1
+
+    def _scroll_line(self) -> StyleAndTextTuples:
+        """Which rows are in view and how much of the command is not (never a silent
+        cut): ``rows 1–12 of 40 · 2,345 more characters below · PgDn/PgUp scroll``."""
+        first, last, total, above, below = self.command.position()
+        parts = [f"rows {first}–{last} of {total}"]
+        if above:
+            parts.append(f"{above:,} more characters above")
+        if below:
+            parts.append(f"{below:,} more characters below")
+        parts.append("PgDn/PgUp/Home/End scroll")
+        return [("class:command.more", " " + " · ".join(parts))]
+
+    def _hint(self) -> StyleAndTextTuples:
+        if not self.armed:
+            return _ARMING_HINT
+        return [("class:dialog.hint", "↑↓ choose · Enter or 1–6 picks · Ctrl+C cancels the task")]
 
     def focus_target(self) -> AnyContainer:
         return self.password if self.ask.need_password else self.menu
@@ -232,10 +426,14 @@ class ConfirmDialog:
         return True
 
     def _reason_entered(self, buffer: Buffer) -> bool:
+        if not self.armed:
+            return True
         self._on_answer(ConfirmChoice.DENY, buffer.text.strip(), None)
         return True
 
     def _picked(self, picked: list[int]) -> None:
+        if not self.armed:
+            return
         choice = list(ConfirmChoice)[picked[0]]
         if choice is ConfirmChoice.DENY:
             self.asking_reason = True
@@ -257,10 +455,12 @@ class ConfirmDialog:
 
 class QuestionDialog:
     """One form per ask: each question in turn as a menu (options, multi-select) or a
-    text field (free text; hidden for secrets). Answers go back together, in order."""
+    text field (free text; hidden for secrets). Answers go back together, in order.
+    Like a confirmation it takes keys only once `arm` was called (R77)."""
 
     def __init__(self, ask: Ask, on_answer: Callable[[list[str]], None]) -> None:
         self.ask = ask
+        self.armed = False
         self.questions = list(ask.questions) or [
             Question(text="value", secret=ask.kind == "secret")
         ]
@@ -274,11 +474,19 @@ class QuestionDialog:
                         FormattedTextControl(self._header), dont_extend_height=True, wrap_lines=True
                     ),
                     DynamicContainer(lambda: self.element),
+                    ConditionalContainer(
+                        Window(FormattedTextControl(_ARMING_HINT), height=1),
+                        filter=Condition(lambda: not self.armed),
+                    ),
                 ]
             ),
             title="Secret" if ask.kind == "secret" else "Question",
             style="class:dialog",
         )
+
+    def arm(self) -> None:
+        """Let the form take keys (called by the app once the arming delay passed)."""
+        self.armed = True
 
     @property
     def current(self) -> Question:
@@ -296,6 +504,7 @@ class QuestionDialog:
                 options,
                 lambda picked: self._answered(", ".join(options[i] for i in picked)),
                 multi=question.multi,
+                enabled=lambda: self.armed,
             )
         return TextArea(
             multiline=False,
@@ -305,6 +514,8 @@ class QuestionDialog:
         )
 
     def _text_entered(self, buffer: Buffer) -> bool:
+        if not self.armed:
+            return True
         self._answered(buffer.text)
         return True
 

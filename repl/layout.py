@@ -51,9 +51,25 @@ STYLE = Style.from_dict(
         "leg": "#af87d7",
         "live": "",
         "notice": "#d7af00",
-        "dialog": "",
-        "dialog.title": "bold",
-        "menu.selected": "reverse",
+        # Dialogs draw their own background and text colours, so what they show is
+        # readable on any terminal theme (the command's contrast is >= 4.5:1, WCAG AA:
+        # R77, tests/repl/test_contrast.py computes it from this table). They replace
+        # prompt_toolkit's default blue dialog, on which the command was unreadable.
+        "dialog": "bg:#262626 #e4e4e4",
+        "dialog frame.border": "#8a8a8a",
+        "dialog frame.label": "bold #ffffff",
+        "dialog.title": "bold #ffffff",
+        "dialog.warn": "bold #ffd75f",
+        "dialog.hint": "#bcbcbc",
+        "dialog error": "bg:#262626 #ff8787 bold",
+        "command": "bg:#000000 #ffffff",
+        "command.gutter": "bg:#000000 #a8a8a8",
+        "command.escape": "bg:#ffd75f #000000",
+        "command.mark": "bg:#000000 #87d7ff",
+        "command.key": "bg:#000000 #d7afff",
+        "command.more": "bg:#262626 #ffd75f",
+        "menu": "bg:#262626 #e4e4e4",
+        "menu.selected": "bg:#e4e4e4 #000000",
         "toolbar": "bg:#303030 #d0d0d0",
         "toolbar.ok": "bg:#303030 #5faf5f",
         "toolbar.warn": "bg:#303030 #d7af00",

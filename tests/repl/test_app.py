@@ -1,6 +1,6 @@
 """The prompt_toolkit application driven by keys: `create_pipe_input` + `DummyOutput`.
 
-SPEC §11, R7, R40–R47. Each test runs the real `ReplApp` on an asyncio loop, feeds key
+SPEC §11, R7, R40–R47, R77. Each test runs the real `ReplApp` on an asyncio loop, feeds key
 presses through a pipe, hands frames to `deliver` as the Trio side would, and asserts
 the exact frames the state sent (a list stands in for the socket). Waits poll for the
 expected effect; they never sleep for a fixed time.
@@ -46,6 +46,8 @@ ENTER = "\r"
 DOWN = "\x1b[B"
 CTRL_C = "\x03"
 CTRL_D = "\x04"
+#: The arming delay of these tests: short, but the same code path as the real one.
+TEST_ARM_DELAY_S = 0.02
 
 
 class Harness:
@@ -80,6 +82,19 @@ class Harness:
         self.pipe.send_text(ESC)
         await self.until(lambda: self.keys_done > before, "Esc to be handled")
 
+    async def armed(self) -> None:
+        """Wait until the ask's dialog is armed and has the focus (R77)."""
+
+        def ready() -> bool:
+            dialog = self.app.dialog
+            return (
+                dialog is not None
+                and dialog.armed
+                and self.app.application.layout.has_focus(dialog.focus_target())
+            )
+
+        await self.until(ready, "the dialog to be armed")
+
     def frames(self) -> list[Outgoing]:
         """Frames sent since the last call."""
         out = self.sent[:]
@@ -100,14 +115,16 @@ def pipe_session() -> Iterator[PipeInput]:
         yield pipe
 
 
-def run_app(scenario: Callable[[Harness], Awaitable[None]]) -> None:
+def run_app(
+    scenario: Callable[[Harness], Awaitable[None]], *, arm_delay_s: float = TEST_ARM_DELAY_S
+) -> None:
     """Run ``scenario`` against a connected app; the app must have exited at the end."""
 
     async def main() -> None:
         with pipe_session() as pipe:
             sent: list[Outgoing] = []
             state = ReplState(session_id=SESSION, window_hash="w1", send=sent.append)
-            app = ReplApp(state)
+            app = ReplApp(state, arm_delay_s=arm_delay_s)
             task = asyncio.ensure_future(app.run())
             h = Harness(pipe, app, sent)
             await h.until(lambda: app.application.is_running, "app start")
@@ -323,6 +340,7 @@ def test_confirmation_choices(keys: str, reply: Reply) -> None:
         await shown_run(h)
         h.app.deliver(ask_confirm("k1"))
         assert isinstance(h.app.dialog, ConfirmDialog)
+        await h.armed()
         assert h.app.application.layout.has_focus(h.app.dialog.menu)
         await h.press(keys)
         await h.until(lambda: h.sent, "reply")
@@ -340,6 +358,7 @@ def test_deny_reason_esc_goes_back() -> None:
         h.app.deliver(ask_confirm("k1"))
         dialog = h.app.dialog
         assert isinstance(dialog, ConfirmDialog)
+        await h.armed()
         await h.press("2")
         await h.until(lambda: h.app.application.layout.has_focus(dialog.reason), "reason field")
         await h.esc()
@@ -360,6 +379,7 @@ def test_password_confirmation() -> None:
         h.app.deliver(ask_confirm("k1", need_password=True))
         dialog = h.app.dialog
         assert isinstance(dialog, ConfirmDialog)
+        await h.armed()
         assert h.app.application.layout.has_focus(dialog.password)
         await h.press(ENTER)
         await h.until(lambda: h.app.application.layout.has_focus(dialog.menu), "menu")
@@ -392,6 +412,7 @@ def test_question_form() -> None:
         h.app.deliver(ask_questions(questions))
         dialog = h.app.dialog
         assert isinstance(dialog, QuestionDialog)
+        await h.armed()
         await h.press("2")
         await h.until(lambda: len(dialog.answers) == 1, "first answer")
         await h.press(" " + DOWN + DOWN + " " + ENTER)
