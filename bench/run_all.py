@@ -36,6 +36,7 @@ BENCHES = [
     ("B5", "bench.b5_watcher"),
     ("B6", "bench.b6_double_resume"),
     ("B7", "bench.b7_cold_start"),
+    ("B8", "bench.b8_sandbox"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"

@@ -205,15 +205,15 @@ def load_config(home: Path | None = None) -> Config:
 
 def save_config(config: Config, home: Path | None = None) -> Path:
     """Write ``config`` (without ``home``) to ``<home>/config.toml`` atomically."""
+    from engine.store.files import make_home, write_private_atomic
+
     home = home or config.home_path
-    home.mkdir(parents=True, exist_ok=True)
+    make_home(home)
     data: dict[str, Any] = _converter.unstructure(config)
     data.pop("home", None)
     data = {k: v for k, v in data.items() if v is not None}
     path = home / "config.toml"
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(tomli_w.dumps(data), encoding="utf-8")
-    os.replace(tmp, path)
+    write_private_atomic(path, tomli_w.dumps(data).encode(), tmp=path.with_suffix(".toml.tmp"))
     return path
 
 

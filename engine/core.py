@@ -522,11 +522,12 @@ async def open_engine(
     ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
     the config is built when it is set."""
     from engine.models.factory import close_model, make_model
+    from engine.store.files import make_home
     from engine.store.sqlite import SqliteStore
     from engine.tools.sandbox import Sandbox
 
     home = config.home_path
-    await trio.Path(home).mkdir(parents=True, exist_ok=True)
+    await trio.to_thread.run_sync(make_home, home)
     own_store, own_model = store is None, model is None
     own_decision = decision_model is None and config.decision_model is not None
     if store is None:
