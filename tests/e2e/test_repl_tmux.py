@@ -1,8 +1,9 @@
 """End to end in a real terminal: ``agentrio`` in tmux against a real daemon.
 
-SPEC §11, R5, R42: the REPL connects to a daemon started with ``--port 0`` in a fresh
+SPEC §11, R5, R42, R77: the REPL connects to a daemon started with ``--port 0`` in a fresh
 home, runs ``run: echo hello``, shows the confirmation dialog (the read-only allowlist
-is emptied so the call needs one), approves it with Enter and prints ``hello``.
+is emptied so the call needs one), approves it with Enter once the dialog is armed
+(R77) and prints ``hello``.
 Skipped only when tmux is not installed (CI installs it). Waits poll the screen for what
 must appear, with generous deadlines: they bound a failure, they do not time anything.
 Nothing is asserted on a single capture: prompt_toolkit redraws the live area (the
@@ -34,14 +35,26 @@ pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is no
 _SCREEN: list[Callable[[], str]] = []
 
 
-def wait_for(condition: Callable[[], bool], what: str, deadline_s: float = 20.0) -> None:
+def wait_for(
+    condition: Callable[[], bool], what: str, deadline_s: float = 20.0, every_s: float = 0.05
+) -> None:
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         if condition():
             return
-        time.sleep(0.05)
+        time.sleep(every_s)
     screen = _SCREEN[-1]() if _SCREEN else ""
     raise AssertionError(f"timed out waiting for {what}; the screen:\n{screen}")
+
+
+#: Shown by a confirmation once it takes keys (R77: it ignores them for ~0.4 s).
+ARMED = "↑↓ choose"
+
+
+def wait_armed(tmux: Tmux) -> None:
+    """Wait until the dialog on screen is armed: keys sent before would go to the
+    input line (R77)."""
+    wait_for(lambda: ARMED in tmux.screen(), "the dialog to be armed")
 
 
 def healthy(home: Path) -> bool:
@@ -110,6 +123,7 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
         wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")
         tmux("send-keys", "-t", "repl", "run: echo hello", "Enter")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        wait_armed(tmux)
         wait_for(lambda: "1. Approve" in tmux.screen(), "the Approve choice")
         wait_for(lambda: "6. Abort task" in tmux.screen(), "the Abort task choice")
         tmux("send-keys", "-t", "repl", "Enter")
@@ -141,6 +155,7 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         _start_repl(tmux, daemon_home)
         tmux("send-keys", "-t", "repl", "run: sleep 30", "Enter")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        wait_armed(tmux)
         tmux("send-keys", "-t", "repl", "Enter")
         wait_for(lambda: "  → Approve (run_command)" in tmux.lines(), "the approval")
         tmux("send-keys", "-t", "repl", "Escape")
@@ -159,6 +174,7 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         tmux("send-keys", "-t", "repl", "/pending 1", "Enter")
         wait_for(lambda: "Recovered the interrupted task" in tmux.screen(), "the resumed run")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the re-run's confirmation")
+        wait_armed(tmux)
         tmux("send-keys", "-t", "repl", "5")  # Cancel task
         wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
         tmux("send-keys", "-t", "repl", "/pending", "Enter")
@@ -175,6 +191,7 @@ def test_esc_opens_the_leg_menu_and_cancels_a_leg(daemon_home: Path) -> None:
         _start_repl(tmux, daemon_home)
         tmux("send-keys", "-t", "repl", "bg: sleep 60", "Enter")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        wait_armed(tmux)
         tmux("send-keys", "-t", "repl", "Enter")
         wait_for(lambda: "legs 1" in tmux.screen(), "the running leg in the toolbar")
         wait_for(lambda: "working…" not in tmux.screen(), "the starting task to end")
@@ -193,5 +210,57 @@ def test_esc_opens_the_leg_menu_and_cancels_a_leg(daemon_home: Path) -> None:
         jobs = list((daemon_home / "sessions").glob("cli-*/background/job_*.json"))
         assert len(jobs) == 1
         assert json.loads(jobs[0].read_text())["legs"][0]["state"] == "canceled"
+    finally:
+        tmux("kill-server")
+
+
+def test_typing_legs_while_a_confirm_appears_approves_nothing(
+    daemon_home: Path, tmp_path: Path
+) -> None:
+    """R77: a confirmation for ``touch FILE`` pops up while ``/legs⏎`` is being typed
+    (``/le`` before it shows, ``gs⏎`` right after): the keys go to the input line —
+    ``/legs`` runs — and approve nothing: FILE is absent, the dialog still open and the
+    task still waiting. Once armed, the dialog takes its own Enter and FILE appears."""
+    target = tmp_path / "r77-touched"
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", f"run: touch {target}", "Enter")
+        tmux("send-keys", "-t", "repl", "-l", "/le")
+        # Poll fast: the rest of the word must arrive well within the arming delay.
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation", every_s=0.01)
+        tmux("send-keys", "-t", "repl", "gs", "Enter")
+        wait_for(lambda: "no background legs running" in tmux.lines(), "/legs at the prompt")
+        wait_for(lambda: ARMED in tmux.screen(), "the dialog, armed and still open")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the dialog still open")
+        wait_for(lambda: "1 question(s)" in tmux.screen(), "the task still waiting")
+        assert not any("→ Approve" in line for line in tmux.lines())
+        assert not target.exists()
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "  → Approve (run_command)" in tmux.lines(), "the approval")
+        wait_for(target.exists, "the approved command's file")
+    finally:
+        tmux("kill-server")
+
+
+def test_padded_command_shows_its_tail(daemon_home: Path) -> None:
+    """R77: a command padded with spaces to push its tail out of sight shows the run
+    counted and the tail in the dialog, on screen in a real terminal."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        command = "ls ./build" + " " * 400 + "; echo tail-shown"
+        tmux("send-keys", "-t", "repl", "-l", f"run: {command}")
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(
+            lambda: any(
+                "ls ./build⟨400 spaces⟩; echo tail-shown" in line and "│" in line
+                for line in tmux.lines()
+            ),
+            "the whole command in the dialog",
+        )
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "5")  # Cancel task
+        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
     finally:
         tmux("kill-server")
