@@ -4,8 +4,9 @@ The policy (`engine.tools.policy`) decides which commands may run unasked; this 
 the defence in depth behind it, so that a mistake in that list or a hostile repository
 still cannot change anything. An unasked command runs under bubblewrap:
 
-- the whole file system read-only (``--ro-bind / /``), with a private, empty ``/tmp``
-  and ``/dev/shm`` (a working directory under ``/tmp`` is bound back in, read-only);
+- the whole file system read-only (``--ro-bind / /``), with a private, empty ``/tmp``,
+  ``/var/tmp``, ``/dev/shm`` and ``/run`` (where Unix sockets such as docker's live); a
+  working directory under ``/tmp`` is bound back in, read-only;
 - no network (a new network namespace with nothing in it), a new PID namespace, IPC
   and UTS namespaces, every capability dropped, killed when its parent dies;
 - the agentrio home and the credential places of `SandboxConfig.hide` hidden (an empty
@@ -188,6 +189,9 @@ def _bwrap_argv(program: str, hidden: Sequence[str], argv: Sequence[str], *, cwd
         "--proc", "/proc",
         "--tmpfs", "/tmp",
         "--tmpfs", "/var/tmp",
+        # Unix sockets (docker's, a session bus, an ssh agent) live here: a socket needs
+        # no network namespace to be reached.
+        "--tmpfs", "/run",
     ]  # fmt: skip
     if _under(cwd, "/tmp") or _under(cwd, "/var/tmp"):
         # The private /tmp would hide the working directory: show it, read-only.

@@ -512,3 +512,17 @@ async def test_no_sandbox_means_every_command_asks(config: Config, scratch: Path
     outcome = await attempt(config, "echo hello")
     assert len(outcome.asked) == 1
     assert "denied by the user" in outcome.results[0]
+
+
+async def test_the_sandbox_hides_sockets_and_the_daemon_environment(
+    config: Config, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R75: ``/run`` (docker's and other Unix sockets) is empty inside the sandbox, and
+    no variable of the daemon's reaches the command."""
+    monkeypatch.setenv("AGENTRIO_TEST_SECRET", "s3cr3t-value")
+    outcome = await attempt(config, "ls -A /run", "cat /proc/self/environ")
+    assert outcome.asked == []
+    assert outcome.results[0] == "exit 0"
+    assert outcome.results[1].startswith("exit 0")
+    assert "s3cr3t-value" not in outcome.results[1]
+    assert "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" in outcome.results[1]
