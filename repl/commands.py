@@ -17,11 +17,13 @@ from protocol.frames import BackgroundCancel, Cancel, Reply
 
 __all__ = [
     "COMMANDS",
+    "AllowedCmd",
     "CancelChoice",
     "Command",
     "ConfirmChoice",
     "DropPending",
     "Empty",
+    "ForgetAllowedCmd",
     "Help",
     "History",
     "Input",
@@ -48,6 +50,7 @@ __all__ = [
 COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/pending", "list resumable tasks; /pending N resumes, /pending drop N drops one"),
     ("/legs", "list the session's background legs"),
+    ("/allowed", "commands you chose Always allow for; /allowed forget N (or all) removes"),
     ("/history", "recent finished tasks; /history WORD filters by keyword"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
@@ -111,6 +114,19 @@ class Legs:
 
 
 @attrs.frozen
+class AllowedCmd:
+    """``/allowed``: list the session's remembered commands (R76)."""
+
+
+@attrs.frozen
+class ForgetAllowedCmd:
+    """``/allowed forget N``: ``ref`` is a 1-based index of the last list, a rule id,
+    or ``all``."""
+
+    ref: str
+
+
+@attrs.frozen
 class History:
     keyword: str = ""
 
@@ -149,6 +165,8 @@ Command = (
     | ResumePending
     | DropPending
     | Legs
+    | AllowedCmd
+    | ForgetAllowedCmd
     | History
     | SessionInfo
     | NewSession
@@ -185,6 +203,12 @@ def parse_line(line: str) -> Command:
             if len(args) != 1:
                 return Unknown("usage: /pending [N | drop N]")
             return ResumePending(args[0])
+        case "/allowed":
+            if not args:
+                return AllowedCmd()
+            if args[0] == "forget" and len(args) == 2:
+                return ForgetAllowedCmd(args[1])
+            return Unknown("usage: /allowed [forget N | forget all]")
         case "/legs" | "/session" | "/new" | "/help" | "/quit" if args:
             return Unknown(f"usage: {name} (takes no arguments)")
         case "/legs":
@@ -234,7 +258,7 @@ class ConfirmChoice(enum.Enum):
 
     APPROVE = "Approve"
     DENY = "Deny with reason"
-    ALWAYS = "Always allow"
+    ALWAYS = "Always allow this exact command"
     TURN = "Allow this turn"
     CANCEL_TASK = "Cancel task"
     ABORT_TASK = "Abort task"

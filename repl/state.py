@@ -31,12 +31,16 @@ from protocol.events import (
 )
 from protocol.frames import (
     Accepted,
+    AllowedList,
+    AllowedRule,
     Ask,
     DoneFrame,
     ErrorFrame,
     EventFrame,
+    ForgetAllowed,
     LegInfo,
     LegList,
+    ListAllowed,
     ListLegs,
     ListPending,
     PendingFrame,
@@ -50,10 +54,12 @@ from protocol.frames import (
 )
 from protocol.http import ErrorBody, HistoryList
 from repl.commands import (
+    AllowedCmd,
     CancelChoice,
     ConfirmChoice,
     DropPending,
     Empty,
+    ForgetAllowedCmd,
     Help,
     History,
     Input,
@@ -73,6 +79,7 @@ from repl.commands import (
     parse_line,
     question_reply,
 )
+from repl.faithful import line_pieces
 from repl.messages import (
     Connected,
     Disconnected,
@@ -178,6 +185,9 @@ class ReplState:
         self.pending_tasks: list[PendingTaskInfo] = []
         self._show_pending = False
         self._show_legs = False
+        #: The last ``allowed`` list of this session; ``/allowed forget N`` indexes it.
+        self.allowed_rules: list[AllowedRule] = []
+        self._show_allowed = False
         self.quit_requested = False
         self._cut_runs = 0
 
@@ -240,6 +250,10 @@ class ReplState:
                 self._drop(ref)
             case Legs():
                 self._show_legs = self.send(ListLegs(session_id=self.session_id))
+            case AllowedCmd():
+                self._show_allowed = self.send(ListAllowed(session_id=self.session_id))
+            case ForgetAllowedCmd(ref=ref):
+                self._forget_allowed(ref)
             case History(keyword=keyword):
                 params = {"limit": "20"}
                 if keyword:
@@ -502,6 +516,8 @@ class ReplState:
                 self._pending_list(message)
             case LegList():
                 self._leg_list(message)
+            case AllowedList():
+                self._allowed_list(message)
 
     def _connected(self, message: Connected) -> None:
         self.connection = "connected"
@@ -653,6 +669,38 @@ class ReplState:
             flags = " [question]" if task.has_questions else ""
             flags += " [background]" if task.has_jobs else ""
             self.write(f"  {number}. {task.task_hash[:8]}  {clip(task.objective, 80)}{flags}")
+
+    def _forget_allowed(self, ref: str) -> None:
+        """``/allowed forget N``: N of the last ``/allowed`` list, a rule id, or all."""
+        rule_id = ref
+        if ref.isdigit():
+            index = int(ref) - 1
+            if not 0 <= index < len(self.allowed_rules):
+                self.set_notice(f"no remembered command {ref}: see /allowed")
+                return
+            rule_id = self.allowed_rules[index].id
+        self._show_allowed = self.send(ForgetAllowed(session_id=self.session_id, rule_id=rule_id))
+
+    def _allowed_list(self, frame: AllowedList) -> None:
+        """The session's remembered commands (R76), each shown as the confirmation
+        showed it: newlines and invisible characters escaped (`repl.faithful`)."""
+        if frame.session_id != self.session_id:
+            return
+        self.allowed_rules = list(frame.rules)
+        if not self._show_allowed:
+            return
+        self._show_allowed = False
+        if not frame.rules:
+            self.write("no remembered commands: every command that needs one asks", "class:dim")
+            return
+        self.write(
+            "always allowed in this session (exactly these commands; "
+            "/allowed forget N removes one, /allowed forget all every one):",
+            "class:dim",
+        )
+        for number, rule in enumerate(frame.rules, 1):
+            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
+            self.write(f"  {number}. {shown}")
 
     def _leg_list(self, frame: LegList) -> None:
         if frame.session_id != self.session_id:

@@ -642,3 +642,39 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
         ("", "[abababab] exit 0"),
         ("", "[abababab] done"),
     ]
+
+
+def test_allowed_lists_and_forgets_remembered_commands() -> None:
+    """R76: /allowed lists the session's remembered commands exactly, newlines escaped;
+    /allowed forget N sends the rule's id, forget all every one."""
+    from protocol.frames import AllowedList, AllowedRule, ForgetAllowed, ListAllowed
+
+    state, sent = connected_state()
+    sent.clear()
+    state.submit("/allowed")
+    assert sent == [ListAllowed(session_id=SESSION)]
+    rules = [
+        AllowedRule(id="rule_0000000a", command="touch notes.txt", added_at=1.0),
+        AllowedRule(id="rule_0000000b", command="echo safe\ntouch x", added_at=2.0),
+    ]
+    state.handle(AllowedList(session_id=SESSION, rules=rules))
+    assert [text for _, text in state.output[-2:]] == [
+        "  1. touch notes.txt",
+        "  2. echo safe\\ntouch x",
+    ]
+    sent.clear()
+    state.submit("/allowed forget 2")
+    assert sent == [ForgetAllowed(session_id=SESSION, rule_id="rule_0000000b")]
+    state.handle(AllowedList(session_id=SESSION, rules=rules[:1]))
+    assert state.output[-1][1] == "  1. touch notes.txt"
+    sent.clear()
+    state.submit("/allowed forget all")
+    assert sent == [ForgetAllowed(session_id=SESSION, rule_id="all")]
+    state.handle(AllowedList(session_id=SESSION, rules=[]))
+    assert state.output[-1][1].startswith("no remembered commands")
+    sent.clear()
+    state.submit("/allowed forget 7")
+    assert sent == []
+    assert state.notice == "no remembered command 7: see /allowed"
+    state.submit("/allowed nonsense")
+    assert state.notice == "usage: /allowed [forget N | forget all]"

@@ -660,7 +660,7 @@ function confirmCard(sessionId, taskHash, event) {
   const answers = [
     button("Approve", "approve", () => answer({ approve: true }, "approved")),
     button("Allow this turn", "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn")),
-    button("Always allow", "remember", () => answer({ approve: true, remember: true }, "approved and remembered")),
+    button("Always allow this exact command", "remember", () => answer({ approve: true, remember: true }, "approved and remembered")),
     button("Deny", "deny", () => answer({ approve: false, reason: reason.value }, "denied")),
   ];
   const stops = [
