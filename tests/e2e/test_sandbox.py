@@ -17,7 +17,9 @@ import pytest
 import trio
 
 from engine.testing import RunningDaemon
+from protocol.client import Decision
 from protocol.events import ToolCall, ToolResult
+from protocol.frames import Ask
 from tests.e2e.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -116,3 +118,45 @@ async def test_health_answers_while_a_huge_command_is_judged(
     assert done.status == "finished"
     assert "no front-end is listening" in run.final_text
     assert max(latencies) < 2.0, latencies
+
+
+async def test_remembered_commands_end_to_end(
+    agentrio_daemon: RunningDaemon, scratch: Path
+) -> None:
+    """R76 through the daemon: "Always allow" over a ``cli-`` window's ask remembers the
+    exact command; ``list_allowed`` and ``GET …/allowed`` show it; a longer command that
+    starts the same way asks again; ``DELETE …/allowed/{id}`` removes it (204)."""
+    session, window = "cli-allowed", "w-allowed"
+    first, mark = scratch / "first", scratch / "MARK"
+    asked: list[str] = []
+
+    def rule(ask: Ask) -> Decision:
+        asked.append(ask.tool_args["command"])
+        return Decision.allow(remember=True) if len(asked) == 1 else Decision.deny("no")
+
+    base, headers = agentrio_daemon.base_url, {"Authorization": f"Bearer {agentrio_daemon.token}"}
+    async with agentrio_daemon.connect() as client, httpx.AsyncClient() as http:
+        for command in (f"mkdir {first}", f"mkdir {first}-again && touch {mark}"):
+            run = await client.run(session, f"run: {command}", window_hash=window, on_ask=rule)
+            assert (await run.wait_done()).status == "finished"
+        (remembered,) = await client.allowed(session)
+        assert remembered.command == f"mkdir {first}"
+        listed = (await http.get(f"{base}/v1/session/{session}/allowed", headers=headers)).json()
+        assert listed["rules"] == [
+            {"id": remembered.id, "command": f"mkdir {first}", "added_at": remembered.added_at}
+        ]
+        first.rmdir()
+        run = await client.run(session, f"run: mkdir {first}", window_hash=window, on_ask=rule)
+        await run.wait_done()
+        assert first.is_dir()
+        gone = await http.delete(
+            f"{base}/v1/session/{session}/allowed/{remembered.id}", headers=headers
+        )
+        assert gone.status_code == 204
+        assert await client.allowed(session) == []
+        missing = await http.delete(
+            f"{base}/v1/session/{session}/allowed/{remembered.id}", headers=headers
+        )
+        assert missing.status_code == 404
+    assert asked == [f"mkdir {first}", f"mkdir {first}-again && touch {mark}"]
+    assert not mark.exists()
