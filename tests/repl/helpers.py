@@ -46,14 +46,24 @@ def done(request_id: str, status: Any = "finished", error: str = "") -> DoneFram
     return DoneFrame(request_id=request_id, task_hash=HASH, status=status, error=error)
 
 
-def ask_confirm(ask_id: str = "k1", *, need_password: bool = False) -> Ask:
+def ask_confirm(
+    ask_id: str = "k1",
+    *,
+    need_password: bool = False,
+    command: object = None,
+    **args: object,
+) -> Ask:
+    """A ``run_command`` confirmation; ``command`` defaults to one that fits
+    ``need_password``, ``args`` are further tool arguments."""
+    if command is None:
+        command = "rm -rf /etc/x" if need_password else "echo hello"
     return Ask(
         id=ask_id,
         kind="tool_confirm",
         session_id=SESSION,
         task_hash=HASH,
         tool_name="run_command",
-        tool_args={"command": "rm -rf /etc/x" if need_password else "echo hello"},
+        tool_args={"command": command, **args},
         restricted=need_password,
         need_password=need_password,
     )
