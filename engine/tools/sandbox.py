@@ -217,8 +217,10 @@ class Sandbox:
 
     def __init__(self, config: Config, status: SandboxStatus) -> None:
         self.status = status
-        home = posixpath.normpath(os.path.abspath(str(config.home_path)))
-        self.hidden: tuple[str, ...] = (home, *(_expand(p) for p in config.sandbox.hide))
+        places = [os.path.abspath(str(config.home_path)), *map(_expand, config.sandbox.hide)]
+        # A place reached through a symlink is hidden under both names.
+        both = [name for place in places for name in (place, os.path.realpath(place))]
+        self.hidden: tuple[str, ...] = tuple(dict.fromkeys(map(posixpath.normpath, both)))
         """Absolute places no unasked command sees (the home first)."""
 
     @classmethod

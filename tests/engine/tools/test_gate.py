@@ -526,3 +526,20 @@ async def test_the_sandbox_hides_sockets_and_the_daemon_environment(
     assert outcome.results[1].startswith("exit 0")
     assert "s3cr3t-value" not in outcome.results[1]
     assert "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" in outcome.results[1]
+
+
+async def test_a_home_reached_through_a_symlink_is_hidden_under_both_names(
+    config: Config, scratch: Path
+) -> None:
+    """R75: the home configured as a symlink: its real folder, named directly, asks
+    too, and read from above it shows empty."""
+    real = scratch / "real-home"
+    real.mkdir()
+    (real / "token").write_text("the-daemon-token\n")
+    (scratch / "link-home").symlink_to(real)
+    config = attrs.evolve(config, home=str(scratch / "link-home"))
+    outcome = await attempt(config, f"cat {real}/token")
+    assert len(outcome.asked) == 1
+    outcome = await attempt(config, f"grep -r the-daemon-token {scratch}")
+    assert outcome.asked == []
+    assert "the-daemon-token" not in outcome.results[0]
