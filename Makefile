@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check engine protocol repl tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy engine protocol
+	$(BIN)/mypy engine protocol repl
 
 # System programs the end-to-end tests drive (a fresh machine has none of them), and
 # bubblewrap, the sandbox of commands that run unasked (docs/security.md).
