@@ -29,6 +29,7 @@ from protocol.events import (
     ToolResult,
     ToolSkipped,
 )
+from repl.faithful import line_pieces
 
 __all__ = [
     "FOLD_LINES",
@@ -65,12 +66,20 @@ def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) 
 
 
 def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
-    """Tool arguments on one line: a lone ``command`` shows as itself, else as JSON."""
+    """Tool arguments on one line: a lone ``command`` shows as itself, else as JSON.
+
+    Newlines, control, invisible and bidi characters show as escapes (`repl.faithful`,
+    as in the confirmation dialog, R77), so the transcript never shows a two-line
+    command as one; a cut says how much was left out."""
     if set(args) == {"command"} and isinstance(args["command"], str):
         text = args["command"]
     else:
         text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
-    return clip(" ".join(text.split("\n")), width)
+    shown = "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
+    if len(shown) <= width:
+        return shown
+    tail = f"… (+{len(shown) - (width - 16):,} characters)"
+    return shown[: width - 16] + tail
 
 
 def render_event(event: Event) -> list[Line]:
