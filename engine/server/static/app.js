@@ -48,10 +48,6 @@ function short(hash) {
   return hash ? hash.slice(0, 8) : "?";
 }
 
-function pretty(value) {
-  return JSON.stringify(value, null, 2);
-}
-
 // ---- faithful: begin ------------------------------------------------------------
 // A confirmation's tool arguments drawn faithfully (R77): the same rules as
 // repl/faithful.py (read its docstring), so the page and the REPL show one truth;
@@ -485,7 +481,7 @@ class ChatView {
       case "tool_call":
         this.add(task, el("div", { class: "tool-call" },
           el("span", { class: "tool", text: `→ ${event.tool_name}` }),
-          el("pre", { text: pretty(event.args) })));
+          el("pre", { text: faithfulText(event.args) })));
         break;
       case "tool_result":
         this.add(task, el("div", { class: event.ok ? "tool-result" : "tool-result bad" },
@@ -568,6 +564,15 @@ const ARM_MS = 400;
 /** Code points of text per span in the command box: the hidden-length count is exact
  *  to one span (a span cut by the box's edge counts as shown). */
 const SPAN_CHARS = 64;
+
+/** A tool call's arguments as text, drawn as a confirmation draws them (faithfulLines:
+ *  one row per line, its label first, escapes visible), so the log never shows a
+ *  two-line command as one or lets a bidi character reorder it (R77). */
+function faithfulText(args) {
+  return faithfulLines(args)
+    .map((line) => (line.label ? `${line.label} ` : "") + line.pieces.map(([, text]) => text).join(""))
+    .join("\n");
+}
 
 /** The command box of a confirmation: every line of faithfulLines(args) (a line number
  *  in the gutter, escapes and marks in their own style, CSS wrapping long lines), in a
