@@ -102,7 +102,10 @@ async def connect(
     On exit the connection closes; the daemon then cancels the runs it started with
     cause ``disconnected`` (kept resumable, R43) and fails its open asks (R6).
     """
-    ws_url, base_url, the_token = await trio.to_thread.run_sync(_resolve, url, token, home)
+    if url is None or token is None:  # read from the home: small blocking file reads
+        ws_url, base_url, the_token = await trio.to_thread.run_sync(_resolve, url, token, home)
+    else:
+        ws_url, base_url, the_token = _resolve(url, token, home)
     async with AsyncExitStack() as stack:
         conn = await stack.enter_async_context(
             open_frame_connection(ws_url, the_token, client=client_name)
@@ -139,13 +142,15 @@ def _urls(url: str) -> tuple[str, str]:
 
 
 def _resolve(url: str | None, token: str | None, home: str | Path | None) -> tuple[str, str, str]:
-    """``(ws_url, base_url, token)``, read from the home where not given (blocking)."""
-    the_home = Path(home).expanduser() if home is not None else default_home()
-    if url is None:
-        host, port = read_address(the_home)
-        url = f"http://{host}:{port}"
-    if token is None:
-        token = read_token(the_home)
+    """``(ws_url, base_url, token)``, read from the home where not given (blocking
+    then, and only then)."""
+    if url is None or token is None:
+        the_home = Path(home).expanduser() if home is not None else default_home()
+        if url is None:
+            host, port = read_address(the_home)
+            url = f"http://{host}:{port}"
+        if token is None:
+            token = read_token(the_home)
     ws_url, base_url = _urls(url)
     return ws_url, base_url, token
 
