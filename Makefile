@@ -23,11 +23,11 @@ sandbox:
 	@command -v bwrap >/dev/null || { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null 2>&1; } || echo "bubblewrap could not be installed: every command will ask first (docs/security.md)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check engine protocol repl tests bench examples
-	$(BIN)/ruff format --check engine protocol repl tests bench examples
+	$(BIN)/ruff check engine protocol repl agentrio tests bench examples
+	$(BIN)/ruff format --check engine protocol repl agentrio tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy engine protocol repl
+	$(BIN)/mypy engine protocol repl agentrio
 
 # System programs the end-to-end tests drive (a fresh machine has none of them), and
 # bubblewrap, the sandbox of commands that run unasked (docs/security.md).

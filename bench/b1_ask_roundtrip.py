@@ -33,6 +33,7 @@ from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
+from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
 from engine.config import Config
 from engine.core import open_engine
@@ -41,7 +42,6 @@ from engine.pending import AskRequest
 from engine.server.lifecycle import open_server
 from protocol.codec import dumps
 from protocol.frames import Ask, Listen, Reply
-from protocol.transport import open_frame_connection
 
 __all__ = ["run"]
 

@@ -12,7 +12,7 @@ docs/testing.md for a tour. The fixtures:
   subprocess with ``AGENTRIO_HOME`` set to a temporary home (``agentrio_daemon_home``;
   extra environment from ``agentrio_daemon_env``). Teardown sends SIGTERM and asserts
   the daemon exited 0 and removed ``daemon.json`` (R53, §7).
-- ``agentrio_client`` — a `protocol.client.Client` connected to ``agentrio_daemon``.
+- ``agentrio_client`` — an `agentrio.Client` connected to ``agentrio_daemon``.
 
 And helpers to answer asks by rule: `answer_asks` (a client `Listener`, a `RunHandle`
 or `Client.asks`), `approve_next`, `answer_engine_asks` (an in-process engine), and
@@ -40,16 +40,7 @@ from typing import IO, Final, TypeAlias
 import attrs
 import pytest
 
-from engine.config import Config, load_config
-from engine.core import Engine, open_engine
-from engine.errors import AlreadyResolved
-from engine.models.base import Model, ModelReply, ToolCallRequest
-from engine.models.builtin import BuiltinModel
-from engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
-from engine.pending import AskReply, Offered
-from engine.server.ws import ask_frame
-from engine.tools.sudo import PasswordVerifier
-from protocol.client import (
+from agentrio import (
     AskNotice,
     Client,
     ClientError,
@@ -59,6 +50,16 @@ from protocol.client import (
     RunHandle,
     connect,
 )
+from agentrio.handles import Controls
+from engine.config import Config, load_config
+from engine.core import Engine, open_engine
+from engine.errors import AlreadyResolved
+from engine.models.base import Model, ModelReply, ToolCallRequest
+from engine.models.builtin import BuiltinModel
+from engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
+from engine.pending import AskReply, Offered
+from engine.server.ws import ask_frame
+from engine.tools.sudo import PasswordVerifier
 from protocol.frames import Ask
 
 __all__ = [
@@ -121,7 +122,7 @@ class RunningDaemon:
         return {**os.environ, "AGENTRIO_HOME": str(self.home)}
 
     def connect(self) -> AbstractAsyncContextManager[Client]:
-        """A `protocol.client.connect` to this daemon."""
+        """An `agentrio.connect` to this daemon."""
         return connect(self.ws_url, self.token)
 
 
@@ -335,7 +336,7 @@ async def _decide(rule: Rule, ask: Ask) -> Decision:
     return Decision.allow() if result else Decision.deny("denied by rule")
 
 
-def _client_of(source: AskSource, client: Client | None) -> Client:
+def _client_of(source: AskSource, client: Client | None) -> Controls:
     if client is not None:
         return client
     if isinstance(source, (Listener, RunHandle)):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import trio
 
-from protocol.client import Client, ClientError, Decision, Listener, Subscription, connect
+from agentrio import Client, ClientError, Decision, Listener, Subscription, connect
 from protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
 from protocol.frames import Ask
 from protocol.http import SendStarted

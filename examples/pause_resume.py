@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import trio
 
-from protocol.client import ClientError, Decision, Rule, connect
+from agentrio import ClientError, Decision, Rule, connect
 from protocol.events import ToolCall, ToolResult
 from protocol.frames import Ask
 

@@ -1,6 +1,7 @@
 """agentrio's wire protocol: frames, events, HTTP bodies and their one codec.
 
-Sans-IO: nothing here imports trio except `protocol.transport`.
+Sans-IO: nothing here imports trio, httpx or trio-websocket (the Trio client is the
+`agentrio` package).
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
-"""The REPL's Trio side: one connection to the daemon at a time, frames ⇄ state.
+"""The REPL's Trio side: its reconnect policy around the one client (`agentrio`).
 
-`run_client` finds (or starts) the daemon, connects, and moves items both ways until the
-connection breaks; then it says so and connects again, to the same daemon once it is
-back or to a new one it starts. Frames the UI queued for a connection that died are
-dropped, never replayed on the next one: a ``reply`` or ``cancel`` names asks and tasks
-the new connection never started (R43: those runs were cancelled with ``disconnected``).
+`run_client` finds (or starts) the daemon, connects with `agentrio.connect`, and hands
+items both ways until the connection breaks; then it says so and connects again, to
+the same daemon once it is back or to a new one it starts. Frames the UI queued for a
+connection that died are dropped, never replayed on the next one: a ``reply`` or
+``cancel`` names asks and tasks the new connection never started (R43: those runs were
+cancelled with ``disconnected``).
+
+The client does the I/O: its reader task hands every frame to the state (through
+``deliver``), `forward` sends the frames the state builds and runs its HTTP calls.
+Every failure arrives here as an `agentrio.ClientError`; this module only decides
+what to say and when to try again.
 """
 
 from __future__ import annotations
@@ -15,37 +21,41 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-import httpx
 import trio
-import trio_websocket
 
+from agentrio import AuthRefused, Client, ClientError, Disconnected, connect
+from agentrio.transport import HttpApi, open_http
 from protocol.errors import FrameDecodeError
-from protocol.frames import ClientFrame, ServerFrame
-from protocol.transport import AuthRefused, open_frame_connection
+from protocol.frames import ServerFrame
 from repl.daemon import DaemonStartError, Endpoint, ensure_daemon
 from repl.messages import (
     Connected,
-    Disconnected,
     HttpCall,
     HttpResult,
     Incoming,
     Outgoing,
     Status,
 )
+from repl.messages import (
+    Disconnected as Lost,
+)
 
 __all__ = [
     "CLIENT_NAME",
+    "HTTP_TIMEOUT_S",
     "RESTART_GRACE_S",
     "RETRY_DELAYS",
     "START_BACKOFF_S",
-    "Connection",
+    "Connect",
     "do_http",
+    "forward",
     "no_trust_roots",
-    "pump",
     "run_client",
 ]
 
 CLIENT_NAME: Final = "agentrio-repl/0.1.0"
+#: Seconds an HTTP call of the REPL waits for the daemon.
+HTTP_TIMEOUT_S: Final = 10.0
 #: Seconds between reconnect attempts (the last one repeats).
 RETRY_DELAYS: Final = (0.2, 0.5, 1.0, 2.0)
 #: After losing a daemon, how long to wait for it to come back (a restart) before
@@ -56,17 +66,22 @@ RESTART_GRACE_S: Final = 5.0
 START_BACKOFF_S: Final = 30.0
 
 
-class Connection(Protocol):
-    """What `pump` needs of a `protocol.transport.FrameConnection`."""
+class Connect(Protocol):
+    """Opens the client of one connection; ``on_frame``/``on_unreadable`` as in
+    `agentrio.open_client` (tests pass a client over a fake connection)."""
 
-    async def send(self, frame: Any) -> None: ...
+    def __call__(
+        self,
+        endpoint: Endpoint,
+        http: HttpApi,
+        *,
+        on_frame: Callable[[ServerFrame], None],
+        on_unreadable: Callable[[FrameDecodeError], None],
+    ) -> AbstractAsyncContextManager[Client]: ...
 
-    async def receive(self) -> ServerFrame: ...
 
-
-Connect = Callable[[str, str], AbstractAsyncContextManager[Connection]]
-#: ``locate(client, may_start)``: a healthy daemon's endpoint; may start one if allowed.
-Locate = Callable[[httpx.AsyncClient, bool], Awaitable[Endpoint]]
+#: ``locate(http, may_start)``: a healthy daemon's endpoint; may start one if allowed.
+Locate = Callable[[HttpApi, bool], Awaitable[Endpoint]]
 
 
 def no_trust_roots() -> ssl.SSLContext:
@@ -77,38 +92,55 @@ def no_trust_roots() -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-def _default_connect(url: str, token: str) -> AbstractAsyncContextManager[Connection]:
-    return open_frame_connection(url, token, client=CLIENT_NAME)
+def _default_connect(
+    endpoint: Endpoint,
+    http: HttpApi,
+    *,
+    on_frame: Callable[[ServerFrame], None],
+    on_unreadable: Callable[[FrameDecodeError], None],
+) -> AbstractAsyncContextManager[Client]:
+    return connect(
+        endpoint.http_base,
+        endpoint.token,
+        client_name=CLIENT_NAME,
+        http=http,
+        on_frame=on_frame,
+        on_unreadable=on_unreadable,
+    )
 
 
-async def do_http(client: httpx.AsyncClient, endpoint: Endpoint, call: HttpCall) -> HttpResult:
+async def do_http(client: Client, call: HttpCall) -> HttpResult:
     """Run one authenticated API call; every failure becomes a result, never a raise."""
     try:
-        response = await client.request(
-            call.method,
-            endpoint.http_base + call.path,
-            params=call.params,
-            headers={"Authorization": f"Bearer {endpoint.token}"},
-        )
-    except httpx.HTTPError as exc:
-        return HttpResult(call=call, status=0, error=str(exc) or type(exc).__name__)
+        reply = await client.request(call.method, call.path, params=call.params)
+    except ClientError as exc:
+        return HttpResult(call=call, status=0, error=exc.message)
     body: Any = None
-    if response.content:
+    if reply.content:
         try:
-            body = response.json()
+            body = reply.json()
         except ValueError:
             body = None
-    return HttpResult(call=call, status=response.status_code, body=body)
+    return HttpResult(call=call, status=reply.status, body=body)
 
 
-async def pump(
-    conn: Connection,
+def close_reason(closed: ClientError) -> str:
+    """How the REPL names the end of a connection."""
+    if isinstance(closed, Disconnected):
+        if closed.close_reason:
+            return closed.close_reason
+        if closed.close_code is not None:
+            return f"closed with code {closed.close_code}"
+    return "connection closed"
+
+
+async def forward(
+    client: Client,
     outgoing: trio.MemoryReceiveChannel[Outgoing],
     deliver: Callable[[Incoming], None],
-    http: Callable[[HttpCall], Awaitable[HttpResult]],
 ) -> str:
-    """Move frames both ways until the connection ends; return why it ended."""
-    reason = "connection closed"
+    """Hand the UI's items to ``client`` (frames sent as they are, HTTP calls run
+    aside, their results delivered) until the connection ends; return why it ended."""
     async with trio.open_nursery() as nursery:
 
         async def writer() -> None:
@@ -116,29 +148,18 @@ async def pump(
                 if isinstance(item, HttpCall):
                     nursery.start_soon(_http_task, item)
                     continue
-                frame: ClientFrame = item
                 try:
-                    await conn.send(frame)
-                except trio_websocket.ConnectionClosed:
+                    await client.send_frame(item)
+                except ClientError:
                     return
 
         async def _http_task(call: HttpCall) -> None:
-            deliver(await http(call))
+            deliver(await do_http(client, call))
 
         nursery.start_soon(writer)
-        while True:
-            try:
-                deliver(await conn.receive())
-            except FrameDecodeError as exc:
-                deliver(Status(text=f"unreadable frame from the daemon: {exc}", error=True))
-            except trio_websocket.ConnectionClosed as exc:
-                if exc.reason is not None and exc.reason.reason:
-                    reason = exc.reason.reason
-                elif exc.reason is not None:
-                    reason = f"closed with code {exc.reason.code}"
-                break
+        closed = await client.wait_closed()
         nursery.cancel_scope.cancel()
-    return reason
+    return close_reason(closed)
 
 
 def _drain(outgoing: trio.MemoryReceiveChannel[Outgoing]) -> None:
@@ -163,8 +184,11 @@ async def run_client(
 ) -> None:
     """Keep one daemon connection alive until cancelled (the REPL exits)."""
 
-    async def default_locate(client: httpx.AsyncClient, may_start: bool) -> Endpoint:
-        return await ensure_daemon(home, client, status=deliver, start=may_start)
+    async def default_locate(http: HttpApi, may_start: bool) -> Endpoint:
+        return await ensure_daemon(home, http, status=deliver, start=may_start)
+
+    def unreadable(exc: FrameDecodeError) -> None:
+        deliver(Status(text=f"unreadable frame from the daemon: {exc}", error=True))
 
     find = locate or default_locate
     connected_once = False
@@ -172,7 +196,7 @@ async def run_client(
     attempt = 0
     lost_at: float | None = None
     failed_start_at: float | None = None
-    async with httpx.AsyncClient(timeout=10.0, verify=no_trust_roots()) as client:
+    async with open_http(timeout_s=HTTP_TIMEOUT_S, verify=no_trust_roots()) as http:
         while True:
             problem = ""
             reason = ""
@@ -183,14 +207,15 @@ async def run_client(
                 may_start = (lost_at is None or now - lost_at >= RESTART_GRACE_S) and (
                     failed_start_at is None or now - failed_start_at >= START_BACKOFF_S
                 )
-                endpoint = await find(client, may_start)
-                async with connect(endpoint.ws_url, endpoint.token) as conn:
+                endpoint = await find(http, may_start)
+                async with connect(
+                    endpoint, http, on_frame=deliver, on_unreadable=unreadable
+                ) as client:
                     _drain(outgoing)
-                    welcome = getattr(conn, "welcome", None)
                     deliver(
                         Connected(
                             url=endpoint.http_base,
-                            daemon_version=getattr(welcome, "daemon_version", ""),
+                            daemon_version=client.welcome.daemon_version if client.welcome else "",
                             reconnect=connected_once,
                         )
                     )
@@ -198,13 +223,9 @@ async def run_client(
                     last_problem = ""
                     attempt = 0
                     lost_at = None
-
-                    async def http(call: HttpCall, endpoint: Endpoint = endpoint) -> HttpResult:
-                        return await do_http(client, endpoint, call)
-
-                    reason = await pump(conn, outgoing, deliver, http)
+                    reason = await forward(client, outgoing, deliver)
             except AuthRefused as exc:
-                problem = f"the daemon refused our token ({exc}); retrying"
+                problem = f"the daemon refused our token ({exc.message}); retrying"
             except DaemonStartError as exc:
                 if may_start:
                     problem = str(exc)
@@ -216,10 +237,10 @@ async def run_client(
                         f"waiting for the daemon to come back (or {RESTART_GRACE_S:g} s to "
                         "start a new one)"
                     )
-            except (OSError, trio_websocket.HandshakeError, trio_websocket.ConnectionClosed) as exc:
-                problem = f"cannot reach the daemon: {str(exc) or type(exc).__name__}"
+            except ClientError as exc:
+                problem = f"cannot reach the daemon: {exc.message}"
             if session_up:
-                deliver(Disconnected(reason=reason or problem))
+                deliver(Lost(reason=reason or problem))
                 lost_at = trio.current_time()
             elif problem and problem != last_problem:
                 deliver(Status(text=problem, error=True))

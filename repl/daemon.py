@@ -8,7 +8,6 @@ does not take it down, with stdout and stderr appended to ``<home>/daemon.log``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tomllib
@@ -17,9 +16,12 @@ from pathlib import Path
 from typing import Final
 
 import attrs
-import httpx
 import trio
 
+from agentrio import ClientError, DaemonNotFound, default_home
+from agentrio.home import read_address
+from agentrio.home import read_token as read_token_or_raise
+from agentrio.transport import HttpApi
 from repl.messages import Status
 
 __all__ = [
@@ -65,21 +67,12 @@ class Endpoint:
         return f"ws://{self.host}:{self.port}/v1/ws"
 
 
-def default_home() -> Path:
-    """``$AGENTRIO_HOME`` or ``~/.config/agentrio`` (the daemon uses the same rule)."""
-    env = os.environ.get("AGENTRIO_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".config" / "agentrio"
-
-
 def read_endpoint(home: Path) -> Endpoint | None:
     """The address in ``daemon.json``, or None when it is absent or unreadable
     (a daemon that is starting or has just stopped: the caller checks health anyway)."""
     try:
-        data = json.loads((home / "daemon.json").read_text(encoding="utf-8"))
-        host, port = data["host"], data["port"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not isinstance(host, str) or not isinstance(port, int) or isinstance(port, bool):
+        host, port = read_address(home)
+    except DaemonNotFound:
         return None
     return Endpoint(host=host, port=port)
 
@@ -87,8 +80,8 @@ def read_endpoint(home: Path) -> Endpoint | None:
 def read_token(home: Path) -> str:
     """The bearer token (``<home>/token``); empty when the daemon has not made one yet."""
     try:
-        return (home / "token").read_text(encoding="utf-8").strip()
-    except OSError:
+        return read_token_or_raise(home)
+    except DaemonNotFound:
         return ""
 
 
@@ -105,11 +98,12 @@ def model_label(home: Path) -> str:
     return f"{provider}:{name}" if name else str(provider)
 
 
-async def health_ok(client: httpx.AsyncClient, endpoint: Endpoint) -> bool:
+async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
+    """Whether ``GET /v1/health`` (no token) says ``ok`` within 2 s."""
     try:
-        response = await client.get(endpoint.http_base + "/v1/health", timeout=2.0)
-        return response.status_code == 200 and response.json().get("ok") is True
-    except (httpx.HTTPError, ValueError, AttributeError):
+        reply = await http.request("GET", endpoint.http_base + "/v1/health", timeout_s=2.0)
+        return reply.status == 200 and reply.json().get("ok") is True
+    except (ClientError, ValueError, AttributeError):
         return False
 
 
@@ -143,7 +137,7 @@ def _reaped(pid: int) -> bool:
 
 async def ensure_daemon(
     home: Path,
-    client: httpx.AsyncClient,
+    http: HttpApi,
     *,
     status: Callable[[Status], None],
     start: bool = True,
@@ -160,7 +154,7 @@ async def ensure_daemon(
     daemon at the same moment, ours loses the port and exits, and we use theirs.
     """
     endpoint = await trio.to_thread.run_sync(read_endpoint, home)
-    if endpoint is not None and await health_ok(client, endpoint):
+    if endpoint is not None and await health_ok(http, endpoint):
         return attrs.evolve(endpoint, token=await trio.to_thread.run_sync(read_token, home))
     log = home / "daemon.log"
     if not start:
@@ -172,7 +166,7 @@ async def ensure_daemon(
     with trio.move_on_after(wait_s):
         while True:
             endpoint = await trio.to_thread.run_sync(read_endpoint, home)
-            if endpoint is not None and await health_ok(client, endpoint):
+            if endpoint is not None and await health_ok(http, endpoint):
                 token = await trio.to_thread.run_sync(read_token, home)
                 return attrs.evolve(endpoint, token=token)
             if gone:

@@ -1,5 +1,7 @@
-"""Import direction: protocol knows nothing of engine or repl; only its transport
-module touches trio; repl uses no private engine module (DESIGN "Boundaries")."""
+"""Import direction (DESIGN "Boundaries"): protocol is sans-IO and knows nothing of
+the packages above it; the client package (agentrio) has one I/O boundary, its
+transport module, which alone sees the I/O libraries' errors; the engine never
+imports the client; repl uses no private engine module."""
 
 from __future__ import annotations
 
@@ -29,21 +31,96 @@ def test_protocol_imports_neither_engine_nor_repl() -> None:
         f"{p.relative_to(ROOT)}: {name}"
         for p in _modules("protocol")
         for name in _imports(p)
-        if name.split(".")[0] in {"engine", "repl"}
+        if name.split(".")[0] in {"engine", "repl", "agentrio"}
     }
     assert bad == set()
 
 
-def test_only_protocol_transport_imports_trio() -> None:
+def test_protocol_is_sans_io() -> None:
+    """No module of protocol imports an I/O library: no exceptions."""
+    bad = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _modules("protocol")
+        for name in _imports(p)
+        if name.split(".")[0] in _IO_LIBRARIES
+    }
+    assert bad == set()
+
+
+def test_only_the_client_transport_imports_websocket_and_http_libraries() -> None:
+    """agentrio/transport.py is the client's one I/O boundary; the REPL does its I/O
+    through the client, so it imports neither library either."""
     users = {
         str(p.relative_to(ROOT))
-        for p in _modules("protocol")
-        if any(name.split(".")[0] in {"trio", "trio_websocket"} for name in _imports(p))
+        for package in ("agentrio", "repl")
+        for p in _modules(package)
+        if any(name.split(".")[0] in {"trio_websocket", "httpx"} for name in _imports(p))
     }
-    # groups.py only tells a Cancelled from an error (shared with the engine, which
-    # must not import the transport and trio-websocket with it).
-    assert users <= {"protocol/transport.py", "protocol/client.py", "protocol/groups.py"}
-    assert "protocol/transport.py" in users
+    assert users == {"agentrio/transport.py"}
+
+
+def test_no_code_but_the_transport_catches_a_websocket_error() -> None:
+    """The one error boundary: outside agentrio/transport.py no product code or
+    example catches a trio_websocket exception (they see `agentrio.ClientError`s).
+    Benchmarks (a trio-websocket echo server as the baseline) and tests (raw servers,
+    the browser's devtools socket) use the library as a peer of their own."""
+    offenders = [
+        f"{path.relative_to(ROOT)}:{line}"
+        for package in ("engine", "protocol", "repl", "agentrio", "examples")
+        for path in _modules(package)
+        if path.relative_to(ROOT) != Path("agentrio/transport.py")
+        for line in _websocket_handlers(path)
+    ]
+    assert offenders == []
+
+
+def test_the_engine_never_imports_the_client() -> None:
+    """The daemon's cold start must not load the client (and trio-websocket with it).
+    engine/testing.py is the pytest plugin: it hands a suite a connected client."""
+    users = {
+        str(p.relative_to(ROOT))
+        for p in _modules("engine")
+        if any(name.split(".")[0] == "agentrio" for name in _imports(p))
+    }
+    assert users <= {"engine/testing.py"}
+
+
+def test_the_transport_touches_no_private_attribute_of_a_library() -> None:
+    """agentrio/transport.py reads private attributes (``_name``) of its own objects
+    only (``self``), never of a library's (it owns the TCP stream instead)."""
+    tree = ast.parse((ROOT / "agentrio" / "transport.py").read_text(encoding="utf-8"))
+    offenders = [
+        f"line {node.lineno}: .{node.attr}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and not (isinstance(node.value, ast.Name) and node.value.id == "self")
+    ]
+    assert offenders == []
+
+
+_IO_LIBRARIES = {"trio", "trio_websocket", "httpx", "httpcore", "anyio", "socket", "asyncio"}
+
+
+def _websocket_handlers(path: Path) -> list[int]:
+    """Lines of ``except`` clauses naming a trio_websocket exception."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("trio_websocket")
+        for alias in node.names
+    }
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ExceptHandler) or node.type is None:
+            continue
+        for part in ast.walk(node.type):
+            if isinstance(part, ast.Name) and part.id in imported | {"trio_websocket"}:
+                lines.append(node.lineno)
+                break
+    return lines
 
 
 def test_repl_uses_no_private_engine_module() -> None:

@@ -662,7 +662,7 @@ async def _run_to_exit(process: trio.Process, reader: _Reader, stdin: bytes | No
                 cancel_scope(feed_scope, Cause.SUPERSEDED)
             reader.leader_exited()
     except BaseExceptionGroup as group:
-        sole = sole_exception(group)
+        sole = sole_exception(group, trio.Cancelled)
         if sole is None:
             raise
         raise sole from sole.__cause__

@@ -14,6 +14,7 @@ from typing import TypeVar
 
 import trio
 
+from agentrio.transport import FrameConnection, open_frame_connection
 from engine.tools.process import group_alive
 from protocol import events as ev
 from protocol.frames import (
@@ -28,7 +29,6 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
-from protocol.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 
 SESSION = "cli-e2e-bg"

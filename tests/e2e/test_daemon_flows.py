@@ -8,6 +8,7 @@ from pathlib import Path
 import httpx
 import trio
 
+from agentrio.transport import FrameConnection, open_frame_connection
 from protocol.codec import decode
 from protocol.events import Done, ToolCall, ToolResult
 from protocol.frames import (
@@ -25,7 +26,6 @@ from protocol.frames import (
     Subscribe,
 )
 from protocol.http import HistoryList, PendingTasks, SendStarted
-from protocol.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 
 

@@ -37,7 +37,7 @@ async def pending(daemon: Daemon, session_id: str) -> list[str]:
 
 async def start_running(daemon: Daemon, session_id: str) -> str:
     """Start ``run: sleep 20`` over HTTP (allow-all); return once the command runs."""
-    from protocol.transport import open_frame_connection
+    from agentrio.transport import open_frame_connection
 
     async with open_frame_connection(daemon.ws_url, daemon.token) as watcher:
         await watcher.send(Subscribe(session_id=session_id))

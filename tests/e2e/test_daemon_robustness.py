@@ -10,9 +10,10 @@ import trio
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from agentrio import AuthRefused
+from agentrio.transport import open_frame_connection
 from protocol.codec import MAX_MESSAGE_BYTES
 from protocol.frames import Accepted, DoneFrame, ErrorFrame, Run
-from protocol.transport import AuthRefused, open_frame_connection
 from tests.e2e.conftest import Daemon
 
 KNOWN_TYPES = [

@@ -18,9 +18,9 @@ from typing import TypeVar
 
 import trio
 
+from agentrio import Client, Decision, Subscription
 from engine.testing import DaemonProcess
 from protocol import events as ev
-from protocol.client import Client, Decision, Subscription
 
 SESSION = "cli-e2e-modes"
 SECRET = "value-of-the-secret"

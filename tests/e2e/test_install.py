@@ -15,7 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a source distribution of agentrio needs to build.
-SOURCES = ("pyproject.toml", "README.md", "engine", "protocol", "repl")
+SOURCES = ("pyproject.toml", "README.md", "engine", "protocol", "repl", "agentrio")
 PIP_TIMEOUT_S = 240
 
 
@@ -67,14 +67,15 @@ def test_pip_install_gives_agentrio_and_the_plugin(tmp_path: Path) -> None:
     probe = _run(
         bin_dir / "python",
         "-c",
-        "import importlib.metadata as m, engine, protocol.client;"
-        "print(engine.__file__);"
+        "import importlib.metadata as m, engine, agentrio;"
+        "print(engine.__file__); print(agentrio.__file__);"
         "print([e.value for e in m.entry_points(group='pytest11') if e.name == 'agentrio'])",
         cwd=tmp_path,
     )
     assert probe.returncode == 0, probe.stderr
-    where, plugin = probe.stdout.splitlines()
+    where, client_where, plugin = probe.stdout.splitlines()
     assert Path(where).is_relative_to(venv)
+    assert Path(client_where).is_relative_to(venv)
     assert plugin == "['engine.testing']"
     assert importlib.metadata.version("agentrio") in _run(
         bin_dir / "python", "-c", "import importlib.metadata as m; print(m.version('agentrio'))",

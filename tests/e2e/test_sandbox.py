@@ -16,8 +16,8 @@ import httpx
 import pytest
 import trio
 
+from agentrio import Decision
 from engine.testing import RunningDaemon
-from protocol.client import Decision
 from protocol.events import ToolCall, ToolResult
 from protocol.frames import Ask
 from tests.e2e.conftest import ROOT

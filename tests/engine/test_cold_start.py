@@ -62,7 +62,8 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
         "prompt_toolkit",
         "repl",
         "trio_websocket",
-        "protocol.transport",
+        "agentrio",
+        "agentrio.transport",
     )
     assert _run_start_path(*watched) == {
         "model": "BuiltinModel",

@@ -1,7 +1,7 @@
 """A suite written the way an agentrio user writes theirs: only the plugin's fixtures
 (`engine.testing`, loaded through its ``pytest11`` entry point — nothing is imported
 from this project's conftest files) and the public scripting client
-(`protocol.client`)."""
+(`agentrio`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from agentrio import Client, ClientError, Decision, Subscription
 from engine.testing import (
     Engine,
     EngineFactory,
@@ -23,7 +24,6 @@ from engine.testing import (
     answer_engine_asks,
     approve_next,
 )
-from protocol.client import Client, ClientError, Decision, Subscription
 from protocol.events import Done, ToolCall, ToolResult, ToolSkipped
 from protocol.frames import EventFrame
 

@@ -31,15 +31,15 @@ from typing import Any
 
 import httpx
 import trio
-import trio_websocket
 
+from agentrio import ClientError
+from agentrio.transport import open_frame_connection
 from engine.orphans import find_orphans
 from engine.sessions import MAX_SESSION_TASKS
 from protocol.codec import decode
 from protocol.events import ToolCall
 from protocol.frames import Accepted, Ask, Cancel, DoneFrame, EventFrame, Run
 from protocol.http import PendingTasks, ResumeAccepted, SendStarted
-from protocol.transport import open_frame_connection
 from tests.e2e.conftest import Daemon, DaemonProcess
 from tests.reliability.conftest import client, seed, size
 
@@ -81,12 +81,7 @@ async def _guard(launch: Launch, coro: Any, *args: Any) -> None:
     """Run one submitter; connection errors are expected only once the daemon is dead."""
     try:
         await coro(*args)
-    except (
-        httpx.HTTPError,
-        trio_websocket.ConnectionClosed,
-        trio_websocket.HandshakeError,
-        OSError,
-    ):
+    except (httpx.HTTPError, ClientError, OSError):
         if not launch.dying:
             raise
 

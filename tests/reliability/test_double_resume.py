@@ -18,12 +18,12 @@ import sys
 import httpx
 import trio
 
+from agentrio.transport import open_frame_connection
 from engine.core import CONFLICT_RUNNING
 from protocol.codec import decode
 from protocol.events import Pending
 from protocol.frames import EventFrame, Subscribe
 from protocol.http import PendingTasks, SendStarted
-from protocol.transport import open_frame_connection
 from tests.e2e.conftest import ROOT, Daemon
 from tests.reliability.conftest import client, seed, size
 

@@ -15,6 +15,8 @@ import httpx
 import pytest
 import trio
 
+from agentrio import AuthRefused
+from agentrio.transport import FrameConnection, open_frame_connection
 from protocol.codec import decode
 from protocol.frames import (
     Accepted,
@@ -30,7 +32,6 @@ from protocol.frames import (
     ServerFrame,
 )
 from protocol.http import PendingTasks, SendStarted
-from protocol.transport import AuthRefused, FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 from tests.reliability.conftest import client
 

@@ -28,6 +28,7 @@ import httpx
 import trio
 import trio_websocket
 
+from agentrio.transport import FrameConnection, open_frame_connection
 from protocol.codec import MAX_MESSAGE_BYTES
 from protocol.events import Done
 from protocol.frames import (
@@ -45,7 +46,6 @@ from protocol.frames import (
     Subscribe,
     Welcome,
 )
-from protocol.transport import FrameConnection, close_socket_after_peer_close, open_frame_connection
 from tests.e2e.conftest import Daemon
 from tests.reliability.conftest import client, size
 
@@ -121,7 +121,8 @@ class SlowConsumer:
         host, port = daemon.base_url.removeprefix("http://").rsplit(":", 1)
         stream = await trio.open_tcp_stream(host, int(port))
         stream.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        async with trio.open_nursery() as nursery:
+        # This test owns the stream (to shrink its receive buffer), so it closes it.
+        async with stream, trio.open_nursery() as nursery:
             ws = await trio_websocket.wrap_client_stream(
                 nursery, stream, host, "/v1/ws", max_message_size=MAX_MESSAGE_BYTES * 4
             )
@@ -136,9 +137,9 @@ class SlowConsumer:
                     frame = await conn.receive()
                     if isinstance(frame, EventFrame):
                         self.seqs.append(frame.event.seq)
-                await ws.aclose()
+                await conn.aclose()
             finally:
-                await close_socket_after_peer_close(ws)
+                await stream.aclose()  # ends trio-websocket's reader: the nursery can exit
 
     @property
     def missed(self) -> int:

@@ -1,23 +1,26 @@
-"""The Trio side: pumping frames, reconnecting, HTTP calls, finding or starting the
-daemon (SPEC §11, R43). Fake connections and `httpx.MockTransport`; no daemon."""
+"""The Trio side: its reconnect policy around the one client, HTTP calls, finding or
+starting the daemon (SPEC §11, R43). The real `agentrio` client over fake connections
+and `httpx.MockTransport`; no daemon."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import trio
-import trio_websocket
 
+from agentrio import Client, Disconnected, open_client
+from agentrio.transport import HttpApi, open_http
+from protocol.errors import FrameDecodeError
 from protocol.frames import Accepted, ListLegs, Run, ServerFrame, Welcome
-from repl.client import do_http, pump, run_client
+from repl.client import do_http, forward, run_client
 from repl.daemon import (
     DaemonStartError,
     Endpoint,
@@ -27,7 +30,11 @@ from repl.daemon import (
     read_token,
     spawn_daemon,
 )
-from repl.messages import Connected, Disconnected, HttpCall, HttpResult, Incoming, Outgoing, Status
+from repl.messages import Connected, HttpCall, HttpResult, Incoming, Outgoing, Status
+from repl.messages import Disconnected as Lost
+
+#: What the fake daemon 'sends': a frame, an undecodable one, or None (it closes).
+FakeItem = ServerFrame | FrameDecodeError | None
 
 
 class FakeConnection:
@@ -35,8 +42,8 @@ class FakeConnection:
 
     def __init__(self) -> None:
         self.sent: list[Any] = []
-        self.inbox_send, self.inbox = trio.open_memory_channel[ServerFrame | None](10)
-        self.welcome = Welcome(protocol=1, daemon_version="9.9")
+        self.inbox_send, self.inbox = trio.open_memory_channel[FakeItem](10)
+        self.welcome: Welcome | None = Welcome(protocol=1, daemon_version="9.9")
 
     async def send(self, frame: Any) -> None:
         self.sent.append(frame)
@@ -44,42 +51,68 @@ class FakeConnection:
     async def receive(self) -> ServerFrame:
         item = await self.inbox.receive()
         if item is None:
-            raise trio_websocket.ConnectionClosed(
-                trio_websocket.CloseReason(4001, "daemon shutting down")
+            raise Disconnected(
+                "daemon shutting down", close_code=4001, close_reason="daemon shutting down"
             )
+        if isinstance(item, FrameDecodeError):
+            raise item
         return item
 
 
-async def test_pump_moves_frames_both_ways_and_reports_close() -> None:
+def mock_http(handler: Callable[[httpx.Request], httpx.Response]) -> Any:
+    return open_http(transport=httpx.MockTransport(handler))
+
+
+def fake_client(
+    conn: FakeConnection,
+    http: HttpApi,
+    deliver: Callable[[Incoming], None],
+    base_url: str = "http://127.0.0.1:1",
+) -> AbstractAsyncContextManager[Client]:
+    """The REPL's client over a fake connection: every frame to ``deliver``."""
+
+    def unreadable(exc: FrameDecodeError) -> None:
+        deliver(Status(text=f"unreadable frame from the daemon: {exc}", error=True))
+
+    return open_client(
+        conn, http, base_url=base_url, token="t", on_frame=deliver, on_unreadable=unreadable
+    )
+
+
+async def test_forward_moves_frames_both_ways_and_reports_close() -> None:
     """SPEC §8: frames out go to the socket, frames in to deliver, HTTP calls run aside;
-    a close ends the pump with its reason."""
+    a close ends the forwarding with its reason."""
     conn = FakeConnection()
     out_send, out_recv = trio.open_memory_channel[Outgoing](10)
     got: list[Incoming] = []
     call = HttpCall(method="GET", path="/x", purpose="history")
 
-    async def http(c: HttpCall) -> HttpResult:
-        return HttpResult(call=c, status=200, body={"tasks": []})
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert str(request.url) == "http://127.0.0.1:1/x"
+        return httpx.Response(200, json={"tasks": []})
 
     accepted = Accepted(request_id="r1", session_id="cli-1", task_hash="a" * 32)
-    async with trio.open_nursery() as nursery:
-        result: list[str] = []
+    result: list[str] = []
+    async with mock_http(handler) as http, fake_client(conn, http, got.append) as client:
+        async with trio.open_nursery() as nursery:
 
-        async def run() -> None:
-            result.append(await pump(conn, out_recv, got.append, http))
+            async def run() -> None:
+                result.append(await forward(client, out_recv, got.append))
 
-        nursery.start_soon(run)
-        run_frame = Run(request_id="r1", session_id="cli-1", input="hi", window_hash="w")
-        await out_send.send(run_frame)
-        await out_send.send(call)
-        await conn.inbox_send.send(accepted)
-        await trio.testing.wait_all_tasks_blocked()
-        assert conn.sent == [run_frame]
-        assert sorted(got, key=lambda item: type(item).__name__) == [
-            accepted,
-            HttpResult(call=call, status=200, body={"tasks": []}),
-        ]
-        await conn.inbox_send.send(None)
+            nursery.start_soon(run)
+            run_frame = Run(request_id="r1", session_id="cli-1", input="hi", window_hash="w")
+            await out_send.send(run_frame)
+            await out_send.send(call)
+            await conn.inbox_send.send(accepted)
+            await conn.inbox_send.send(FrameDecodeError("$.event", "bad"))
+            await trio.testing.wait_all_tasks_blocked()
+            assert conn.sent == [run_frame]
+            assert sorted(got, key=lambda item: type(item).__name__) == [
+                accepted,
+                HttpResult(call=call, status=200, body={"tasks": []}),
+                Status(text="unreadable frame from the daemon: $.event: bad", error=True),
+            ]
+            await conn.inbox_send.send(None)
     assert result == ["daemon shutting down"]
 
 
@@ -89,16 +122,23 @@ async def test_run_client_reconnects_and_drops_stale_frames(autojump_clock: Any)
     conns: list[FakeConnection] = []
     starts: list[bool] = []
 
-    async def locate(client: httpx.AsyncClient, may_start: bool) -> Endpoint:
+    async def locate(http: HttpApi, may_start: bool) -> Endpoint:
         starts.append(may_start)
         return Endpoint(host="127.0.0.1", port=1, token="t")
 
-    @asynccontextmanager
-    async def connect(url: str, token: str) -> AsyncIterator[FakeConnection]:
-        assert (url, token) == ("ws://127.0.0.1:1/v1/ws", "t")
+    def connect(
+        endpoint: Endpoint,
+        http: HttpApi,
+        *,
+        on_frame: Callable[[ServerFrame], None],
+        on_unreadable: Callable[[FrameDecodeError], None],
+    ) -> AbstractAsyncContextManager[Client]:
+        assert (endpoint.ws_url, endpoint.token) == ("ws://127.0.0.1:1/v1/ws", "t")
         conn = FakeConnection()
         conns.append(conn)
-        yield conn
+        return open_client(
+            conn, http, base_url=endpoint.http_base, token=endpoint.token, on_frame=on_frame
+        )
 
     out_send, out_recv = trio.open_memory_channel[Outgoing](10)
     got: list[Incoming] = []
@@ -116,7 +156,7 @@ async def test_run_client_reconnects_and_drops_stale_frames(autojump_clock: Any)
         assert got == [Connected(url="http://127.0.0.1:1", daemon_version="9.9")]
         await conns[0].inbox_send.send(None)
         await trio.testing.wait_all_tasks_blocked()
-        assert got[1] == Disconnected(reason="daemon shutting down")
+        assert got[1] == Lost(reason="daemon shutting down")
         stale = ListLegs(session_id="old")
         await out_send.send(stale)
         await trio.sleep(1)
@@ -135,7 +175,7 @@ async def test_run_client_reports_a_failed_start_once(autojump_clock: Any) -> No
     retried only after a back-off."""
     starts: list[bool] = []
 
-    async def locate(client: httpx.AsyncClient, may_start: bool) -> Endpoint:
+    async def locate(http: HttpApi, may_start: bool) -> Endpoint:
         starts.append(may_start)
         raise DaemonStartError("the daemon exited; see its log: /h/daemon.log")
 
@@ -148,6 +188,29 @@ async def test_run_client_reports_a_failed_start_once(autojump_clock: Any) -> No
     assert set(starts[1:]) == {False}
 
 
+async def test_run_client_reports_an_unreachable_daemon_once() -> None:
+    """SPEC §11: a daemon that answers health but not the WebSocket is reported once as
+    unreachable (the client's own error, not a library's), and retried."""
+    attempts: list[int] = []
+    with trio.socket.socket() as sock:
+        await sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # bound, never listening: connects are refused
+
+        async def locate(http: HttpApi, may_start: bool) -> Endpoint:
+            attempts.append(1)
+            return Endpoint(host="127.0.0.1", port=port, token="t")
+
+        got: list[Incoming] = []
+        _, out_recv = trio.open_memory_channel[Outgoing](1)
+        with trio.move_on_after(1.5):
+            await run_client(home=Path("/x"), outgoing=out_recv, deliver=got.append, locate=locate)
+    assert len(attempts) > 1
+    [status] = got
+    assert isinstance(status, Status)
+    assert status.error
+    assert status.text.startswith("cannot reach the daemon: ")
+
+
 async def test_do_http_sends_bearer_and_maps_failures() -> None:
     """R70: API calls carry the bearer token; network errors become results."""
     seen: list[httpx.Request] = []
@@ -158,23 +221,27 @@ async def test_do_http_sends_bearer_and_maps_failures() -> None:
             return httpx.Response(204)
         return httpx.Response(200, json={"tasks": []})
 
-    endpoint = Endpoint(host="127.0.0.1", port=9, token="tok")
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-        call = HttpCall(
-            method="GET", path="/v1/session/cli-1/task/history", params={"keyword": "a b"}
-        )
-        result = await do_http(client, endpoint, call)
+    got: list[Incoming] = []
+    call = HttpCall(method="GET", path="/v1/session/cli-1/task/history", params={"keyword": "a b"})
+    async with (
+        mock_http(handler) as http,
+        fake_client(FakeConnection(), http, got.append, "http://127.0.0.1:9") as client,
+    ):
+        result = await do_http(client, call)
         assert result == HttpResult(call=call, status=200, body={"tasks": []})
         drop = HttpCall(method="DELETE", path="/v1/session/cli-1/task/" + "a" * 32)
-        assert await do_http(client, endpoint, drop) == HttpResult(call=drop, status=204)
-    assert seen[0].headers["authorization"] == "Bearer tok"
+        assert await do_http(client, drop) == HttpResult(call=drop, status=204)
+    assert seen[0].headers["authorization"] == "Bearer t"
     assert str(seen[0].url) == "http://127.0.0.1:9/v1/session/cli-1/task/history?keyword=a+b"
 
     def broken(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("refused")
 
-    async with httpx.AsyncClient(transport=httpx.MockTransport(broken)) as client:
-        result = await do_http(client, endpoint, call)
+    async with (
+        mock_http(broken) as http,
+        fake_client(FakeConnection(), http, got.append) as client,
+    ):
+        result = await do_http(client, call)
     assert (result.status, result.error) == (0, "refused")
 
 
@@ -205,12 +272,13 @@ def test_read_endpoint_token_and_model(tmp_path: Path) -> None:
     assert model_label(tmp_path) == "builtin"
 
 
-def health(ok: bool) -> httpx.AsyncClient:
+def health(ok: bool) -> AbstractAsyncContextManager[HttpApi]:
     def handler(request: httpx.Request) -> httpx.Response:
         assert request.url.path == "/v1/health"
+        assert "authorization" not in request.headers
         return httpx.Response(200 if ok else 503, json={"ok": ok})
 
-    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+    return open_http(transport=httpx.MockTransport(handler))
 
 
 async def test_ensure_daemon_uses_a_healthy_one(tmp_path: Path) -> None:

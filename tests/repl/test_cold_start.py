@@ -18,7 +18,15 @@ from repl.client import no_trust_roots
 
 ROOT = Path(__file__).resolve().parents[2]
 
-_REPL_MODULES = ("asyncio", "prompt_toolkit", "httpx", "trio_websocket", "repl.app", "repl.client")
+_REPL_MODULES = (
+    "asyncio",
+    "prompt_toolkit",
+    "httpx",
+    "trio_websocket",
+    "agentrio",
+    "repl.app",
+    "repl.client",
+)
 
 #: Runs ``repl.cli.main`` with the given arguments in a fresh interpreter and prints its
 #: exit status and which of the REPL's modules got loaded.
@@ -54,7 +62,7 @@ def _entry(*argv: str) -> dict[str, object]:
 )
 def test_entry_point_loads_the_repl_only_to_run_it(argv: tuple[str, ...]) -> None:
     """SPEC §11: ``agentrio daemon …``, ``agentrio --help`` and a rejected ``--session``
-    end without importing prompt_toolkit, the Trio client or httpx."""
+    end without importing prompt_toolkit, the Trio client (agentrio) or httpx."""
     expected_code = 2 if argv[0] == "--session" else 0
     assert _entry(*argv) == {"code": expected_code, "loaded": []}
 

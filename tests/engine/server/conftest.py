@@ -15,12 +15,12 @@ import attrs
 import httpx
 import pytest
 
+from agentrio.transport import FrameConnection, open_frame_connection
 from engine.config import Config, ServerConfig
 from engine.core import Engine, open_engine
 from engine.server.auth import load_or_create_token
 from engine.server.lifecycle import RunningServer, open_server
 from protocol.frames import DoneFrame, ServerFrame
-from protocol.transport import FrameConnection, open_frame_connection
 
 ALLOWED_ORIGIN = "https://allowed.example"
 

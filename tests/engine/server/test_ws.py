@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 import trio
-import trio_websocket
 
+from agentrio import AuthRefused, Disconnected
+from agentrio.transport import FrameConnection, open_frame_connection, open_websocket
 from engine.causes import Cause
 from engine.pending import Verified
 from engine.server.ws import verify_frame
@@ -36,12 +37,6 @@ from protocol.frames import (
     Withdrawn,
 )
 from protocol.http import SendStarted
-from protocol.transport import (
-    AuthRefused,
-    FrameConnection,
-    close_socket_after_peer_close,
-    open_frame_connection,
-)
 from tests.engine.server.conftest import ALLOWED_ORIGIN, Served, receive_type, receive_until_done
 
 HASH = "0123456789abcdef0123456789abcdef"
@@ -76,12 +71,11 @@ async def test_hello_with_wrong_token_closes_4401(served: Served) -> None:
 )
 async def test_first_frame_must_be_a_valid_hello(served: Served, first: str) -> None:
     """§8: anything but a valid ``hello`` (right token, protocol 1) first closes 4401."""
-    async with trio_websocket.open_websocket_url(served.ws_url) as ws:
-        await ws.send_message(first.replace("%s", served.token))
-        with pytest.raises(trio_websocket.ConnectionClosed) as info:
-            await ws.get_message()
-        await close_socket_after_peer_close(ws)
-    assert info.value.reason.code == 4401
+    async with open_websocket(served.ws_url) as conn:
+        await conn.send_raw(first.replace("%s", served.token))
+        with pytest.raises(Disconnected) as info:
+            await conn.receive()
+    assert info.value.close_code == 4401
 
 
 def upgrade_headers(origin: str) -> dict[str, str]:
@@ -360,7 +354,7 @@ async def test_shutdown_closes_connections_with_4001(served: Served) -> None:
     """R53: when the server stops, open connections are closed with 4001."""
     async with served.connect() as conn:
         served.server.context.closing.set()
-        with pytest.raises(trio_websocket.ConnectionClosed) as info:
+        with pytest.raises(Disconnected) as info:
             with trio.fail_after(5):
                 await conn.receive()
-    assert info.value.reason.code == 4001
+    assert info.value.close_code == 4001

@@ -1,0 +1,280 @@
+"""Where each frame the daemon sends goes: the reader task's side of the client.
+
+`Router.dispatch` runs in the connection's one reader task, for every frame, and never
+blocks (it only fills bounded inboxes and sets events):
+
+- ``accepted``/``event``/``done`` go to the `RunHandle` of the ``run``/``pending``
+  request (by ``request_id``, then by task hash);
+- ``ask`` goes, in this order, to the `RunHandle` of a task this client started (its
+  `RunHandle.asks` inbox, or its ``on_ask`` rule), else to the `Listener` whose
+  prefix is the longest that the session id starts with, else to ``Client.asks()``.
+  ``withdrawn`` and ``verify`` follow the ask they name;
+- ``event`` frames of a session this client subscribed to also go to that
+  `Subscription` (each consumer drops the copies it has seen: the daemon sends a
+  task's events once for the run and once for the subscription);
+- ``pending_list``, ``leg_list``, ``allowed`` and ``error`` frames answer control
+  requests (`ControlCalls`).
+
+A frame observer (``on_frame``, the REPL's) sees every frame first; with one, frames
+that nothing else claims stop there instead of being queued on ``Client.asks()`` or
+logged as unexpected.
+
+`ControlCalls` is the one path of control requests (cancel, pause, steer, reply,
+listen, subscribe, list_pending, list_legs, background_cancel, …). They have no reply
+frame of their own when they succeed. The daemon handles one client frame at a time
+and sends its answer (an ``error``, a list) before it reads the next, so each control
+frame is followed by a *barrier*: a ``reply`` to an ask id that cannot exist, which
+the daemon always answers with an ``error`` carrying that id as ``ref``. Whatever
+arrives between the two belongs to the control request; an ``error`` there raises
+`ClientError` ``(code, message)`` in its caller. No guessing, no timeouts. (When
+control frames get acknowledgements of their own, only `ControlCalls` changes.)
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from typing import Any, Final, Protocol, TypeAlias
+
+import attrs
+import trio
+
+from agentrio.errors import ClientError, Disconnected
+from agentrio.handles import AskNotice, Listener, Rule, RunHandle, Subscription
+from agentrio.inbox import Inbox, Limits
+from protocol.frames import (
+    Accepted,
+    AllowedList,
+    Ask,
+    DoneFrame,
+    ErrorFrame,
+    EventFrame,
+    LegList,
+    PendingList,
+    Reply,
+    ServerFrame,
+    Verify,
+    Withdrawn,
+)
+
+__all__ = ["ControlCalls", "ControlResult", "FrameSender", "Router"]
+
+log = logging.getLogger("agentrio.client")
+
+#: What a control request may get back besides nothing.
+ControlResult: TypeAlias = PendingList | LegList | AllowedList | None
+_BARRIER: Final = "agentrio-client-barrier-"
+#: Asks whose later notices (``withdrawn``/``verify``) this client still routes.
+_ASK_SINKS_KEPT: Final = 4096
+
+
+class FrameSender(Protocol):
+    async def send(self, frame: Any) -> None: ...
+
+
+# ---------------------------------------------------------------------- control
+
+
+@attrs.define
+class _Op:
+    """One control request waiting for its barrier."""
+
+    barrier: str
+    result: ControlResult = None
+    error: ClientError | None = None
+    answered: bool = False
+    finished: trio.Event = attrs.field(factory=trio.Event)
+
+
+class ControlCalls:
+    """Control requests in flight, each closed by its barrier (module docstring)."""
+
+    def __init__(self, conn: FrameSender, broken: Callable[[ClientError], None]) -> None:
+        self._conn = conn
+        self._broken = broken
+        self._ops: deque[_Op] = deque()
+        self._lock = trio.Lock()
+        self._count = 0
+
+    async def call(self, frame: Any) -> ControlResult:
+        """Send ``frame`` plus its barrier; return its list reply, raise its error."""
+        self._count += 1
+        op = _Op(barrier=f"{_BARRIER}{self._count}")
+        with trio.CancelScope(shield=True):
+            # Frame, barrier and queue entry must stay together: a half-sent pair would
+            # pin every later answer to the wrong request.
+            async with self._lock:
+                self._ops.append(op)
+                try:
+                    await self._conn.send(frame)
+                    await self._conn.send(Reply(id=op.barrier))
+                except Disconnected as exc:
+                    self._broken(exc)
+        await op.finished.wait()
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    def answer_list(self, frame: PendingList | LegList | AllowedList) -> bool:
+        """Hand a list frame to the request it answers; False when none waits."""
+        if self._ops and not self._ops[0].answered:
+            self._ops[0].result, self._ops[0].answered = frame, True
+            return True
+        return False
+
+    def answer_error(self, frame: ErrorFrame) -> bool:
+        """Hand an ``error`` to the request it answers (a barrier's ends that request
+        and any before it); False when none waits."""
+        if frame.ref.startswith(_BARRIER):
+            while self._ops:
+                op = self._ops.popleft()
+                op.finished.set()
+                if op.barrier == frame.ref:
+                    break
+            return True
+        if self._ops and not self._ops[0].answered:
+            self._ops[0].error = ClientError(frame.code, frame.message)
+            self._ops[0].answered = True
+            return True
+        return False
+
+    def shut(self, error: ClientError) -> None:
+        """The connection is gone: every waiting request raises ``error``."""
+        for op in self._ops:
+            if not op.answered:
+                op.error = error
+            op.finished.set()
+        self._ops.clear()
+
+
+# ---------------------------------------------------------------------- routing
+
+
+class Router:
+    """The client's routing tables and `dispatch` (module docstring)."""
+
+    def __init__(
+        self,
+        calls: ControlCalls,
+        limits: Limits,
+        *,
+        apply_rule: Callable[[Rule, Ask], None],
+        on_frame: Callable[[ServerFrame], None] | None = None,
+    ) -> None:
+        self.calls = calls
+        self.limits = limits
+        self._apply_rule = apply_rule
+        self._on_frame = on_frame
+        self.requests: dict[str, RunHandle] = {}
+        self.by_task: dict[str, RunHandle] = {}
+        self.listeners: dict[str, Listener] = {}
+        self.subscriptions: dict[str, Subscription] = {}
+        self._ask_sinks: OrderedDict[str, Inbox[AskNotice]] = OrderedDict()
+        self._held: list[Ask] = []
+        #: Asks that no run and no listener takes (``Client.asks()``).
+        self.unrouted: Inbox[AskNotice] = Inbox(limits.notices, name="unrouted asks")
+
+    def dispatch(self, frame: ServerFrame) -> None:
+        if self._on_frame is not None:
+            self._on_frame(frame)
+        match frame:
+            case Accepted():
+                handle = self.requests.get(frame.request_id)
+                if handle is not None:
+                    handle._accept(frame)
+                    self.by_task[frame.task_hash] = handle
+                    self._reroute_held()
+            case EventFrame():
+                run = self.by_task.get(frame.task_hash)
+                if run is not None:
+                    run._event(frame.event)
+                subscription = self.subscriptions.get(frame.session_id)
+                if subscription is not None:
+                    subscription.offer(frame)
+            case DoneFrame():
+                handle = self.requests.pop(frame.request_id, None)
+                if handle is not None:
+                    handle._finish(frame)
+                    if self.by_task.get(handle.task_hash) is handle:
+                        del self.by_task[handle.task_hash]
+                    self._reroute_held()
+            case Ask():
+                self._route_ask(frame)
+            case Withdrawn():
+                self._notice(self._ask_sinks.pop(frame.id, None), frame)
+            case Verify():
+                self._notice(self._ask_sinks.get(frame.id), frame)
+            case ErrorFrame():
+                self._error(frame)
+            case PendingList() | LegList() | AllowedList():
+                if not self.calls.answer_list(frame) and self._on_frame is None:
+                    log.warning("unexpected %s frame", type(frame).TYPE)
+            case _:
+                log.debug("ignored a %s frame", type(frame).TYPE)
+
+    def _error(self, frame: ErrorFrame) -> None:
+        handle = None
+        if frame.ref and not frame.ref.startswith(_BARRIER):
+            handle = self.requests.pop(frame.ref, None)
+        if handle is not None:
+            handle._finish(None, ClientError(frame.code, frame.message))
+        elif not self.calls.answer_error(frame) and self._on_frame is None:
+            log.warning("daemon error %s: %s", frame.code, frame.message)
+
+    def _notice(self, sink: Inbox[AskNotice] | None, notice: AskNotice) -> None:
+        if sink is not None:
+            sink.put(notice)
+        elif self._on_frame is None:
+            self.unrouted.put(notice)
+
+    def _route_ask(self, ask: Ask) -> None:
+        waiting = any(
+            not h.task_hash and h.session_id == ask.session_id for h in self.requests.values()
+        )
+        run = self.by_task.get(ask.task_hash)
+        if run is None and waiting:
+            self._held.append(ask)  # may be the ask of a run whose ``accepted`` is on its way
+            return
+        if run is not None and run.on_ask is not None:
+            self._remember(ask.id, run._asks)  # its notices: nobody needs to read them
+            self._apply_rule(run.on_ask, ask)
+            return
+        sink: Inbox[AskNotice]
+        if run is not None:
+            sink = run._asks
+        else:
+            prefixes = [p for p in self.listeners if ask.session_id.startswith(p)]
+            if prefixes:
+                sink = self.listeners[max(prefixes, key=len)]
+            elif self._on_frame is None:
+                sink = self.unrouted
+            else:
+                return
+        self._remember(ask.id, sink)
+        sink.put(ask)
+
+    def _remember(self, ask_id: str, sink: Inbox[AskNotice]) -> None:
+        self._ask_sinks[ask_id] = sink
+        if len(self._ask_sinks) > _ASK_SINKS_KEPT:
+            self._ask_sinks.popitem(last=False)
+
+    def _reroute_held(self) -> None:
+        held, self._held = self._held, []
+        for ask in held:
+            self._route_ask(ask)
+
+    def shut(self, error: ClientError) -> None:
+        """The connection is gone: runs fail with ``error``, inboxes end."""
+        self.calls.shut(error)
+        for handle in list(self.requests.values()):
+            handle._finish(None, error)
+        self.requests.clear()
+        self.by_task.clear()
+        inboxes: list[Inbox[Any]] = [
+            *self.listeners.values(),
+            *self.subscriptions.values(),
+            self.unrouted,
+        ]
+        for inbox in inboxes:
+            inbox.close()

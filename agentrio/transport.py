@@ -1,0 +1,462 @@
+"""The client's one I/O boundary: WebSocket frames and HTTP requests to the daemon.
+
+Everything below this module (trio-websocket, httpx, sockets) raises its own errors;
+everything above it sees only `agentrio.errors`. `map_errors` holds the whole
+translation table, and it is the only place that catches a library's exception:
+
+=====================================  ==========================  ======================
+library error                          while connecting            once open / over HTTP
+=====================================  ==========================  ======================
+`OSError` (refused, unknown host, …)   `Unreachable`               `Disconnected`
+``trio.TooSlowError``,                 `Timeout`                   `Timeout`
+``trio_websocket.ConnectionTimeout``
+``trio_websocket.ConnectionRejected``  `HandshakeError` (status)   —
+other ``trio_websocket.HandshakeError``  `HandshakeError`          `Disconnected`
+``trio.BrokenResourceError``,          `HandshakeError`            `Disconnected`
+``trio.ClosedResourceError``
+``trio_websocket.ConnectionClosed``    `Disconnected` (4401 at     `Disconnected` (close
+                                       ``hello``: `AuthRefused`)   code and reason kept)
+``httpx.TimeoutException``             —                           `Timeout`
+other ``httpx.HTTPError``              —                           `Unreachable`
+``httpx.InvalidURL``                   —                           `ClientError` ``bad_url``
+=====================================  ==========================  ======================
+
+The library error stays reachable as ``__cause__``.
+
+Frames: any number of tasks may send at once (trio-websocket frames each message
+synchronously and writes it under its own FIFO lock, so messages go out whole and in
+call order; a second lock here only cost each send one more scheduler pass, bench
+B1). Reads happen in one task per connection. A frame the daemon sends that does not
+decode raises `protocol.FrameDecodeError` (the connection stays usable).
+
+This module owns each connection's TCP stream and wraps it before trio-websocket
+sees it, so the socket is closed on every way out — including a daemon that dies in
+the middle of the opening handshake (where trio-websocket's own
+``open_websocket_url`` keeps waiting, then leaks the socket) and a daemon that closes
+the WebSocket first (trio-websocket 0.12 then leaves the client's socket open). No
+private attribute of trio-websocket is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager, suppress
+from types import TracebackType
+from typing import Any, Final, Literal, cast
+from urllib.parse import urlsplit
+
+import attrs
+import httpx
+import trio
+import trio_websocket
+
+from agentrio.errors import (
+    AuthRefused,
+    ClientError,
+    Disconnected,
+    HandshakeError,
+    Timeout,
+    Unreachable,
+)
+from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
+from protocol.errors import CLOSE_AUTH_FAILED
+from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
+from protocol.groups import sole_exception
+
+__all__ = [
+    "CLOSE_TIMEOUT_S",
+    "CONNECT_TIMEOUT_S",
+    "HTTP_TIMEOUT_S",
+    "FrameConnection",
+    "HttpApi",
+    "HttpReply",
+    "map_errors",
+    "open_frame_connection",
+    "open_http",
+    "open_websocket",
+]
+
+#: Seconds for the TCP connect plus the opening handshake and ``welcome``.
+CONNECT_TIMEOUT_S: Final = 10.0
+#: Seconds the closing handshake may take before the socket is closed anyway.
+CLOSE_TIMEOUT_S: Final = 2.0
+#: Seconds an HTTP request waits for the daemon unless told otherwise.
+HTTP_TIMEOUT_S: Final = 30.0
+
+Phase = Literal["connect", "open", "http"]
+
+
+# ---------------------------------------------------------------------- errors
+
+
+def _translate(exc: BaseException, phase: Phase, where: str) -> ClientError | None:
+    """The `ClientError` standing for library error ``exc``; None for anything else
+    (cancellation, our own errors, programming errors)."""
+    detail = str(exc) or type(exc).__name__
+    opening = phase == "connect"
+    match exc:
+        case trio_websocket.ConnectionClosed():
+            code = exc.reason.code if exc.reason is not None else None
+            text = (exc.reason.reason if exc.reason is not None else None) or ""
+            message = text or (
+                f"closed with code {code}" if code is not None else "the connection is closed"
+            )
+            return Disconnected(message, close_code=code, close_reason=text)
+        case trio_websocket.ConnectionTimeout() | trio.TooSlowError() | httpx.TimeoutException():
+            return Timeout(f"no answer in time ({detail})", where=where)
+        case trio_websocket.ConnectionRejected():
+            return HandshakeError(
+                f"the daemon refused the upgrade with HTTP {exc.status_code}", where=where
+            )
+        case (
+            trio_websocket.HandshakeError()
+            | trio.BrokenResourceError()
+            | (trio.ClosedResourceError())
+        ):
+            if opening:
+                return HandshakeError(detail, where=where)
+            return Disconnected(detail)
+        case httpx.InvalidURL():
+            return ClientError("bad_url", detail, where=where)
+        case httpx.HTTPError():
+            return Unreachable(detail, where=where)
+        case OSError():
+            return Unreachable(detail, where=where) if phase != "open" else Disconnected(detail)
+    return None
+
+
+class map_errors:
+    """``with map_errors(phase, where):`` — library errors leaving the block become
+    `ClientError`\\s (the table in the module docstring), raised ``from`` the original.
+
+    An instance holds no state between uses, so a connection keeps one and enters it
+    around every send and receive (no allocation per frame).
+    """
+
+    __slots__ = ("phase", "where")
+
+    def __init__(self, phase: Phase, where: str = "") -> None:
+        self.phase = phase
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            return
+        translated = _translate(exc, self.phase, self.where)
+        if translated is not None:
+            raise translated from exc
+
+
+# ---------------------------------------------------------------------- WebSocket
+
+
+class FrameConnection:
+    """A client's view of ``/v1/ws``: `send` frames, `receive` frames.
+
+    Made by `open_frame_connection` (or `open_websocket`); wrapping an already open
+    ``trio_websocket.WebSocketConnection`` yourself is allowed (its owner then closes
+    its stream). Every failure is a `ClientError`: `Disconnected` once it closed.
+    """
+
+    def __init__(self, ws: trio_websocket.WebSocketConnection, *, where: str = "") -> None:
+        self._ws = ws
+        self._errors = map_errors("open", where)
+        #: The daemon's ``welcome`` (None on a connection opened without ``hello``).
+        self.welcome: Welcome | None = None
+
+    async def send(self, frame: Any) -> None:
+        with self._errors:
+            await self._ws.send_message(dumps(frame))
+
+    async def send_raw(self, text: str) -> None:
+        """Send text as it is (tests use it to send malformed frames)."""
+        with self._errors:
+            await self._ws.send_message(text)
+
+    async def receive(self) -> ServerFrame:
+        """The next frame; `protocol.FrameDecodeError` when it does not decode,
+        `Disconnected` once the connection closed and every frame was read."""
+        with self._errors:
+            message = await self._ws.get_message()
+        return decode_server_frame(message)
+
+    async def aclose(self, code: int = 1000, reason: str = "") -> None:
+        """Start the closing handshake and wait for it (the stream's owner bounds
+        it: see `open_websocket`)."""
+        with self._errors:
+            await self._ws.aclose(code, reason)
+
+    @property
+    def closed(self) -> bool:
+        return self._ws.closed is not None
+
+
+@asynccontextmanager
+async def open_frame_connection(
+    url: str,
+    token: str,
+    *,
+    client: str = "script",
+    origin: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+) -> AsyncIterator[FrameConnection]:
+    """Connect to ``url`` (``ws://host:port/v1/ws``), say ``hello``, await ``welcome``.
+
+    Raises `Unreachable` when nothing listens, `Timeout` when the TCP connect, the
+    opening handshake and ``welcome`` take longer than ``connect_timeout`` seconds,
+    `HandshakeError` when the daemon goes away during the handshake, `AuthRefused`
+    when it refuses ``hello`` (4401), `Disconnected` when it closes before
+    ``welcome``. Leaving is bounded (see `open_websocket`); the body's own exception
+    leaves as itself.
+    """
+    deadline = trio.current_time() + connect_timeout
+    async with _open(url, origin=origin, deadline=deadline) as conn:
+        await _hello(conn, token, client, deadline, url)
+        yield conn
+
+
+@asynccontextmanager
+async def open_websocket(
+    url: str, *, origin: str | None = None, connect_timeout: float = CONNECT_TIMEOUT_S
+) -> AsyncIterator[FrameConnection]:
+    """A WebSocket to ``url`` without ``hello`` (tests of the daemon's first-frame
+    checks use it; everything else wants `open_frame_connection`).
+
+    The socket is closed on every way out; the closing handshake gets
+    `CLOSE_TIMEOUT_S`, then the stream is closed regardless.
+    """
+    async with _open(url, origin=origin, deadline=trio.current_time() + connect_timeout) as c:
+        yield c
+
+
+async def _hello(conn: FrameConnection, token: str, client: str, deadline: float, url: str) -> None:
+    await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
+    with trio.move_on_at(deadline) as waiting:
+        try:
+            first = await conn.receive()
+        except Disconnected as exc:
+            if exc.close_code == CLOSE_AUTH_FAILED:
+                raise AuthRefused(exc.close_reason or "authentication failed", where=url) from exc
+            raise
+    if waiting.cancelled_caught:
+        raise Timeout("no welcome in time", where=url)
+    if not isinstance(first, Welcome):
+        raise AuthRefused(f"expected welcome, got {type(first).TYPE}", where=url)
+    conn.welcome = first
+
+
+@asynccontextmanager
+async def _open(url: str, *, origin: str | None, deadline: float) -> AsyncIterator[FrameConnection]:
+    parts = urlsplit(url)
+    if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
+        raise ValueError(f"expected ws://host:port/path, got {url!r}")
+    headers = [(b"Origin", origin.encode())] if origin else None
+    connecting = map_errors("connect", url)
+    with connecting, trio.move_on_at(deadline) as timer:
+        tcp = await trio.open_tcp_stream(parts.hostname, parts.port)
+    if timer.cancelled_caught:
+        raise Timeout("no TCP connection in time", where=url)
+    stream = _WatchedStream(tcp)
+    # The body's own exception is kept out of the reader nursery (which would wrap it
+    # in an ExceptionGroup) and raised as it is once the connection is closed.
+    body_error: BaseException | None = None
+    try:
+        async with trio.open_nursery() as reader_nursery:
+            ws = await _open_handshake(
+                reader_nursery,
+                stream,
+                host=f"{parts.hostname}:{parts.port}",
+                resource=parts.path or "/",
+                headers=headers,
+                deadline=deadline,
+                where=url,
+            )
+            conn = FrameConnection(ws, where=url)
+            try:
+                try:
+                    yield conn
+                except BaseException as exc:
+                    body_error = exc
+            finally:
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(CLOSE_TIMEOUT_S), suppress(ClientError):
+                        await conn.aclose()
+                    await stream.aclose()  # ends the reader task: the nursery can exit
+    except BaseExceptionGroup as group:
+        if body_error is None:
+            sole = sole_exception(group, trio.Cancelled)
+            if sole is None:
+                raise
+            raise (_translate(sole, "connect", url) or sole) from sole
+    finally:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+    if body_error is not None:
+        raise body_error
+
+
+async def _open_handshake(
+    reader_nursery: trio.Nursery,
+    stream: _WatchedStream,
+    *,
+    host: str,
+    resource: str,
+    headers: list[tuple[bytes, bytes]] | None,
+    deadline: float,
+    where: str,
+) -> trio_websocket.WebSocketConnection:
+    """The client's opening handshake, ended early when the peer goes away."""
+    opened: list[trio_websocket.WebSocketConnection] = []
+
+    async def handshake(race: trio.CancelScope) -> None:
+        with map_errors("connect", where):
+            opened.append(
+                await trio_websocket.wrap_client_stream(
+                    reader_nursery,
+                    # Typed for a SocketStream; trio-websocket uses only the Stream methods.
+                    cast(trio.SocketStream, stream),
+                    host,
+                    resource,
+                    extra_headers=headers,
+                    max_message_size=MAX_MESSAGE_BYTES * 4,
+                )
+            )
+        race.cancel()
+
+    async def peer_gone(race: trio.CancelScope) -> None:
+        await stream.peer_gone.wait()
+        race.cancel()
+
+    with trio.move_on_at(deadline) as timer:
+        async with trio.open_nursery() as race:
+            race.start_soon(handshake, race.cancel_scope)
+            race.start_soon(peer_gone, race.cancel_scope)
+    if opened:
+        return opened[0]
+    if timer.cancelled_caught:
+        raise Timeout("no opening handshake in time", where=where)
+    raise HandshakeError("the daemon closed the connection during the handshake", where=where)
+
+
+class _WatchedStream(trio.abc.HalfCloseableStream):
+    """A client's TCP stream that notes when the peer is gone (EOF or a broken socket),
+    which trio-websocket does not report while its opening handshake is pending."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self.peer_gone = trio.Event()
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def send_eof(self) -> None:
+        await self._stream.send_eof()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.peer_gone.set()
+            raise
+        if not data:
+            self.peer_gone.set()
+        return bytes(data)
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+
+# ---------------------------------------------------------------------- HTTP
+
+
+@attrs.frozen
+class HttpReply:
+    """A response of the daemon's HTTP API, read whole (any status: the caller
+    decides what an error status means)."""
+
+    status: int
+    content: bytes = b""
+    reason: str = ""
+
+    def json(self) -> Any:
+        """The body as JSON; raises `ValueError` when it is not."""
+        return json.loads(self.content)
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", errors="replace")
+
+
+class HttpApi:
+    """Requests to the daemon's HTTP routes. Make one with `open_http`.
+
+    Every transport failure is a `ClientError` (`Unreachable`, `Timeout`); an HTTP
+    error status is not a failure here, it comes back in the `HttpReply`.
+    """
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self._http = http
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        token: str | None = None,
+        timeout_s: float | None = None,
+    ) -> HttpReply:
+        """``method url`` (a path below the base URL, or an absolute URL). ``token``
+        replaces the bearer token given to `open_http`; ``timeout_s`` its timeout."""
+        headers = {"Authorization": f"Bearer {token}"} if token is not None else None
+        with map_errors("http", f"{method} {url}"):
+            response = await self._http.request(
+                method,
+                url,
+                params=params,
+                json=json,
+                headers=headers,
+                timeout=timeout_s if timeout_s is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        return HttpReply(
+            status=response.status_code, content=response.content, reason=response.reason_phrase
+        )
+
+
+@asynccontextmanager
+async def open_http(
+    base_url: str = "",
+    *,
+    token: str = "",
+    timeout_s: float = HTTP_TIMEOUT_S,
+    verify: ssl.SSLContext | bool = True,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> AsyncIterator[HttpApi]:
+    """An `HttpApi` for the daemon at ``base_url`` (``http://host:port``; empty when
+    every request names an absolute URL), sending ``token`` as its bearer token. A
+    request waits at most ``timeout_s`` seconds per network step (connect, each read,
+    each write).
+
+    ``verify`` is the TLS context (the REPL passes one with no trust roots: it never
+    speaks https, and loading the CA bundle costs its cold start); ``transport``
+    replaces the network (tests pass ``httpx.MockTransport``).
+    """
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    async with httpx.AsyncClient(
+        base_url=base_url, headers=headers, timeout=timeout_s, verify=verify, transport=transport
+    ) as http:
+        yield HttpApi(http)
