@@ -75,6 +75,7 @@ from protocol.frames import (
     Listen,
     ListLegs,
     ListPending,
+    Ok,
     PendingFrame,
     PendingList,
     Reply,
@@ -169,17 +170,27 @@ def _ref_of(text: str) -> str:
     if isinstance(value, dict):
         for key in ("request_id", "id", "task_hash"):
             ref = value.get(key)
-            if isinstance(ref, str):
+            if isinstance(ref, str) and ref:
                 return ref[:_MAX_REF]
     return ""
 
 
 def _ref_of_frame(frame: ClientFrame) -> str:
-    for key in ("request_id", "id", "task_hash"):
+    """The ``ref`` of an error about ``frame``: its ``request_id`` when it has one (in
+    full: the client matches it), else the ask id or task hash it names."""
+    request_id = getattr(frame, "request_id", "")
+    if request_id:
+        return str(request_id)
+    for key in ("id", "task_hash"):
         ref = getattr(frame, key, None)
         if isinstance(ref, str):
             return ref[:_MAX_REF]
     return ""
+
+
+def _ack(frame: Any) -> Ok | None:
+    """The ``ok`` answering a handled control frame, when it asked for one."""
+    return Ok(request_id=frame.request_id) if frame.request_id else None
 
 
 def ask_frame(entry: Entry) -> Ask:
@@ -253,7 +264,7 @@ class Connection:
             lock.release()
 
     async def send_error(self, code: str, message: str, ref: str = "") -> None:
-        await self.send(ErrorFrame(code=code, message=message, ref=ref[:_MAX_REF]))
+        await self.send(ErrorFrame(code=code, message=message, ref=ref))
 
     # ------------------------------------------------------------------ lifetime
 
@@ -319,9 +330,10 @@ class Connection:
             await self.send_error(ErrorCode.BAD_FRAME, str(exc), _ref_of(text))
             return
         try:
-            await self.dispatch(frame)
+            answer = await self.dispatch(frame)
         except AgentrioError as exc:
             await self.send_error(exc.code, str(exc) or type(exc).__name__, _ref_of_frame(frame))
+            return
         except ConnectionGone:
             raise
         except Exception:
@@ -329,8 +341,13 @@ class Connection:
             await self.send_error(
                 ErrorCode.INTERNAL, "internal error (see daemon.log)", _ref_of_frame(frame)
             )
+            return
+        if answer is not None:
+            await self.send(answer)
 
-    async def dispatch(self, frame: ClientFrame) -> None:
+    async def dispatch(self, frame: ClientFrame) -> Any:
+        """Act on one decoded frame; returns the frame that answers it, if any (the
+        list of a query, or the ``ok`` a ``request_id`` asks for)."""
         nursery = self._nursery
         assert nursery is not None
         match frame:
@@ -342,34 +359,41 @@ class Connection:
                 cause = Cause.PAUSED if pause else Cause.USER_CANCELED
                 if not self.engine.cancel(task_hash, cause, connection_id=self.id):
                     raise NotFound(f"task {task_hash[:_MAX_REF]} is not running")
+                return _ack(frame)
             case Steer(session_id=session_id, task_hash=task_hash, input=text):
                 self.engine.steer(check_session_id(session_id), task_hash, text)
+                return _ack(frame)
             case Reply():
                 await self._reply(frame)
+                return _ack(frame)
             case Listen(prefix=prefix):
                 if prefix not in self.listen_prefixes:
                     self.listen_prefixes.add(prefix)
                     listener = self.engine.registry.listen(prefix)
                     self.listeners.append(listener)
                     nursery.start_soon(self._pump_asks, listener)
+                return _ack(frame)
             case Subscribe(session_id=session_id):
                 check_session_id(session_id)
-                if session_id not in self.subscribed:
-                    await nursery.start(self._subscription, session_id)
+                if session_id in self.subscribed:
+                    return _ack(frame)
+                await nursery.start(self._subscription, session_id, _ack(frame))
             case ListPending(session_id=session_id):
                 tasks = await self.engine.pending_tasks(session_id)
-                await self.send(PendingList(session_id=session_id, tasks=tasks))
+                return PendingList(session_id=session_id, tasks=tasks, request_id=frame.request_id)
             case ListLegs(session_id=session_id):
                 legs = self.engine.list_legs(session_id)
-                await self.send(LegList(session_id=session_id, legs=legs))
+                return LegList(session_id=session_id, legs=legs, request_id=frame.request_id)
             case BackgroundCancel(session_id=session_id, leg_id=leg_id):
                 self.engine.cancel_leg(session_id, leg_id)
+                return _ack(frame)
             case ListAllowed(session_id=session_id):
                 rules = self.engine.allowed(session_id)
-                await self.send(AllowedList(session_id=session_id, rules=rules))
+                return AllowedList(session_id=session_id, rules=rules, request_id=frame.request_id)
             case ForgetAllowed(session_id=session_id, rule_id=rule_id):
                 rules = self.engine.forget_allowed(session_id, rule_id)
-                await self.send(AllowedList(session_id=session_id, rules=rules))
+                return AllowedList(session_id=session_id, rules=rules, request_id=frame.request_id)
+        return None
 
     async def _reply(self, frame: Reply) -> None:
         entry = self.engine.registry.get(frame.id)
@@ -483,9 +507,13 @@ class Connection:
                     continue
                 await self.send(EventFrame(session_id=session_id, task_hash=task_hash, event=event))
 
-    async def _subscription(self, session_id: str, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _subscription(
+        self, session_id: str, ack: Ok | None, *, task_status: trio.TaskStatus[None]
+    ) -> None:
         """``subscribe``: every event of the session, replay then live; meanwhile this
-        connection is a passive listener for the session's asks (R8 B)."""
+        connection is a passive listener for the session's asks (R8 B). The ``ok``
+        (when asked for) goes out once both are in place, before the first replayed
+        event."""
         engine = self.engine
         self.subscribed.add(session_id)
         try:
@@ -495,6 +523,8 @@ class Connection:
                 ),
                 engine.session(session_id).hub.subscribe(replay=True) as subscription,
             ):
+                if ack is not None:
+                    await self.send(ack)
                 task_status.started()
                 async for task_hash, event in subscription:
                     await self.send(
