@@ -17,6 +17,7 @@ from typing import Any, Final, TypeVar
 import attrs
 import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
+from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
 from protocol.errors import FrameDecodeError
@@ -306,7 +307,9 @@ def _tagged_unstructurer(cls: type, tag_name: str) -> Callable[[Any], dict[str, 
     """Generate ``cls``'s unstructure function: a dict literal, the tag first, then the
     fields in declaration order. JSON-native fields (`_inline_check` types) are read
     as they are, lists copied; other fields use their cattrs hooks, except an event
-    (the ``event`` field of an ``event`` frame), which gets its own tag first."""
+    (the ``event`` field of an ``event`` frame), which gets its own tag first. Fields
+    marked `OMIT_DEFAULT` are added after the others, and only when they differ from
+    their default."""
     fields = _fast_fields(cls)
     tag = _tag(cls)
     if fields is None:
@@ -314,23 +317,59 @@ def _tagged_unstructurer(cls: type, tag_name: str) -> Callable[[Any], dict[str, 
         return lambda value: {tag_name: tag, **hook(value)}
     namespace: dict[str, Any] = {"_event": _unstructure_event}
     items = [f"{tag_name!r}: {tag!r}"]
+    optional: list[str] = []
     for f in fields:
-        read = f"v.{f.name}"
-        if f.type == list[str]:
-            items.append(f"{f.name!r}: list({read})")
-        elif f.type == list[str] | None:
-            items.append(f"{f.name!r}: None if {read} is None else list({read})")
-        elif typing.cast(Any, f.type) == Event:
-            items.append(f"{f.name!r}: _event({read})")
-        elif _inline_check(f.type, "") is not None and f.type != dict[str, Any]:
-            items.append(f"{f.name!r}: {read}")
+        expression = _field_expression(f, namespace)
+        if _omitted_by_default(f):
+            namespace[f"_d_{f.name}"] = f.default
+            optional.append(f"    if v.{f.name} != _d_{f.name}: d[{f.name!r}] = {expression}")
         else:
-            namespace[f"_h_{f.name}"] = converter.get_unstructure_hook(f.type)
-            items.append(f"{f.name!r}: _h_{f.name}({read})")
-    source = "def fast_unstructure(v):\n    return {" + ", ".join(items) + "}"
+            items.append(f"{f.name!r}: {expression}")
+    head = ["def fast_unstructure(v):", "    d = {" + ", ".join(items) + "}"]
+    source = "\n".join([*head, *optional, "    return d"])
     exec(compile(source, f"<agentrio fast unstructure {cls.__name__}>", "exec"), namespace)
     fast: Callable[[Any], dict[str, Any]] = namespace["fast_unstructure"]
     return fast
+
+
+def _field_expression(f: attrs.Attribute[Any], namespace: dict[str, Any]) -> str:
+    """The expression reading field ``f`` of ``v`` in its JSON-ready form."""
+    read = f"v.{f.name}"
+    if f.type == list[str]:
+        return f"list({read})"
+    if f.type == list[str] | None:
+        return f"None if {read} is None else list({read})"
+    if typing.cast(Any, f.type) == Event:
+        return f"_event({read})"
+    if _inline_check(f.type, "") is not None and f.type != dict[str, Any]:
+        return read
+    namespace[f"_h_{f.name}"] = converter.get_unstructure_hook(f.type)
+    return f"_h_{f.name}({read})"
+
+
+def _omitted_by_default(f: attrs.Attribute[Any]) -> bool:
+    return bool(f.metadata.get("omit_if_default")) and f.default is not attrs.NOTHING
+
+
+def _has_omitted_fields(cls: Any) -> bool:
+    return (
+        isinstance(cls, type)
+        and attrs.has(cls)
+        and any(_omitted_by_default(f) for f in attrs.fields(cls))
+    )
+
+
+def _omitting_hook(cls: Any) -> Callable[[Any], dict[str, Any]]:
+    """cattrs' own hook for a class with `OMIT_DEFAULT` fields (the tagged unions'
+    hooks use it), so both paths leave the same fields out."""
+    overrides: dict[str, Any] = {
+        f.name: override(omit_if_default=True) for f in attrs.fields(cls) if _omitted_by_default(f)
+    }
+    hook: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter, **overrides)
+    return hook
+
+
+converter.register_unstructure_hook_factory(_has_omitted_fields, _omitting_hook)
 
 
 def _unstructure_event(event: Any) -> dict[str, Any]:

@@ -3,11 +3,23 @@
 The first client frame is ``hello``; the daemon answers ``welcome`` or closes with
 4401. Every ``run`` and ``pending`` gets exactly one ``done`` with the same
 ``request_id``; every other problem is an ``error`` frame and the connection lives on.
+
+**Acknowledgements.** Every other client frame but ``hello`` (the *control* frames,
+`CONTROL_FRAME_TYPES`) may carry a ``request_id``. Empty (the default) asks for no
+answer on success, as in the first release of protocol 1. Non-empty, the daemon
+answers exactly once, after it handled the frame: with the list frame carrying that
+``request_id`` for a query (``list_pending``, ``list_legs``, ``list_allowed``,
+``forget_allowed``), with ``ok {request_id}`` for every other control frame, or with
+an ``error`` whose ``ref`` is that ``request_id``.
+
+Fields marked `OMIT_DEFAULT` are left out of the JSON while they hold their default,
+so a frame that does not use them is byte for byte the frame of the first release:
+the decoders of protocol 1 refuse unknown keys, and an older peer keeps working.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
@@ -15,6 +27,8 @@ from protocol.events import Event, Question
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
+    "CONTROL_FRAME_TYPES",
+    "OMIT_DEFAULT",
     "PROTOCOL_VERSION",
     "SERVER_FRAME_TYPES",
     "Accepted",
@@ -35,6 +49,7 @@ __all__ = [
     "ListLegs",
     "ListPending",
     "Listen",
+    "Ok",
     "PendingFrame",
     "PendingList",
     "PendingTaskInfo",
@@ -49,6 +64,10 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+
+#: Field metadata: the encoder leaves the field out while it holds its default (see
+#: the module doc). Used for the fields added to protocol 1 after its first release.
+OMIT_DEFAULT: Final = {"omit_if_default": True}
 
 
 DoneStatus = Literal["finished", "canceled", "paused", "parked", "aborted", "failed"]
@@ -86,15 +105,22 @@ class Steer:
     session_id: str
     task_hash: str
     input: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
 class Cancel:
-    """Cancel (``pause`` false: cause ``user_canceled``) or pause a task (R40, R41)."""
+    """Cancel (``pause`` false: cause ``user_canceled``) or pause a task (R40, R41).
+
+    ``session_id`` is optional: a task that does not run in the daemon is a *stale*
+    cancel (SPEC §7), recorded as a ``canceled`` event in that session when it is
+    named; without it there is no session to record into."""
 
     TYPE: ClassVar[str] = "cancel"
     task_hash: str
     pause: bool = False
+    session_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -111,6 +137,7 @@ class Reply:
     allow_turn: bool = False
     reason: str = ""
     action: ReplyAction | None = None
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -132,6 +159,7 @@ class BackgroundCancel:
     TYPE: ClassVar[str] = "background_cancel"
     session_id: str
     leg_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -140,6 +168,7 @@ class Listen:
 
     TYPE: ClassVar[str] = "listen"
     prefix: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -148,18 +177,21 @@ class Subscribe:
 
     TYPE: ClassVar[str] = "subscribe"
     session_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
 class ListPending:
     TYPE: ClassVar[str] = "list_pending"
     session_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
 class ListLegs:
     TYPE: ClassVar[str] = "list_legs"
     session_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -168,6 +200,7 @@ class ListAllowed:
 
     TYPE: ClassVar[str] = "list_allowed"
     session_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -178,6 +211,7 @@ class ForgetAllowed:
     TYPE: ClassVar[str] = "forget_allowed"
     session_id: str
     rule_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 ClientFrame = (
@@ -277,6 +311,18 @@ class ErrorFrame:
 
 
 @attrs.frozen(kw_only=True)
+class Ok:
+    """The control frame with this ``request_id`` was handled (see the module doc).
+
+    It says the daemon did what the frame asks *now*: a ``listen`` or ``subscribe`` is
+    in place, a ``cancel`` was delivered (the run's own ``done`` follows when it has
+    stopped), a ``reply`` was accepted."""
+
+    TYPE: ClassVar[str] = "ok"
+    request_id: str
+
+
+@attrs.frozen(kw_only=True)
 class PendingTaskInfo:
     """One resumable task, as listed by ``GET …/task`` and ``pending_list``."""
 
@@ -293,6 +339,7 @@ class PendingList:
     TYPE: ClassVar[str] = "pending_list"
     session_id: str
     tasks: list[PendingTaskInfo]
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -310,6 +357,7 @@ class LegList:
     TYPE: ClassVar[str] = "leg_list"
     session_id: str
     legs: list[LegInfo]
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -326,6 +374,7 @@ class AllowedList:
     TYPE: ClassVar[str] = "allowed"
     session_id: str
     rules: list[AllowedRule]
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 ServerFrame = (
@@ -337,6 +386,7 @@ ServerFrame = (
     | Verify
     | DoneFrame
     | ErrorFrame
+    | Ok
     | PendingList
     | LegList
     | AllowedList
@@ -344,3 +394,8 @@ ServerFrame = (
 
 CLIENT_FRAME_TYPES: tuple[type[Any], ...] = ClientFrame.__args__
 SERVER_FRAME_TYPES: tuple[type[Any], ...] = ServerFrame.__args__
+#: Client frames answered by ``ok`` (or their list frame) when they carry a
+#: ``request_id``: every client frame but ``hello``, ``run`` and ``pending``.
+CONTROL_FRAME_TYPES: tuple[type[Any], ...] = tuple(
+    cls for cls in CLIENT_FRAME_TYPES if cls not in (Hello, Run, PendingFrame)
+)

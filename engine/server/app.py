@@ -1,8 +1,9 @@
 """The daemon's ASGI app: every HTTP route of SPEC §7 plus the ``/v1/ws`` endpoint.
 
 One Starlette app, served by hypercorn's Trio worker on one port. Each HTTP route is a
-thin translation: check the bearer token, decode the body with the protocol codec,
-call one `Engine` method, encode the reply body. Errors never escape as tracebacks:
+thin translation: check the bearer token, decode the path and body into protocol
+objects, call one method of the command layer (`engine.server.commands`, shared with
+``/v1/ws``), encode the reply body. Errors never escape as tracebacks:
 
 | raised | status | ``code`` |
 |---|---|---|
@@ -23,7 +24,6 @@ of ``default-src 'self'``, so even a rendering bug cannot run injected script.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -38,32 +38,33 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from engine.causes import Cause
 from engine.core import Engine
-from engine.errors import AgentrioError, AlreadyResolved, BadRequest, NotFound
+from engine.errors import AgentrioError, BadRequest, NotFound
 from engine.ids import check_session_id, check_task_hash
-from engine.pending import AskReply
+from engine.pending import Entry
 from engine.server.auth import bearer_ok
+from engine.server.commands import Commands, check_ask_id
 from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from protocol.errors import ErrorCode, FrameDecodeError
+from protocol.frames import (
+    BackgroundCancel,
+    Cancel,
+    ForgetAllowed,
+    ListAllowed,
+    ListLegs,
+    ListPending,
+    Reply,
+)
 from protocol.http import (
-    AllowedRules,
-    CancelResult,
     ConfirmRequest,
     ErrorBody,
     ErrorDetail,
     Health,
-    HistoryList,
-    LegCancelResult,
-    Legs,
-    PendingTasks,
-    Questions,
     ResumeAccepted,
     ResumeRequest,
     SandboxInfo,
     SendRequest,
     SendStarted,
-    SendSteered,
 )
 
 __all__ = [
@@ -79,13 +80,8 @@ log = logging.getLogger("agentrio.server")
 
 T = TypeVar("T")
 
-#: Ask ids (``confirm_hash``) are 32 lowercase hex, like task hashes.
-_ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
-#: Default and largest ``limit`` of the history list.
+#: Default ``limit`` of the history list.
 HISTORY_LIMIT: Final = 50
-#: Leg ids (``cmd_``/``sub_`` + 8 hex), or ``all`` for every leg of the session.
-_LEG_ID: Final = re.compile(r"(?:cmd|sub)_[0-9a-f]{8}|all")
-_RULE_ID: Final = re.compile(r"rule_[0-9a-f]{8}|all")
 #: The web dashboard's files (package data) and their content types.
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 _STATIC_TYPES: Final = {
@@ -122,9 +118,15 @@ class ServerContext:
     allowed_origins: tuple[str, ...] = ()
     own_origins: frozenset[str] = frozenset()
     closing: trio.Event = attrs.field(factory=trio.Event)
+    #: The command layer both transports call.
+    commands: Commands = attrs.field(init=False)
     #: Open WebSocket connections and event streams, for statistics.
     connections: int = 0
     streams: int = 0
+
+    @commands.default
+    def _commands(self) -> Commands:
+        return Commands(self.engine)
 
 
 class _BodyTooLarge(Exception):
@@ -243,72 +245,73 @@ async def health(request: Request, ctx: ServerContext) -> Response:
 
 async def send(request: Request, ctx: ServerContext) -> Response:
     """``POST /v1/send``: 202 started/resumed, 200 steered (R35)."""
-    body = await _read_body(request, SendRequest)
-    if body.session_id is not None:
-        check_session_id(body.session_id)
-    result = await ctx.engine.send(
-        body.input,
-        session_id=body.session_id,
-        pending_task=body.pending_task,
-        allow_all=body.allow_all,
-    )
-    if result.steered or result.run is None:
-        return json_response(SendSteered(session_id=result.session_id))
-    return json_response(
-        SendStarted(session_id=result.session_id, task_hash=result.run.task_hash), 202
-    )
+    result = await ctx.commands.send(await _read_body(request, SendRequest))
+    return json_response(result, 202 if isinstance(result, SendStarted) else 200)
 
 
 async def cancel(request: Request, ctx: ServerContext) -> Response:
-    """Cancel with cause ``user_canceled`` (R40). A task not running in this process
-    gets a ``canceled`` event recorded and ``stale: true``."""
-    session_id, task_hash = _session_id(request), _task_hash(request)
-    engine = ctx.engine
-    if engine.find_run(task_hash, session_id) is None:
-        engine.record_stale_cancel(session_id, task_hash)
-        return json_response(CancelResult(cancelled=False, stale=True))
-    cancelled = engine.cancel(task_hash, Cause.USER_CANCELED, session_id=session_id)
-    return json_response(CancelResult(cancelled=cancelled))
+    """Cancel with cause ``user_canceled`` (R40); a task not running in this process
+    is a stale cancel (`Commands.cancel`)."""
+    frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request))
+    return json_response(ctx.commands.cancel(frame))
+
+
+async def pause(request: Request, ctx: ServerContext) -> Response:
+    """Cancel with cause ``paused`` (R41): the run stops, its pending record stays
+    resumable. An addition to SPEC §7 (whose cancel route is ``user_canceled`` only),
+    so the web dashboard can pause like the REPL's popup."""
+    frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request), pause=True)
+    return json_response(ctx.commands.cancel(frame))
 
 
 async def confirm(request: Request, ctx: ServerContext) -> Response:
-    """Answer one ask of this session (R8 B); 410 when it is already resolved or gone."""
+    """Answer one ask of the session the path names (R8 B); 410 when it is already
+    resolved or gone, 404 when it belongs to another session."""
     session_id = _session_id(request)
-    confirm_hash = request.path_params["confirm_hash"]
-    if not _ASK_ID.fullmatch(confirm_hash):
-        raise BadRequest(f"invalid confirm hash {confirm_hash[:64]!r}: 32 lowercase hex expected")
+    confirm_hash = check_ask_id(request.path_params["confirm_hash"])
     body = await _read_body(request, ConfirmRequest)
-    entry = ctx.engine.registry.get(confirm_hash)
-    if entry is None or entry.resolved:
-        raise AlreadyResolved(f"confirmation {confirm_hash} is already resolved or gone")
-    if entry.request.session_id != session_id:
-        raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
-    reply = AskReply.from_wire(body)
-    await ctx.engine.answer(confirm_hash, reply)
+
+    def authorize(entry: Entry) -> None:
+        if entry.request.session_id != session_id:
+            raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
+
+    await ctx.commands.reply(_reply_of(confirm_hash, body), authorize=authorize)
     return json_response({})
 
 
+def _reply_of(ask_id: str, body: ConfirmRequest) -> Reply:
+    """The ``reply`` frame a confirm body is the HTTP form of."""
+    return Reply(
+        id=ask_id,
+        approve=body.approve,
+        answers=body.answers,
+        password=body.password,
+        remember=body.remember,
+        allow_turn=body.allow_turn,
+        reason=body.reason,
+        action=body.action,
+    )
+
+
 async def pending_tasks(request: Request, ctx: ServerContext) -> Response:
-    tasks = await ctx.engine.pending_tasks(_session_id(request))
-    return json_response(PendingTasks(tasks=tasks))
+    return json_response(await ctx.commands.pending(ListPending(session_id=_session_id(request))))
 
 
 async def questions(request: Request, ctx: ServerContext) -> Response:
-    session_id, task_hash = _session_id(request), _task_hash(request)
-    found = await ctx.engine.questions(session_id, task_hash)
-    return json_response(Questions(task_hash=task_hash, questions=found))
+    found = await ctx.commands.questions(_session_id(request), _task_hash(request))
+    return json_response(found)
 
 
 async def resume(request: Request, ctx: ServerContext) -> Response:
     """202 with the (possibly new, R36) task hash; 409 when claimed (R37); 404 unknown."""
     session_id, task_hash = _session_id(request), _task_hash(request)
     body = await _read_body(request, ResumeRequest)
-    run = await ctx.engine.resume(session_id, task_hash, answers=body.answers)
+    run = await ctx.commands.resume(session_id, task_hash, body)
     return json_response(ResumeAccepted(task_hash=run.task_hash), 202)
 
 
 async def drop(request: Request, ctx: ServerContext) -> Response:
-    await ctx.engine.drop_pending(_session_id(request), _task_hash(request))
+    await ctx.commands.drop(_session_id(request), _task_hash(request))
     return Response(status_code=204)
 
 
@@ -318,51 +321,36 @@ async def history(request: Request, ctx: ServerContext) -> Response:
     raw_limit = request.query_params.get("limit", "") or str(HISTORY_LIMIT)
     if not (raw_limit.isascii() and raw_limit.isdigit()):  # "²".isdigit() is True
         raise BadRequest(f"limit: expected an integer, got {raw_limit[:32]!r}")
-    entries = await ctx.engine.history(session_id, keyword=keyword, limit=int(raw_limit))
-    return json_response(HistoryList(tasks=entries))
+    found = await ctx.commands.history(session_id, keyword=keyword, limit=int(raw_limit))
+    return json_response(found)
 
 
 async def history_record(request: Request, ctx: ServerContext) -> Response:
-    record = await ctx.engine.history_record(_session_id(request), _task_hash(request))
+    record = await ctx.commands.history_record(_session_id(request), _task_hash(request))
     return json_response(record)
-
-
-async def pause(request: Request, ctx: ServerContext) -> Response:
-    """Cancel with cause ``paused`` (R41): the run stops, its pending record stays
-    resumable. An addition to SPEC §7 (whose cancel route is ``user_canceled`` only),
-    so the web dashboard can pause like the REPL's popup. A task that does not run in
-    this process has nothing to pause: ``{"cancelled": false}`` and nothing recorded."""
-    session_id, task_hash = _session_id(request), _task_hash(request)
-    cancelled = ctx.engine.cancel(task_hash, Cause.PAUSED, session_id=session_id)
-    return json_response(CancelResult(cancelled=cancelled))
 
 
 async def legs(request: Request, ctx: ServerContext) -> Response:
     """The session's queued and running background legs (R44, the ``list_legs`` frame
     over HTTP)."""
-    return json_response(Legs(legs=ctx.engine.list_legs(_session_id(request))))
+    return json_response(ctx.commands.legs(ListLegs(session_id=_session_id(request))))
 
 
 async def cancel_leg(request: Request, ctx: ServerContext) -> Response:
     """Cancel one leg, or every leg of the session with ``all`` (R44); 404 unknown."""
-    session_id = _session_id(request)
-    leg_id = request.path_params["leg_id"]
-    if not _LEG_ID.fullmatch(leg_id):
-        raise BadRequest(f"invalid leg id {leg_id[:64]!r}: cmd_/sub_ + 8 hex or 'all' expected")
-    return json_response(LegCancelResult(cancelled=ctx.engine.cancel_leg(session_id, leg_id)))
+    frame = BackgroundCancel(session_id=_session_id(request), leg_id=request.path_params["leg_id"])
+    return json_response(ctx.commands.cancel_leg(frame))
 
 
 async def allowed(request: Request, ctx: ServerContext) -> Response:
     """The session's remembered "Always allow" commands (R76)."""
-    return json_response(AllowedRules(rules=ctx.engine.allowed(_session_id(request))))
+    return json_response(ctx.commands.allowed(ListAllowed(session_id=_session_id(request))))
 
 
 async def forget_allowed(request: Request, ctx: ServerContext) -> Response:
     """Remove one remembered command (or ``all``); 204, 404 for an unknown rule (R76)."""
     rule_id = request.path_params["rule_id"]
-    if not _RULE_ID.fullmatch(rule_id):
-        raise BadRequest(f"invalid rule id {rule_id[:64]!r}: rule_ + 8 hex or 'all' expected")
-    ctx.engine.forget_allowed(_session_id(request), rule_id)
+    ctx.commands.forget_allowed(ForgetAllowed(session_id=_session_id(request), rule_id=rule_id))
     return Response(status_code=204)
 
 

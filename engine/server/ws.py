@@ -17,9 +17,15 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
   listener that showed it), or for an ask of a session it ``subscribe``\\d to (R8 B).
   A password check of a restricted confirmation answered here comes back as
   ``verify`` (R7).
+- **commands.** Every other frame is decoded, authorized here (R46: only runs this
+  connection started may be cancelled; R5/R8: only asks it was shown, or of sessions
+  it subscribed to, may be answered) and handed to the command layer
+  (`engine.server.commands`) that the HTTP routes call too, so both answer alike. A
+  frame with a ``request_id`` is answered once it was handled: by its list frame
+  carrying the ``request_id``, else by ``ok`` (`engine.server.ws_frames`).
 - **bad input (R71).** Every frame that cannot be acted on — broken JSON, unknown
   type, wrong field, over 1 MiB, an engine error — gets an ``error`` frame with a
-  ``ref`` (request id, ask id or task hash when known); the connection lives on.
+  ``ref`` (request id, else ask id or task hash, when known); the connection lives on.
 - **close.** The connection's runs are cancelled with cause ``disconnected`` (R43)
   and its listeners closed, which fails its claimed asks (R6: never an approval).
 
@@ -29,7 +35,6 @@ Sends are serialised by one lock. A send to a socket that is gone raises
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from typing import Any, Final
@@ -39,11 +44,10 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.causes import Cause
 from engine.core import Engine
-from engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound
+from engine.errors import AgentrioError, AlreadyResolved, Forbidden
 from engine.ids import check_session_id
 from engine.nursery_tasks import cancel_scope
 from engine.pending import (
-    AskReply,
     AskRequest,
     Entry,
     Listener,
@@ -53,6 +57,15 @@ from engine.pending import (
 )
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
+from engine.server.commands import Commands
+from engine.server.ws_frames import (
+    ack,
+    answer_command,
+    ask_frame,
+    ref_of_frame,
+    ref_of_text,
+    verify_frame,
+)
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED, CLOSE_SHUTDOWN, ErrorCode, FrameDecodeError
 from protocol.events import Canceled, Done, Failed, TaskStarted
@@ -60,31 +73,21 @@ from protocol.events import Pending as PendingEvent
 from protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
-    AllowedList,
-    Ask,
-    BackgroundCancel,
-    Cancel,
     ClientFrame,
     DoneFrame,
     ErrorFrame,
     EventFrame,
-    ForgetAllowed,
     Hello,
-    LegList,
-    ListAllowed,
     Listen,
-    ListLegs,
-    ListPending,
+    Ok,
     PendingFrame,
-    PendingList,
     Reply,
     Run,
-    Steer,
     Subscribe,
-    Verify,
     Welcome,
 )
 from protocol.frames import Withdrawn as WithdrawnFrame
+from protocol.http import ResumeRequest
 
 __all__ = [
     "HELLO_TIMEOUT_S",
@@ -99,8 +102,6 @@ log = logging.getLogger("agentrio.server.ws")
 
 #: A client that has not said ``hello`` within this many seconds is closed (4401).
 HELLO_TIMEOUT_S: Final = 10.0
-#: The longest ``ref`` echoed back in an ``error`` frame.
-_MAX_REF: Final = 128
 
 
 class ConnectionGone(Exception):
@@ -120,7 +121,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     await websocket.accept()
     if not await _hello(websocket, ctx.token):
         return
-    connection = Connection(websocket, ctx.engine, closing=ctx.closing)
+    connection = Connection(websocket, ctx.engine, closing=ctx.closing, commands=ctx.commands)
     ctx.connections += 1
     try:
         await connection.send(Welcome(protocol=PROTOCOL_VERSION, daemon_version=ctx.version))
@@ -160,49 +161,6 @@ async def _hello(websocket: WebSocket, token: str) -> bool:
     return False
 
 
-def _ref_of(text: str) -> str:
-    """A best-effort ``ref`` from a frame that did not decode."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return ""
-    if isinstance(value, dict):
-        for key in ("request_id", "id", "task_hash"):
-            ref = value.get(key)
-            if isinstance(ref, str):
-                return ref[:_MAX_REF]
-    return ""
-
-
-def _ref_of_frame(frame: ClientFrame) -> str:
-    for key in ("request_id", "id", "task_hash"):
-        ref = getattr(frame, key, None)
-        if isinstance(ref, str):
-            return ref[:_MAX_REF]
-    return ""
-
-
-def ask_frame(entry: Entry) -> Ask:
-    """The ``ask`` frame a front-end is shown for a registry entry."""
-    request = entry.request
-    return Ask(
-        id=entry.id,
-        kind=request.kind,
-        session_id=request.session_id,
-        task_hash=request.task_hash,
-        tool_name=request.tool_name,
-        tool_args=dict(request.tool_args),
-        questions=list(request.questions),
-        restricted=request.restricted,
-        need_password=request.need_password,
-    )
-
-
-def verify_frame(notice: Verified) -> Verify:
-    """The ``verify`` frame (R7) of the registry's password-check notice."""
-    return Verify(id=notice.entry_id, ok=notice.ok, error=notice.error)
-
-
 #: Events that end a run: after one of these its forwarder stops.
 _FINAL_EVENTS: Final = (Done, Failed, Canceled, PendingEvent)
 
@@ -210,9 +168,17 @@ _FINAL_EVENTS: Final = (Done, Failed, Canceled, PendingEvent)
 class Connection:
     """One authenticated ``/v1/ws`` connection (see the module doc)."""
 
-    def __init__(self, websocket: WebSocket, engine: Engine, *, closing: trio.Event) -> None:
+    def __init__(
+        self,
+        websocket: WebSocket,
+        engine: Engine,
+        *,
+        closing: trio.Event,
+        commands: Commands | None = None,
+    ) -> None:
         self.id = f"conn_{secrets.token_hex(6)}"
         self.engine = engine
+        self.commands = commands or Commands(engine)
         self._ws = websocket
         self._closing = closing
         self._send_lock = trio.Lock()
@@ -253,7 +219,7 @@ class Connection:
             lock.release()
 
     async def send_error(self, code: str, message: str, ref: str = "") -> None:
-        await self.send(ErrorFrame(code=code, message=message, ref=ref[:_MAX_REF]))
+        await self.send(ErrorFrame(code=code, message=message, ref=ref))
 
     # ------------------------------------------------------------------ lifetime
 
@@ -316,21 +282,27 @@ class Connection:
         try:
             frame = decode_client_frame(text)
         except FrameDecodeError as exc:
-            await self.send_error(ErrorCode.BAD_FRAME, str(exc), _ref_of(text))
+            await self.send_error(ErrorCode.BAD_FRAME, str(exc), ref_of_text(text))
             return
         try:
-            await self.dispatch(frame)
+            answer = await self.dispatch(frame)
         except AgentrioError as exc:
-            await self.send_error(exc.code, str(exc) or type(exc).__name__, _ref_of_frame(frame))
+            await self.send_error(exc.code, str(exc) or type(exc).__name__, ref_of_frame(frame))
+            return
         except ConnectionGone:
             raise
         except Exception:
             log.exception("connection %s: %s frame failed", self.id, type(frame).TYPE)
             await self.send_error(
-                ErrorCode.INTERNAL, "internal error (see daemon.log)", _ref_of_frame(frame)
+                ErrorCode.INTERNAL, "internal error (see daemon.log)", ref_of_frame(frame)
             )
+            return
+        if answer is not None:
+            await self.send(answer)
 
-    async def dispatch(self, frame: ClientFrame) -> None:
+    async def dispatch(self, frame: ClientFrame) -> Any:
+        """Act on one decoded frame; returns the frame that answers it, if any (the
+        list of a query, or the ``ok`` a ``request_id`` asks for)."""
         nursery = self._nursery
         assert nursery is not None
         match frame:
@@ -338,49 +310,40 @@ class Connection:
                 await self.send_error(ErrorCode.BAD_FRAME, "$.type: hello was already received")
             case Run() | PendingFrame():
                 await nursery.start(self._request, frame)
-            case Cancel(task_hash=task_hash, pause=pause):
-                cause = Cause.PAUSED if pause else Cause.USER_CANCELED
-                if not self.engine.cancel(task_hash, cause, connection_id=self.id):
-                    raise NotFound(f"task {task_hash[:_MAX_REF]} is not running")
-            case Steer(session_id=session_id, task_hash=task_hash, input=text):
-                self.engine.steer(check_session_id(session_id), task_hash, text)
             case Reply():
                 await self._reply(frame)
+                return ack(frame)
             case Listen(prefix=prefix):
                 if prefix not in self.listen_prefixes:
                     self.listen_prefixes.add(prefix)
                     listener = self.engine.registry.listen(prefix)
                     self.listeners.append(listener)
                     nursery.start_soon(self._pump_asks, listener)
+                return ack(frame)
             case Subscribe(session_id=session_id):
                 check_session_id(session_id)
-                if session_id not in self.subscribed:
-                    await nursery.start(self._subscription, session_id)
-            case ListPending(session_id=session_id):
-                tasks = await self.engine.pending_tasks(session_id)
-                await self.send(PendingList(session_id=session_id, tasks=tasks))
-            case ListLegs(session_id=session_id):
-                legs = self.engine.list_legs(session_id)
-                await self.send(LegList(session_id=session_id, legs=legs))
-            case BackgroundCancel(session_id=session_id, leg_id=leg_id):
-                self.engine.cancel_leg(session_id, leg_id)
-            case ListAllowed(session_id=session_id):
-                rules = self.engine.allowed(session_id)
-                await self.send(AllowedList(session_id=session_id, rules=rules))
-            case ForgetAllowed(session_id=session_id, rule_id=rule_id):
-                rules = self.engine.forget_allowed(session_id, rule_id)
-                await self.send(AllowedList(session_id=session_id, rules=rules))
+                if session_id in self.subscribed:
+                    return ack(frame)
+                await nursery.start(self._subscription, session_id, ack(frame))
+            case _:
+                return await answer_command(self.commands, frame, connection_id=self.id)
+        return None
 
     async def _reply(self, frame: Reply) -> None:
-        entry = self.engine.registry.get(frame.id)
-        if entry is None or entry.resolved:
+        """``reply``: this connection may answer an ask it was shown (through the
+        listener that showed it, R5) or one of a session it subscribed to (R8 B)."""
+
+        def authorize(entry: Entry) -> Listener | None:
+            listener = self.shown.get(entry.id)
+            if listener is None and entry.request.session_id not in self.subscribed:
+                raise Forbidden(f"ask {entry.id} was not shown to this connection")
+            return listener
+
+        try:
+            await self.commands.reply(frame, authorize=authorize)
+        except AlreadyResolved:
             self.shown.pop(frame.id, None)
-            raise AlreadyResolved(f"ask {frame.id[:_MAX_REF]} is already resolved or gone")
-        listener = self.shown.get(frame.id)
-        if listener is None and entry.request.session_id not in self.subscribed:
-            raise Forbidden(f"ask {frame.id[:_MAX_REF]} was not shown to this connection")
-        reply = AskReply.from_wire(frame)
-        await self.engine.answer(frame.id, reply, by=listener)
+            raise
         self.shown.pop(frame.id, None)
 
     # ------------------------------------------------------------------ tasks
@@ -426,12 +389,9 @@ class Connection:
 
     async def _start(self, frame: Run | PendingFrame, origin: RunOrigin) -> TaskRun:
         if isinstance(frame, Run):
-            return await self.engine.start_task(
-                frame.session_id, frame.input, origin=origin, allow_all=frame.allow_all
-            )
-        return await self.engine.resume(
-            frame.session_id, frame.task_hash, answers=frame.answers, origin=origin
-        )
+            return await self.commands.start(frame, origin=origin)
+        body = ResumeRequest(answers=frame.answers)
+        return await self.commands.resume(frame.session_id, frame.task_hash, body, origin=origin)
 
     async def _done(
         self, frame: Run | PendingFrame, task_hash: str, status: Any, error: str
@@ -483,9 +443,13 @@ class Connection:
                     continue
                 await self.send(EventFrame(session_id=session_id, task_hash=task_hash, event=event))
 
-    async def _subscription(self, session_id: str, *, task_status: trio.TaskStatus[None]) -> None:
+    async def _subscription(
+        self, session_id: str, ack: Ok | None, *, task_status: trio.TaskStatus[None]
+    ) -> None:
         """``subscribe``: every event of the session, replay then live; meanwhile this
-        connection is a passive listener for the session's asks (R8 B)."""
+        connection is a passive listener for the session's asks (R8 B). The ``ok``
+        (when asked for) goes out once both are in place, before the first replayed
+        event."""
         engine = self.engine
         self.subscribed.add(session_id)
         try:
@@ -495,6 +459,8 @@ class Connection:
                 ),
                 engine.session(session_id).hub.subscribe(replay=True) as subscription,
             ):
+                if ack is not None:
+                    await self.send(ack)
                 task_status.started()
                 async for task_hash, event in subscription:
                     await self.send(

@@ -180,14 +180,16 @@ async def test_pause_list_and_resume(agentrio_client: Client) -> None:
 
 
 async def test_client_errors_name_the_code(agentrio_client: Client) -> None:
-    """R46, R71: a cancel of a task that does not run raises ClientError
-    ``not_found``; resuming an unknown task fails to start."""
+    """R35, R40, R71, §7: a steer of a task that does not run raises ClientError
+    ``not_found``; a cancel of one is a stale cancel, no error; resuming an unknown
+    task fails to start."""
     with trio.fail_after(10):
-        with pytest.raises(ClientError) as cancel_error:
-            await agentrio_client.cancel("0" * 32)
+        with pytest.raises(ClientError) as steer_error:
+            await agentrio_client.steer("cli-user-none", "0" * 32, "more")
+        await agentrio_client.cancel("0" * 32)
         with pytest.raises(ClientError) as resume_error:
             await agentrio_client.resume("cli-user-none", "1" * 32)
-    assert cancel_error.value.code == "not_found"
+    assert steer_error.value.code == "not_found"
     assert resume_error.value.code == "start_failed"
     assert "no pending task" in resume_error.value.message
 

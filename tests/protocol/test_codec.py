@@ -15,9 +15,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol import FrameDecodeError, decode_client_frame, decode_server_frame, dumps
-from protocol.codec import MAX_MESSAGE_BYTES, decode
+from protocol.codec import MAX_MESSAGE_BYTES, converter, decode
 from protocol.events import EVENT_TYPES, Event, Question
-from protocol.frames import CLIENT_FRAME_TYPES, SERVER_FRAME_TYPES, ClientFrame, Run
+from protocol.frames import (
+    CLIENT_FRAME_TYPES,
+    CONTROL_FRAME_TYPES,
+    SERVER_FRAME_TYPES,
+    Cancel,
+    ClientFrame,
+    LegList,
+    Run,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -175,6 +183,26 @@ def test_defaults_may_be_omitted() -> None:
     assert frame == Run(
         request_id="r", session_id="cli-a", input="hi", window_hash="", allow_all=False
     )
+
+
+def test_fields_added_to_protocol_1_are_left_out_while_unused() -> None:
+    """§8, R71: ``request_id`` of a control frame or list frame, and ``session_id`` of
+    ``cancel``, are not encoded while empty, so such a frame is the JSON a strict peer
+    of the first release decodes; set, they follow the other fields."""
+    cancel = Cancel(task_hash="a" * 32, pause=True)
+    assert dumps(cancel) == '{"type":"cancel","task_hash":"%s","pause":true}' % ("a" * 32)
+    assert dumps(LegList(session_id="cli-a", legs=[])) == (
+        '{"type":"leg_list","session_id":"cli-a","legs":[]}'
+    )
+    acked = attrs.evolve(cancel, session_id="cli-a", request_id="c1")
+    assert dumps(acked).endswith(',"pause":true,"session_id":"cli-a","request_id":"c1"}')
+    assert decode_client_frame(dumps(acked)) == acked
+    assert converter.unstructure(cancel, ClientFrame) == {
+        "type": "cancel",
+        "task_hash": "a" * 32,
+        "pause": True,
+    }
+    assert all("request_id" in attrs.fields_dict(cls) for cls in CONTROL_FRAME_TYPES)
 
 
 def test_bodies_without_frames_do_not_register_the_unions() -> None:

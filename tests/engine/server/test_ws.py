@@ -27,6 +27,7 @@ from protocol.frames import (
     Listen,
     ListLegs,
     ListPending,
+    Ok,
     PendingFrame,
     PendingList,
     Reply,
@@ -140,8 +141,9 @@ async def test_confirmation_goes_to_the_starting_connection(served: Served, tmp_
 
 
 async def test_cancel_rights_pause_and_resume(served: Served) -> None:
-    """R40, R41, R42, R46: only the starting connection may cancel; pause keeps the task
-    listed; ``pending`` resumes it on this connection; cancel then deletes it."""
+    """R40, R41, R42, R46: only the starting connection may cancel; a cancel of a task
+    not running here is a stale cancel, not an error (§7); pause keeps the task listed;
+    ``pending`` resumes it on this connection; cancel then deletes it."""
     async with served.connect() as owner, served.connect() as other:
         await owner.send(
             Run(request_id="r", session_id="cli-c", input="run: sleep 30", allow_all=True)
@@ -155,8 +157,8 @@ async def test_cancel_rights_pause_and_resume(served: Served) -> None:
             message=f"task {task_hash} was not started by this connection",
             ref=task_hash,
         )
-        await other.send(Cancel(task_hash=HASH))
-        assert (await next_error(other)).code == "not_found"
+        await other.send(Cancel(task_hash=HASH, request_id="stale"))
+        assert await other.receive() == Ok(request_id="stale")
         await owner.send(Cancel(task_hash=task_hash, pause=True))
         done = (await receive_until_done(owner, "r"))[-1]
         assert done == DoneFrame(request_id="r", task_hash=task_hash, status="paused")
@@ -196,7 +198,8 @@ async def test_bad_frames_get_errors_and_the_connection_lives(served: Served) ->
         ),
         ("[1, 2]", "bad_frame", "$: expected an object", ""),
         ('{"type": "list_pending", "session_id": "../x"}', "bad_request", "invalid session id", ""),
-        ('{"type": "reply", "id": "abc", "approve": true}', "gone", "already resolved", "abc"),
+        ('{"type": "reply", "id": "abc", "approve": true}', "bad_request", "invalid ask id", "abc"),
+        (f'{{"type": "reply", "id": "{HASH}"}}', "gone", "already resolved", HASH),
         ("x" * (1024 * 1024 + 1), "too_large", "larger than 1048576 bytes", ""),
     ]
     async with served.connect() as conn:

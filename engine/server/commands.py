@@ -1,0 +1,253 @@
+"""The daemon's one command layer: what each request does, whichever transport carried it.
+
+HTTP routes (`engine.server.app`) and WebSocket frames (`engine.server.ws`) used to
+each hold their own copy of the commands, and the copies drifted apart (a cancel of a
+task not running here was a stale cancel over HTTP and ``not_found`` over WS). Now a
+transport only **decodes** its input into protocol objects, **authorizes** the caller
+(what only it can know: which connection started a run, which asks it was shown, which
+session a URL names) and **encodes** the result; the command itself is one method
+here, so the same request gets the same outcome and the same error on both.
+
+Every method takes decoded protocol objects (a frame, a body, ids from a path),
+validates the ids it is given, and returns a protocol result object, or raises one of
+`engine.errors` — each with one error code, which the transports report as they
+report any error (HTTP status + body, or an ``error`` frame).
+
+| command | HTTP | WebSocket | result |
+|---|---|---|---|
+| `send` | ``POST /v1/send`` | — | `SendStarted` / `SendSteered` |
+| `start` | (``POST /v1/send``) | ``run`` | the `TaskRun` |
+| `resume` | ``POST …/task/{h}/resume`` | ``pending`` | the `TaskRun` |
+| `steer` | (``POST /v1/send`` + ``pending_task``) | ``steer`` | — |
+| `cancel` | ``POST …/cancel/{h}``, ``…/pause/{h}`` | ``cancel`` | `CancelResult` |
+| `reply` | ``POST …/confirm/{id}`` | ``reply`` | — |
+| `pending` | ``GET …/task`` | ``list_pending`` | `PendingTasks` |
+| `legs` | ``GET …/legs`` | ``list_legs`` | `Legs` |
+| `cancel_leg` | ``POST …/legs/{leg}/cancel`` | ``background_cancel`` | `LegCancelResult` |
+| `allowed` | ``GET …/allowed`` | ``list_allowed`` | `AllowedRules` |
+| `forget_allowed` | ``DELETE …/allowed/{rule}`` | ``forget_allowed`` | `AllowedRules` |
+| `questions`, `drop`, `history`, `history_record` | ``GET``/``DELETE`` routes | — | bodies |
+
+Listening, subscribing and event streams are not commands: they are the state of one
+connection or stream, and stay with their transport.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Final
+
+from engine.causes import Cause
+from engine.core import Engine
+from engine.errors import AlreadyResolved, BadRequest
+from engine.ids import check_session_id, check_task_hash
+from engine.pending import AskReply, Entry, Listener
+from engine.runs import RunOrigin, TaskRun
+from protocol.frames import (
+    BackgroundCancel,
+    Cancel,
+    ForgetAllowed,
+    ListAllowed,
+    ListLegs,
+    ListPending,
+    Reply,
+    Run,
+    Steer,
+)
+from protocol.http import (
+    AllowedRules,
+    CancelResult,
+    HistoryList,
+    HistoryRecord,
+    LegCancelResult,
+    Legs,
+    PendingTasks,
+    Questions,
+    ResumeRequest,
+    SendRequest,
+    SendStarted,
+    SendSteered,
+)
+
+__all__ = ["Authorize", "Commands", "check_ask_id", "check_leg_id", "check_rule_id"]
+
+#: Ask ids (``confirm_hash``) are 32 lowercase hex, like task hashes.
+_ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
+#: Leg ids (``cmd_``/``sub_`` + 8 hex), or ``all`` for every leg of the session.
+_LEG_ID: Final = re.compile(r"(?:cmd|sub)_[0-9a-f]{8}|all")
+#: Remembered-command ids (``rule_`` + 8 hex), or ``all``.
+_RULE_ID: Final = re.compile(r"rule_[0-9a-f]{8}|all")
+
+#: A transport's check of who may answer an ask: raises `Forbidden` or `NotFound`
+#: for a caller that may not, else returns the listener the answer comes through
+#: (None when it comes through none, e.g. over HTTP).
+Authorize = Callable[[Entry], Listener | None]
+
+
+def check_ask_id(ask_id: str) -> str:
+    """``ask_id`` if it has the form of an ask id, else `BadRequest`."""
+    if not _ASK_ID.fullmatch(ask_id):
+        raise BadRequest(f"invalid ask id {ask_id[:64]!r}: 32 lowercase hex expected")
+    return ask_id
+
+
+def check_leg_id(leg_id: str) -> str:
+    """``leg_id`` if it names a leg (or is ``all``), else `BadRequest`."""
+    if not _LEG_ID.fullmatch(leg_id):
+        raise BadRequest(f"invalid leg id {leg_id[:64]!r}: cmd_/sub_ + 8 hex or 'all' expected")
+    return leg_id
+
+
+def check_rule_id(rule_id: str) -> str:
+    """``rule_id`` if it names a remembered command (or is ``all``), else `BadRequest`."""
+    if not _RULE_ID.fullmatch(rule_id):
+        raise BadRequest(f"invalid rule id {rule_id[:64]!r}: rule_ + 8 hex or 'all' expected")
+    return rule_id
+
+
+class Commands:
+    """The commands of one engine (see the module doc). Holds no state of its own, so
+    any number of transports may share one."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # ------------------------------------------------------------------ tasks
+
+    async def send(self, body: SendRequest) -> SendStarted | SendSteered:
+        """``POST /v1/send`` (R35): start a task (a ``chat-`` session is made when none
+        is named), steer ``pending_task`` while it runs here, or resume it."""
+        if body.session_id is not None:
+            check_session_id(body.session_id)
+        result = await self.engine.send(
+            body.input,
+            session_id=body.session_id,
+            pending_task=body.pending_task,
+            allow_all=body.allow_all,
+        )
+        if result.steered or result.run is None:
+            return SendSteered(session_id=result.session_id)
+        return SendStarted(session_id=result.session_id, task_hash=result.run.task_hash)
+
+    async def start(self, frame: Run, *, origin: RunOrigin) -> TaskRun:
+        """Start a task for ``origin`` (R5, R46, R50): returns once its cancel path
+        exists, before its first event."""
+        return await self.engine.start_task(
+            check_session_id(frame.session_id),
+            frame.input,
+            origin=origin,
+            allow_all=frame.allow_all,
+        )
+
+    async def resume(
+        self,
+        session_id: str,
+        task_hash: str,
+        body: ResumeRequest,
+        *,
+        origin: RunOrigin | None = None,
+    ) -> TaskRun:
+        """Resume a pending task as a new run (R11, R36, R37, R42): `Conflict` when a
+        run holds it, `NotFound` when there is none."""
+        return await self.engine.resume(
+            check_session_id(session_id),
+            check_task_hash(task_hash),
+            answers=body.answers,
+            origin=origin,
+        )
+
+    def steer(self, frame: Steer) -> None:
+        """Add text at the start of the running task's next turn (R35): `NotFound`
+        when the task does not run here, `BadRequest` for empty text."""
+        session_id = check_session_id(frame.session_id)
+        self.engine.steer(session_id, check_task_hash(frame.task_hash), frame.input)
+
+    def cancel(self, frame: Cancel, *, connection_id: str | None = None) -> CancelResult:
+        """Cancel (cause ``user_canceled``, R40) or pause (``paused``, R41) a task.
+
+        A task running here is cancelled (``cancelled`` is False when it was already
+        ending). With ``connection_id`` only a run that connection started may be
+        cancelled (R46): another raises `Forbidden`. A task *not* running here is a
+        stale cancel (SPEC §7), never an error: a cancel records a ``canceled`` event
+        in the named session and answers ``stale``; a pause has nothing to stop and
+        records nothing. Without a session (a ``cancel`` frame may omit it) nothing
+        can be recorded.
+        """
+        task_hash = check_task_hash(frame.task_hash)
+        session_id = check_session_id(frame.session_id) if frame.session_id else None
+        engine = self.engine
+        if engine.find_run(task_hash, session_id) is None:
+            if frame.pause:
+                return CancelResult(cancelled=False)
+            if session_id is not None:
+                engine.record_stale_cancel(session_id, task_hash)
+            return CancelResult(cancelled=False, stale=True)
+        cause = Cause.PAUSED if frame.pause else Cause.USER_CANCELED
+        cancelled = engine.cancel(
+            task_hash, cause, session_id=session_id, connection_id=connection_id
+        )
+        return CancelResult(cancelled=cancelled)
+
+    # ------------------------------------------------------------------ asks
+
+    async def reply(self, frame: Reply, *, authorize: Authorize) -> None:
+        """Answer one ask (R1, R8 B, R11). The id is checked first (`BadRequest`), then
+        whether the ask is still open (`AlreadyResolved`), then the transport's
+        ``authorize``; a reply to a parked question resumes its task (R37 applies)."""
+        entry = self.engine.registry.get(check_ask_id(frame.id))
+        if entry is None or entry.resolved:
+            raise AlreadyResolved(f"ask {frame.id} is already resolved or gone")
+        by = authorize(entry)
+        await self.engine.answer(frame.id, AskReply.from_wire(frame), by=by)
+
+    # ------------------------------------------------------------------ queries
+
+    async def pending(self, frame: ListPending) -> PendingTasks:
+        """The session's actually resumable tasks (R45, R51)."""
+        return PendingTasks(tasks=await self.engine.pending_tasks(frame.session_id))
+
+    async def questions(self, session_id: str, task_hash: str) -> Questions:
+        """The saved questions of a parked task (`NotFound` for an unknown task)."""
+        found = await self.engine.questions(check_session_id(session_id), task_hash)
+        return Questions(task_hash=task_hash, questions=found)
+
+    async def drop(self, session_id: str, task_hash: str) -> None:
+        """Delete a pending task: `NotFound` unknown, `Conflict` while it runs."""
+        await self.engine.drop_pending(check_session_id(session_id), check_task_hash(task_hash))
+
+    async def history(self, session_id: str, *, keyword: str = "", limit: int = 50) -> HistoryList:
+        """Finished, failed and canceled tasks, newest first (`BadRequest` for a limit
+        outside 1-500)."""
+        entries = await self.engine.history(session_id, keyword=keyword, limit=limit)
+        return HistoryList(tasks=entries)
+
+    async def history_record(self, session_id: str, task_hash: str) -> HistoryRecord:
+        """One run's full action record (`NotFound` for an unknown task)."""
+        return await self.engine.history_record(session_id, task_hash)
+
+    # ------------------------------------------------------------------ legs
+
+    def legs(self, frame: ListLegs) -> Legs:
+        """The session's queued and running background legs (R22, R47)."""
+        return Legs(legs=self.engine.list_legs(frame.session_id))
+
+    def cancel_leg(self, frame: BackgroundCancel) -> LegCancelResult:
+        """Cancel one leg, or every leg of the session with ``all`` (R44): `BadRequest`
+        for a malformed id, `NotFound` for an unknown leg."""
+        session_id = check_session_id(frame.session_id)
+        cancelled = self.engine.cancel_leg(session_id, check_leg_id(frame.leg_id))
+        return LegCancelResult(cancelled=cancelled)
+
+    # ------------------------------------------------------------------ allowed
+
+    def allowed(self, frame: ListAllowed) -> AllowedRules:
+        """The session's remembered "Always allow" commands (R76)."""
+        return AllowedRules(rules=self.engine.allowed(frame.session_id))
+
+    def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
+        """Remove one remembered command, or all with ``all`` (R76); the rules left.
+        `BadRequest` for a malformed id, `NotFound` for an unknown rule."""
+        session_id = check_session_id(frame.session_id)
+        rules = self.engine.forget_allowed(session_id, check_rule_id(frame.rule_id))
+        return AllowedRules(rules=rules)
