@@ -230,10 +230,11 @@ class Client:
             await handle.wait_done()  # raises why it never started
         return handle
 
-    async def cancel(self, task_hash: str) -> None:
-        """Cancel a task this connection started (R40, R46): ``not_found`` when it does
-        not run, ``forbidden`` when another connection started it."""
-        await self._call(Cancel(task_hash=task_hash, pause=False))
+    async def cancel(self, task_hash: str, *, session_id: str = "") -> None:
+        """Cancel a task this connection started (R40, R46); ``forbidden`` when another
+        connection started it. A task not running in the daemon is a stale cancel, no
+        error: with ``session_id`` a ``canceled`` event is recorded there (SPEC §7)."""
+        await self._call(Cancel(task_hash=task_hash, pause=False, session_id=session_id))
 
     async def pause(self, task_hash: str) -> None:
         """Pause a task this connection started: it stays resumable (R41)."""

@@ -20,20 +20,18 @@ that nothing else claims stop there instead of being queued on ``Client.asks()``
 logged as unexpected.
 
 `ControlCalls` is the one path of control requests (cancel, pause, steer, reply,
-listen, subscribe, list_pending, list_legs, background_cancel, …). They have no reply
-frame of their own when they succeed. The daemon handles one client frame at a time
-and sends its answer (an ``error``, a list) before it reads the next, so each control
-frame is followed by a *barrier*: a ``reply`` to an ask id that cannot exist, which
-the daemon always answers with an ``error`` carrying that id as ``ref``. Whatever
-arrives between the two belongs to the control request; an ``error`` there raises
-`ClientError` ``(code, message)`` in its caller. No guessing, no timeouts. (When
-control frames get acknowledgements of their own, only `ControlCalls` changes.)
+listen, subscribe, list_pending, list_legs, background_cancel, …). Each is sent with a
+``request_id`` of its own, and the daemon answers it exactly once, after handling it:
+with ``ok {request_id}``, with the list frame carrying that ``request_id`` for the
+queries, or with an ``error`` whose ``ref`` is that ``request_id`` (docs/protocol.md,
+"Acknowledgements"), which raises `ClientError` ``(code, message)`` in the caller.
+No guessing, no timeouts.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, Final, Protocol, TypeAlias
 
@@ -51,8 +49,8 @@ from protocol.frames import (
     ErrorFrame,
     EventFrame,
     LegList,
+    Ok,
     PendingList,
-    Reply,
     ServerFrame,
     Verify,
     Withdrawn,
@@ -64,7 +62,7 @@ log = logging.getLogger("agentrio.client")
 
 #: What a control request may get back besides nothing.
 ControlResult: TypeAlias = PendingList | LegList | AllowedList | None
-_BARRIER: Final = "agentrio-client-barrier-"
+_CONTROL: Final = "agentrio-control-"
 #: Asks whose later notices (``withdrawn``/``verify``) this client still routes.
 _ASK_SINKS_KEPT: Final = 4096
 
@@ -78,74 +76,73 @@ class FrameSender(Protocol):
 
 @attrs.define
 class _Op:
-    """One control request waiting for its barrier."""
+    """One control request waiting for its answer."""
 
-    barrier: str
     result: ControlResult = None
     error: ClientError | None = None
-    answered: bool = False
     finished: trio.Event = attrs.field(factory=trio.Event)
 
 
 class ControlCalls:
-    """Control requests in flight, each closed by its barrier (module docstring)."""
+    """Control requests in flight, by their ``request_id`` (module docstring)."""
 
     def __init__(self, conn: FrameSender, broken: Callable[[ClientError], None]) -> None:
         self._conn = conn
         self._broken = broken
-        self._ops: deque[_Op] = deque()
-        self._lock = trio.Lock()
+        self._waiting: dict[str, _Op] = {}
         self._count = 0
 
     async def call(self, frame: Any) -> ControlResult:
-        """Send ``frame`` plus its barrier; return its list reply, raise its error."""
+        """Send ``frame`` with a fresh ``request_id``; return its list reply (None for
+        an ``ok``), raise its error."""
         self._count += 1
-        op = _Op(barrier=f"{_BARRIER}{self._count}")
-        with trio.CancelScope(shield=True):
-            # Frame, barrier and queue entry must stay together: a half-sent pair would
-            # pin every later answer to the wrong request.
-            async with self._lock:
-                self._ops.append(op)
+        request_id = f"{_CONTROL}{self._count}"
+        op = _Op()
+        self._waiting[request_id] = op
+        try:
+            with trio.CancelScope(shield=True):
+                # A frame half sent by a cancel would leave the connection unusable.
                 try:
-                    await self._conn.send(frame)
-                    await self._conn.send(Reply(id=op.barrier))
+                    await self._conn.send(attrs.evolve(frame, request_id=request_id))
                 except Disconnected as exc:
                     self._broken(exc)
-        await op.finished.wait()
+            await op.finished.wait()
+        finally:
+            self._waiting.pop(request_id, None)
         if op.error is not None:
             raise op.error
         return op.result
 
+    def _answer(self, request_id: str) -> _Op | None:
+        op = self._waiting.get(request_id) if request_id.startswith(_CONTROL) else None
+        if op is not None:
+            op.finished.set()
+        return op
+
+    def answer_ok(self, frame: Ok) -> bool:
+        """An ``ok`` ends the request it names; False when none waits."""
+        return self._answer(frame.request_id) is not None
+
     def answer_list(self, frame: PendingList | LegList | AllowedList) -> bool:
-        """Hand a list frame to the request it answers; False when none waits."""
-        if self._ops and not self._ops[0].answered:
-            self._ops[0].result, self._ops[0].answered = frame, True
-            return True
-        return False
+        """A list frame answers the request it names; False when none waits."""
+        op = self._answer(frame.request_id)
+        if op is not None:
+            op.result = frame
+        return op is not None
 
     def answer_error(self, frame: ErrorFrame) -> bool:
-        """Hand an ``error`` to the request it answers (a barrier's ends that request
-        and any before it); False when none waits."""
-        if frame.ref.startswith(_BARRIER):
-            while self._ops:
-                op = self._ops.popleft()
-                op.finished.set()
-                if op.barrier == frame.ref:
-                    break
-            return True
-        if self._ops and not self._ops[0].answered:
-            self._ops[0].error = ClientError(frame.code, frame.message)
-            self._ops[0].answered = True
-            return True
-        return False
+        """An ``error`` whose ``ref`` names a request fails it; False when none waits."""
+        op = self._answer(frame.ref)
+        if op is not None:
+            op.error = ClientError(frame.code, frame.message)
+        return op is not None
 
     def shut(self, error: ClientError) -> None:
         """The connection is gone: every waiting request raises ``error``."""
-        for op in self._ops:
-            if not op.answered:
-                op.error = error
+        for op in self._waiting.values():
+            op.error = error
             op.finished.set()
-        self._ops.clear()
+        self._waiting.clear()
 
 
 # ---------------------------------------------------------------------- routing
@@ -210,12 +207,14 @@ class Router:
             case PendingList() | LegList() | AllowedList():
                 if not self.calls.answer_list(frame) and self._on_frame is None:
                     log.warning("unexpected %s frame", type(frame).TYPE)
+            case Ok():
+                self.calls.answer_ok(frame)
             case _:
                 log.debug("ignored a %s frame", type(frame).TYPE)
 
     def _error(self, frame: ErrorFrame) -> None:
         handle = None
-        if frame.ref and not frame.ref.startswith(_BARRIER):
+        if frame.ref and not frame.ref.startswith(_CONTROL):
             handle = self.requests.pop(frame.ref, None)
         if handle is not None:
             handle._finish(None, ClientError(frame.code, frame.message))

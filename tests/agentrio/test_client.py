@@ -2,8 +2,8 @@
 path, what a closed connection does to everything waiting, bounded inboxes that never
 stall the reader, and the REPL's observer mode.
 
-The fake answers each control frame the way the daemon does (one frame at a time, its
-answer before the next): an ``error`` for a barrier ``reply``, a list for a query."""
+The fake answers each control frame the way the daemon does when it carries a
+``request_id``: its list frame for a query, an ``error`` naming it, or ``ok``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import attrs
 import httpx
 import pytest
 import trio
@@ -29,8 +30,8 @@ from protocol.frames import (
     EventFrame,
     Listen,
     ListPending,
+    Ok,
     PendingList,
-    Reply,
     Run,
     ServerFrame,
     Welcome,
@@ -63,12 +64,15 @@ class FakeDaemon:
         if self.gone:
             raise Disconnected("closed")
         self.sent.append(frame)
-        if isinstance(frame, Reply) and frame.id.startswith("agentrio-client-barrier-"):
-            self.push(ErrorFrame(code="gone", message="no such ask", ref=frame.id))
-        elif type(frame) in self.errors:
-            self.push(self.errors[type(frame)])
+        request_id = getattr(frame, "request_id", "")
+        if not request_id or isinstance(frame, Run):
+            return
+        if type(frame) in self.errors:
+            self.push(attrs.evolve(self.errors[type(frame)], ref=request_id))
         elif isinstance(frame, ListPending):
-            self.push(PendingList(session_id=frame.session_id, tasks=[]))
+            self.push(PendingList(session_id=frame.session_id, tasks=[], request_id=request_id))
+        else:
+            self.push(Ok(request_id=request_id))
 
     async def receive(self) -> ServerFrame:
         item = await self._receive.receive()
@@ -104,8 +108,8 @@ def text(seq: int, session: str = "cli-1", task_hash: str = HASH) -> EventFrame:
 
 
 async def test_control_calls_return_their_list_or_raise_their_error() -> None:
-    """§8: a control request's answer is what arrives before its barrier: a list is
-    its result, an ``error`` raises `ClientError` with the protocol's code."""
+    """§8: a control request is answered by name: a list is its result, an ``ok``
+    returns, an ``error`` raises `ClientError` with the protocol's code."""
     daemon = FakeDaemon()
     daemon.errors[Cancel] = ErrorFrame(code="not_found", message="no such task")
     async with client_of(daemon) as client:
@@ -114,7 +118,12 @@ async def test_control_calls_return_their_list_or_raise_their_error() -> None:
             await client.cancel(HASH)
         assert (info.value.code, info.value.message) == ("not_found", "no such task")
         await client.listen("chat-")
-    assert [type(f) for f in daemon.sent] == [ListPending, Reply, Cancel, Reply, Listen, Reply]
+    assert [type(f) for f in daemon.sent] == [ListPending, Cancel, Listen]
+    assert [f.request_id for f in daemon.sent] == [
+        "agentrio-control-1",
+        "agentrio-control-2",
+        "agentrio-control-3",
+    ]
 
 
 async def test_asks_go_to_the_run_then_the_longest_prefix_then_client_asks() -> None:

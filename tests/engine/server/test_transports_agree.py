@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 import pytest
 
+from agentrio.transport import FrameConnection
 from engine.runs import TaskRun
 from protocol import unstructure
 from protocol.events import Canceled, Confirm
@@ -42,7 +43,6 @@ from protocol.frames import (
     Steer,
     Subscribe,
 )
-from protocol.transport import FrameConnection
 from tests.engine.server.conftest import Served, receive_type
 
 HASH = "0123456789abcdef0123456789abcdef"

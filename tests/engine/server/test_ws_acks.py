@@ -12,6 +12,7 @@ from typing import Any
 
 import trio
 
+from agentrio.transport import FrameConnection
 from protocol.events import Done, TaskStarted
 from protocol.frames import (
     Accepted,
@@ -36,7 +37,6 @@ from protocol.frames import (
     Steer,
     Subscribe,
 )
-from protocol.transport import FrameConnection
 from tests.engine.server.conftest import Served, receive_type, receive_until_done
 
 HASH = "0123456789abcdef0123456789abcdef"
