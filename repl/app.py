@@ -38,7 +38,8 @@ from repl.key_bindings import load_repl_bindings
 from repl.layout import STYLE, SlashCompleter, make_layout
 from repl.messages import Incoming
 from repl.render import Line
-from repl.state import EscAction, Popup, ReplState
+from repl.state import ReplState
+from repl.views import EscAction, Popup
 
 __all__ = ["ARM_DELAY_S", "Dialog", "ReplApp", "print_lines"]
 

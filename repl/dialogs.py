@@ -50,7 +50,7 @@ from protocol.frames import Ask
 from repl.commands import ConfirmChoice
 from repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from repl.render import clip
-from repl.state import Popup
+from repl.views import Popup
 
 __all__ = [
     "COMMAND_ROWS",
@@ -324,67 +324,71 @@ class ConfirmDialog:
             prompt="reason (Enter sends, Esc goes back): ",
             accept_handler=self._reason_entered,
         )
-        reason_keys = KeyBindings()
+        self.menu = Menu([c.value for c in ConfirmChoice], self._picked, enabled=self._armed)
+        self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
+        self.container = self._layout()
 
-        @reason_keys.add("escape", eager=True)
+    def _reason_keys(self) -> KeyBindings:
+        keys = KeyBindings()
+
+        @keys.add("escape", eager=True)
         def _back(event: KeyPressEvent) -> None:
             self.asking_reason = False
             focus(self.menu)
 
-        self.menu = Menu([c.value for c in ConfirmChoice], self._picked, enabled=self._armed)
-        self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
-        scroll_keys = KeyBindings()
+        return keys
 
-        @scroll_keys.add("pagedown")
+    def _scroll_keys(self) -> KeyBindings:
+        keys = KeyBindings()
+        command = self.command
+
+        @keys.add("pagedown")
         def _page_down(event: KeyPressEvent) -> None:
-            self.command.scroll(max(1, self.command.shown - 1))
+            command.scroll(max(1, command.shown - 1))
 
-        @scroll_keys.add("pageup")
+        @keys.add("pageup")
         def _page_up(event: KeyPressEvent) -> None:
-            self.command.scroll(-max(1, self.command.shown - 1))
+            command.scroll(-max(1, command.shown - 1))
 
-        @scroll_keys.add("home")
+        @keys.add("home")
         def _top(event: KeyPressEvent) -> None:
-            self.command.scroll(-self.command.position()[2])
+            command.scroll(-command.position()[2])
 
-        @scroll_keys.add("end")
+        @keys.add("end")
         def _bottom(event: KeyPressEvent) -> None:
-            self.command.scroll(self.command.position()[2])
+            command.scroll(command.position()[2])
 
-        title: StyleAndTextTuples = [("class:dialog.title", f"Run {ask.tool_name}?")]
-        if ask.restricted:
+        return keys
+
+    def _layout(self) -> Frame:
+        title: StyleAndTextTuples = [("class:dialog.title", f"Run {self.ask.tool_name}?")]
+        if self.ask.restricted:
             title.append(("class:dialog.warn", "  ⚠ touches a restricted path"))
-        self.container = Frame(
+        more = Window(
+            FormattedTextControl(self._scroll_line),
+            style="class:command.more",
+            wrap_lines=True,
+            dont_extend_height=True,
+        )
+        error = Window(FormattedTextControl(lambda: [("class:error", self.error)]), height=1)
+        return Frame(
             HSplit(
                 [
                     _text(title),
                     Window(self.command, style="class:command", dont_extend_height=True),
-                    ConditionalContainer(
-                        Window(
-                            FormattedTextControl(self._scroll_line),
-                            style="class:command.more",
-                            wrap_lines=True,
-                            dont_extend_height=True,
-                        ),
-                        filter=Condition(self._overflows),
-                    ),
+                    ConditionalContainer(more, filter=Condition(self._overflows)),
                     ConditionalContainer(
                         self.password, filter=Condition(lambda: self.ask.need_password)
                     ),
                     self.menu,
                     ConditionalContainer(
-                        HSplit([self.reason], key_bindings=reason_keys),
+                        HSplit([self.reason], key_bindings=self._reason_keys()),
                         filter=Condition(lambda: self.asking_reason),
                     ),
-                    ConditionalContainer(
-                        Window(
-                            FormattedTextControl(lambda: [("class:error", self.error)]), height=1
-                        ),
-                        filter=Condition(lambda: bool(self.error)),
-                    ),
+                    ConditionalContainer(error, filter=Condition(lambda: bool(self.error))),
                     Window(FormattedTextControl(self._hint), height=1),
                 ],
-                key_bindings=ConditionalKeyBindings(scroll_keys, Condition(self._armed)),
+                key_bindings=ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
             ),
             title="Confirm tool call",
             style="class:dialog",

@@ -11,15 +11,9 @@ It is driven from one thread (the asyncio side of `repl.bridge`); nothing here l
 
 from __future__ import annotations
 
-import enum
-import time
 from collections.abc import Callable
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
-import attrs
-
-from protocol.codec import structure
-from protocol.errors import FrameDecodeError
 from protocol.events import (
     Canceled,
     Done,
@@ -32,15 +26,12 @@ from protocol.events import (
 from protocol.frames import (
     Accepted,
     AllowedList,
-    AllowedRule,
     Ask,
     DoneFrame,
     ErrorFrame,
     EventFrame,
-    ForgetAllowed,
     LegInfo,
     LegList,
-    ListAllowed,
     ListLegs,
     ListPending,
     PendingFrame,
@@ -52,7 +43,6 @@ from protocol.frames import (
     Welcome,
     Withdrawn,
 )
-from protocol.http import ErrorBody, HistoryList
 from repl.commands import (
     AllowedCmd,
     CancelChoice,
@@ -79,74 +69,21 @@ from repl.commands import (
     parse_line,
     question_reply,
 )
-from repl.faithful import line_pieces
+from repl.lists import SessionLists
 from repl.messages import (
     Connected,
     Disconnected,
-    HttpCall,
     HttpResult,
     Incoming,
     Outgoing,
     Status,
 )
 from repl.render import Line, clip, render_done_status, render_event
+from repl.views import FOREIGN_VIEWS_KEPT, EscAction, Popup, RunView
 
-__all__ = ["EscAction", "Popup", "ReplState", "RunView"]
+__all__ = ["ReplState"]
 
 ConnectionState = Literal["connecting", "connected", "reconnecting"]
-
-
-class EscAction(enum.Enum):
-    """What one Esc (or Ctrl+C) did; the UI carries out the two it owns."""
-
-    CLOSE_PICKER = "close_picker"  # UI: close the completion menu
-    CLOSE_NOTICE = "close_notice"
-    CANCEL_NOW = "cancel_now"
-    CANCEL_POPUP = "cancel_popup"
-    CLEAR_INPUT = "clear_input"  # UI: empty the input buffer
-    LEG_MENU = "leg_menu"
-    NOTHING = "nothing"
-
-
-#: Tasks shown without a request of this window whose streaming state is kept.
-FOREIGN_VIEWS_KEPT: Final = 64
-
-
-@attrs.define
-class RunView:
-    """One ``run`` or ``pending`` request of this window, from send to ``done``."""
-
-    request_id: str
-    input: str
-    task_hash: str | None = None
-    #: Something of this run reached the screen (text, a tool call…): Esc then asks first.
-    shown: bool = False
-    #: A cancel was sent or is held; Esc no longer targets this run.
-    cancel_requested: bool = False
-    #: ``pause`` of a cancel requested before ``accepted`` (R46), sent when it arrives.
-    held_cancel: bool | None = None
-    #: Streamed text after the last newline, shown live under the transcript.
-    partial: str = ""
-    streamed: bool = False
-    #: A ``canceled``/``failed`` event already said how it ended.
-    end_shown: bool = False
-    started_at: float = attrs.field(factory=time.monotonic)
-
-
-@attrs.frozen(kw_only=True)
-class Popup:
-    """A small menu over the input: the cancel popup, the leg menu, or its confirmation.
-
-    Choice 0 is always the harmless one (No); Esc inside a popup picks it.
-    """
-
-    kind: Literal["cancel", "legs", "leg_confirm"]
-    title: str
-    choices: tuple[str, ...]
-    #: ``cancel``: the run's request id; ``leg_confirm``: the leg id or ``"all"``.
-    target: str = ""
-    #: ``legs``: the leg id behind each choice after "No" (and "all" for All).
-    targets: tuple[str, ...] = ()
 
 
 class ReplState:
@@ -180,14 +117,8 @@ class ReplState:
         self._foreign: dict[str, RunView] = {}
         #: Open asks in arrival order; the first is shown, the rest wait (toolbar count).
         self.asks: dict[str, Ask] = {}
-        self.legs: dict[str, LegInfo] = {}
-        #: The last ``pending_list`` of this session; ``/pending N`` indexes it.
-        self.pending_tasks: list[PendingTaskInfo] = []
-        self._show_pending = False
-        self._show_legs = False
-        #: The last ``allowed`` list of this session; ``/allowed forget N`` indexes it.
-        self.allowed_rules: list[AllowedRule] = []
-        self._show_allowed = False
+        #: The session's pending tasks, legs and remembered commands (`repl.lists`).
+        self.lists = SessionLists(self)
         self.quit_requested = False
         self._cut_runs = 0
 
@@ -213,6 +144,14 @@ class ReplState:
         return True
 
     # ------------------------------------------------------------ queries
+
+    @property
+    def legs(self) -> dict[str, LegInfo]:
+        return self.lists.legs
+
+    @property
+    def pending_tasks(self) -> list[PendingTaskInfo]:
+        return self.lists.pending_tasks
 
     @property
     def active_runs(self) -> list[RunView]:
@@ -243,30 +182,19 @@ class ReplState:
             case Input(text=text):
                 self._submit_input(text)
             case ListPendingCmd():
-                self._show_pending = self.send(ListPending(session_id=self.session_id))
+                self.lists.ask_pending()
             case ResumePending(ref=ref):
                 self._resume(ref)
             case DropPending(ref=ref):
-                self._drop(ref)
+                self.lists.drop_pending(ref)
             case Legs():
-                self._show_legs = self.send(ListLegs(session_id=self.session_id))
+                self.lists.ask_legs()
             case AllowedCmd():
-                self._show_allowed = self.send(ListAllowed(session_id=self.session_id))
+                self.lists.ask_allowed()
             case ForgetAllowedCmd(ref=ref):
-                self._forget_allowed(ref)
+                self.lists.forget_allowed(ref)
             case History(keyword=keyword):
-                params = {"limit": "20"}
-                if keyword:
-                    params["keyword"] = keyword
-                self.send(
-                    HttpCall(
-                        method="GET",
-                        path=f"/v1/session/{self.session_id}/task/history",
-                        params=params,
-                        purpose="history",
-                        ref=keyword,
-                    )
-                )
+                self.lists.ask_history(keyword)
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "
@@ -276,8 +204,7 @@ class ReplState:
                 )
             case NewSession():
                 self.session_id = new_session_id()
-                self.legs.clear()
-                self.pending_tasks = []
+                self.lists.clear()
                 self.write(f"new session {self.session_id}", "class:dim")
                 self.send(ListLegs(session_id=self.session_id))
             case Help():
@@ -305,24 +232,8 @@ class ReplState:
             self.write(f"> {text}", "class:user")
             self.runs[request_id] = RunView(request_id=request_id, input=text)
 
-    def _find_pending(self, ref: str) -> PendingTaskInfo | None:
-        if not self.pending_tasks:
-            self.set_notice("no pending tasks listed: type /pending first")
-            return None
-        if ref.isdigit():
-            index = int(ref) - 1
-            if 0 <= index < len(self.pending_tasks):
-                return self.pending_tasks[index]
-            self.set_notice(f"no pending task {ref}: choose 1-{len(self.pending_tasks)}")
-            return None
-        matches = [t for t in self.pending_tasks if t.task_hash.startswith(ref.lower())]
-        if len(matches) == 1:
-            return matches[0]
-        self.set_notice(f"{'no' if not matches else 'more than one'} pending task matches {ref}")
-        return None
-
     def _resume(self, ref: str) -> None:
-        task = self._find_pending(ref)
+        task = self.lists.find_pending(ref)
         if task is None:
             return
         request_id = new_request_id()
@@ -335,20 +246,7 @@ class ReplState:
         if self.send(frame):
             self.write(f"↻ resuming {task.task_hash[:8]}: {clip(task.objective, 80)}", "class:user")
             self.runs[request_id] = RunView(request_id=request_id, input=task.objective)
-            self.pending_tasks = [t for t in self.pending_tasks if t is not task]
-
-    def _drop(self, ref: str) -> None:
-        task = self._find_pending(ref)
-        if task is None:
-            return
-        self.send(
-            HttpCall(
-                method="DELETE",
-                path=f"/v1/session/{self.session_id}/task/{task.task_hash}",
-                purpose="drop",
-                ref=task.task_hash,
-            )
-        )
+            self.lists.forget_pending(task)
 
     # ------------------------------------------------------------ Esc, Ctrl+C, popups
 
@@ -489,7 +387,7 @@ class ReplState:
             case Status(text=text, error=error):
                 self.write(text, "class:error" if error else "class:dim")
             case HttpResult():
-                self._http_result(message)
+                self.lists.http_result(message)
             case Welcome():
                 return
             case Accepted():
@@ -513,11 +411,11 @@ class ReplState:
             case ErrorFrame(code=code, message=text):
                 self.set_notice(f"daemon error ({code}): {text}")
             case PendingList():
-                self._pending_list(message)
+                self.lists.pending_list(message)
             case LegList():
-                self._leg_list(message)
+                self.lists.leg_list(message)
             case AllowedList():
-                self._allowed_list(message)
+                self.lists.allowed_list(message)
 
     def _connected(self, message: Connected) -> None:
         self.connection = "connected"
@@ -653,103 +551,3 @@ class ReplState:
         self.send(ListLegs(session_id=self.session_id))
         if frame.status in ("paused", "parked", "aborted"):
             self.send(ListPending(session_id=self.session_id))
-
-    def _pending_list(self, frame: PendingList) -> None:
-        if frame.session_id != self.session_id:
-            return
-        self.pending_tasks = list(frame.tasks)
-        if not self._show_pending:
-            return
-        self._show_pending = False
-        if not frame.tasks:
-            self.write("no pending tasks in this session", "class:dim")
-            return
-        self.write("pending tasks (/pending N resumes, /pending drop N drops):", "class:dim")
-        for number, task in enumerate(frame.tasks, 1):
-            flags = " [question]" if task.has_questions else ""
-            flags += " [background]" if task.has_jobs else ""
-            self.write(f"  {number}. {task.task_hash[:8]}  {clip(task.objective, 80)}{flags}")
-
-    def _forget_allowed(self, ref: str) -> None:
-        """``/allowed forget N``: N of the last ``/allowed`` list, a rule id, or all."""
-        rule_id = ref
-        if ref.isdigit():
-            index = int(ref) - 1
-            if not 0 <= index < len(self.allowed_rules):
-                self.set_notice(f"no remembered command {ref}: see /allowed")
-                return
-            rule_id = self.allowed_rules[index].id
-        self._show_allowed = self.send(ForgetAllowed(session_id=self.session_id, rule_id=rule_id))
-
-    def _allowed_list(self, frame: AllowedList) -> None:
-        """The session's remembered commands (R76), each shown as the confirmation
-        showed it: newlines and invisible characters escaped (`repl.faithful`)."""
-        if frame.session_id != self.session_id:
-            return
-        self.allowed_rules = list(frame.rules)
-        if not self._show_allowed:
-            return
-        self._show_allowed = False
-        if not frame.rules:
-            self.write("no remembered commands: every command that needs one asks", "class:dim")
-            return
-        self.write(
-            "always allowed in this session (exactly these commands; "
-            "/allowed forget N removes one, /allowed forget all every one):",
-            "class:dim",
-        )
-        for number, rule in enumerate(frame.rules, 1):
-            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
-            self.write(f"  {number}. {shown}")
-
-    def _leg_list(self, frame: LegList) -> None:
-        if frame.session_id != self.session_id:
-            return
-        self.legs = {leg.leg_id: leg for leg in frame.legs}
-        if not self._show_legs:
-            return
-        self._show_legs = False
-        if not frame.legs:
-            self.write("no background legs running", "class:dim")
-            return
-        self.write("background legs (Esc on an empty line opens the cancel menu):", "class:dim")
-        now = time.time()
-        for leg in frame.legs:
-            age = max(0, int(now - leg.started_at))
-            self.write(f"  {leg.leg_id}  {leg.state:<7} {age:>5}s  {clip(leg.label, 80)}")
-
-    def _http_result(self, result: HttpResult) -> None:
-        if result.status == 0:
-            self.set_notice(f"request failed: {result.error}")
-            return
-        if result.status >= 400:
-            try:
-                body: ErrorBody = structure(result.body, ErrorBody)
-                message = body.error.message
-            except FrameDecodeError:
-                message = f"HTTP {result.status}"
-            self.set_notice(message)
-            return
-        match result.call.purpose:
-            case "drop":
-                self.pending_tasks = [
-                    t for t in self.pending_tasks if t.task_hash != result.call.ref
-                ]
-                self.write(f"dropped pending task {result.call.ref[:8]}", "class:dim")
-            case "history":
-                try:
-                    history: HistoryList = structure(result.body, HistoryList)
-                except FrameDecodeError as exc:
-                    self.set_notice(f"unexpected history reply: {exc}")
-                    return
-                keyword = f" matching {result.call.ref!r}" if result.call.ref else ""
-                if not history.tasks:
-                    self.write(f"no finished tasks{keyword}", "class:dim")
-                    return
-                self.write(f"recent tasks{keyword}:", "class:dim")
-                for entry in history.tasks:
-                    when = time.strftime("%m-%d %H:%M", time.localtime(entry.end_at))
-                    self.write(
-                        f"  {when}  {entry.task_hash[:8]}  {entry.status:<8} "
-                        f"{clip(entry.objective, 80)}"
-                    )

@@ -33,7 +33,8 @@ from protocol.frames import (
 )
 from repl.commands import ConfirmChoice
 from repl.messages import Connected, Disconnected, HttpCall, HttpResult, Status
-from repl.state import EscAction, Popup, ReplState
+from repl.state import ReplState
+from repl.views import EscAction, Popup
 from tests.repl.helpers import (
     HASH,
     SESSION,

@@ -1,0 +1,227 @@
+"""The session's lists as the REPL keeps and shows them: pending tasks, background legs,
+remembered commands and the task history.
+
+`SessionLists` is a part of `repl.state.ReplState`, split out because these lists
+change on their own schedule (a ``pending_list``, ``leg_list`` or ``allowed`` frame, an
+HTTP answer) and are printed only when the person asked (``/pending``, ``/legs``,
+``/allowed``, ``/history``): a list arriving for the toolbar prints nothing. It keeps
+the last list of each kind, so ``/pending N`` and ``/allowed forget N`` index what was
+shown. Like the state it imports no prompt_toolkit and does no I/O: it acts through its
+`ListsHost` (the state).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+from protocol.codec import structure
+from protocol.errors import FrameDecodeError
+from protocol.frames import (
+    AllowedList,
+    AllowedRule,
+    ForgetAllowed,
+    LegInfo,
+    LegList,
+    ListAllowed,
+    ListLegs,
+    ListPending,
+    PendingList,
+    PendingTaskInfo,
+)
+from protocol.http import ErrorBody, HistoryList
+from repl.faithful import line_pieces
+from repl.messages import HttpCall, HttpResult, Outgoing
+from repl.render import clip
+
+__all__ = ["ListsHost", "SessionLists"]
+
+
+class ListsHost(Protocol):
+    """What the lists need of the state that owns them."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def send(self, item: Outgoing) -> bool: ...
+
+    def write(self, text: str, style: str = "") -> None: ...
+
+    def set_notice(self, text: str) -> None: ...
+
+
+class SessionLists:
+    """The last pending, leg and allowed lists of the host's session (module doc)."""
+
+    def __init__(self, host: ListsHost) -> None:
+        self._host = host
+        #: The last ``pending_list``; ``/pending N`` indexes it.
+        self.pending_tasks: list[PendingTaskInfo] = []
+        self.legs: dict[str, LegInfo] = {}
+        #: The last ``allowed`` list; ``/allowed forget N`` indexes it.
+        self.allowed_rules: list[AllowedRule] = []
+        self._show_pending = False
+        self._show_legs = False
+        self._show_allowed = False
+
+    def clear(self) -> None:
+        """A new session, or the connection lost: nothing listed is known any more."""
+        self.pending_tasks = []
+        self.legs.clear()
+        self.allowed_rules = []
+
+    # ------------------------------------------------------------ requests
+
+    def ask_pending(self) -> None:
+        self._show_pending = self._host.send(ListPending(session_id=self._host.session_id))
+
+    def ask_legs(self) -> None:
+        self._show_legs = self._host.send(ListLegs(session_id=self._host.session_id))
+
+    def ask_allowed(self) -> None:
+        self._show_allowed = self._host.send(ListAllowed(session_id=self._host.session_id))
+
+    def ask_history(self, keyword: str) -> None:
+        params = {"limit": "20"}
+        if keyword:
+            params["keyword"] = keyword
+        path = f"/v1/session/{self._host.session_id}/task/history"
+        self._host.send(
+            HttpCall(method="GET", path=path, params=params, purpose="history", ref=keyword)
+        )
+
+    def forget_allowed(self, ref: str) -> None:
+        """``/allowed forget N``: N of the last ``/allowed`` list, a rule id, or all."""
+        rule_id = ref
+        if ref.isdigit():
+            index = int(ref) - 1
+            if not 0 <= index < len(self.allowed_rules):
+                self._host.set_notice(f"no remembered command {ref}: see /allowed")
+                return
+            rule_id = self.allowed_rules[index].id
+        frame = ForgetAllowed(session_id=self._host.session_id, rule_id=rule_id)
+        self._show_allowed = self._host.send(frame)
+
+    def find_pending(self, ref: str) -> PendingTaskInfo | None:
+        """The listed pending task ``ref`` names: a 1-based index or a hash prefix."""
+        notice = self._host.set_notice
+        if not self.pending_tasks:
+            notice("no pending tasks listed: type /pending first")
+            return None
+        if ref.isdigit():
+            index = int(ref) - 1
+            if 0 <= index < len(self.pending_tasks):
+                return self.pending_tasks[index]
+            notice(f"no pending task {ref}: choose 1-{len(self.pending_tasks)}")
+            return None
+        matches = [t for t in self.pending_tasks if t.task_hash.startswith(ref.lower())]
+        if len(matches) == 1:
+            return matches[0]
+        notice(f"{'no' if not matches else 'more than one'} pending task matches {ref}")
+        return None
+
+    def drop_pending(self, ref: str) -> None:
+        task = self.find_pending(ref)
+        if task is None:
+            return
+        path = f"/v1/session/{self._host.session_id}/task/{task.task_hash}"
+        self._host.send(HttpCall(method="DELETE", path=path, purpose="drop", ref=task.task_hash))
+
+    def forget_pending(self, task: PendingTaskInfo) -> None:
+        """``task`` is being resumed: it is no longer pending."""
+        self.pending_tasks = [t for t in self.pending_tasks if t is not task]
+
+    # ------------------------------------------------------------ answers
+
+    def pending_list(self, frame: PendingList) -> None:
+        if frame.session_id != self._host.session_id:
+            return
+        self.pending_tasks = list(frame.tasks)
+        if not self._show_pending:
+            return
+        self._show_pending = False
+        write = self._host.write
+        if not frame.tasks:
+            write("no pending tasks in this session", "class:dim")
+            return
+        write("pending tasks (/pending N resumes, /pending drop N drops):", "class:dim")
+        for number, task in enumerate(frame.tasks, 1):
+            flags = " [question]" if task.has_questions else ""
+            flags += " [background]" if task.has_jobs else ""
+            write(f"  {number}. {task.task_hash[:8]}  {clip(task.objective, 80)}{flags}")
+
+    def allowed_list(self, frame: AllowedList) -> None:
+        """The session's remembered commands (R76), each shown as the confirmation
+        showed it: newlines and invisible characters escaped (`repl.faithful`)."""
+        if frame.session_id != self._host.session_id:
+            return
+        self.allowed_rules = list(frame.rules)
+        if not self._show_allowed:
+            return
+        self._show_allowed = False
+        write = self._host.write
+        if not frame.rules:
+            write("no remembered commands: every command that needs one asks", "class:dim")
+            return
+        write(
+            "always allowed in this session (exactly these commands; "
+            "/allowed forget N removes one, /allowed forget all every one):",
+            "class:dim",
+        )
+        for number, rule in enumerate(frame.rules, 1):
+            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
+            write(f"  {number}. {shown}")
+
+    def leg_list(self, frame: LegList) -> None:
+        if frame.session_id != self._host.session_id:
+            return
+        self.legs = {leg.leg_id: leg for leg in frame.legs}
+        if not self._show_legs:
+            return
+        self._show_legs = False
+        write = self._host.write
+        if not frame.legs:
+            write("no background legs running", "class:dim")
+            return
+        write("background legs (Esc on an empty line opens the cancel menu):", "class:dim")
+        now = time.time()
+        for leg in frame.legs:
+            age = max(0, int(now - leg.started_at))
+            write(f"  {leg.leg_id}  {leg.state:<7} {age:>5}s  {clip(leg.label, 80)}")
+
+    def http_result(self, result: HttpResult) -> None:
+        """The answer to an HTTP call of these lists (drop, history), or its error."""
+        if result.status == 0:
+            self._host.set_notice(f"request failed: {result.error}")
+            return
+        if result.status >= 400:
+            try:
+                body: ErrorBody = structure(result.body, ErrorBody)
+                message = body.error.message
+            except FrameDecodeError:
+                message = f"HTTP {result.status}"
+            self._host.set_notice(message)
+            return
+        match result.call.purpose:
+            case "drop":
+                ref = result.call.ref
+                self.pending_tasks = [t for t in self.pending_tasks if t.task_hash != ref]
+                self._host.write(f"dropped pending task {ref[:8]}", "class:dim")
+            case "history":
+                self._history(result)
+
+    def _history(self, result: HttpResult) -> None:
+        try:
+            history: HistoryList = structure(result.body, HistoryList)
+        except FrameDecodeError as exc:
+            self._host.set_notice(f"unexpected history reply: {exc}")
+            return
+        keyword = f" matching {result.call.ref!r}" if result.call.ref else ""
+        write = self._host.write
+        if not history.tasks:
+            write(f"no finished tasks{keyword}", "class:dim")
+            return
+        write(f"recent tasks{keyword}:", "class:dim")
+        for entry in history.tasks:
+            when = time.strftime("%m-%d %H:%M", time.localtime(entry.end_at))
+            write(f"  {when}  {entry.task_hash[:8]}  {entry.status:<8} {clip(entry.objective, 80)}")

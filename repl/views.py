@@ -1,0 +1,65 @@
+"""The small values the REPL's state hands its screen: a run of this window, a popup,
+and what one Esc did (`repl.state.ReplState` makes and changes them)."""
+
+from __future__ import annotations
+
+import enum
+import time
+from typing import Final, Literal
+
+import attrs
+
+__all__ = ["FOREIGN_VIEWS_KEPT", "EscAction", "Popup", "RunView"]
+
+
+class EscAction(enum.Enum):
+    """What one Esc (or Ctrl+C) did; the UI carries out the two it owns."""
+
+    CLOSE_PICKER = "close_picker"  # UI: close the completion menu
+    CLOSE_NOTICE = "close_notice"
+    CANCEL_NOW = "cancel_now"
+    CANCEL_POPUP = "cancel_popup"
+    CLEAR_INPUT = "clear_input"  # UI: empty the input buffer
+    LEG_MENU = "leg_menu"
+    NOTHING = "nothing"
+
+
+#: Tasks shown without a request of this window whose streaming state is kept.
+FOREIGN_VIEWS_KEPT: Final = 64
+
+
+@attrs.define
+class RunView:
+    """One ``run`` or ``pending`` request of this window, from send to ``done``."""
+
+    request_id: str
+    input: str
+    task_hash: str | None = None
+    #: Something of this run reached the screen (text, a tool call…): Esc then asks first.
+    shown: bool = False
+    #: A cancel was sent or is held; Esc no longer targets this run.
+    cancel_requested: bool = False
+    #: ``pause`` of a cancel requested before ``accepted`` (R46), sent when it arrives.
+    held_cancel: bool | None = None
+    #: Streamed text after the last newline, shown live under the transcript.
+    partial: str = ""
+    streamed: bool = False
+    #: A ``canceled``/``failed`` event already said how it ended.
+    end_shown: bool = False
+    started_at: float = attrs.field(factory=time.monotonic)
+
+
+@attrs.frozen(kw_only=True)
+class Popup:
+    """A small menu over the input: the cancel popup, the leg menu, or its confirmation.
+
+    Choice 0 is always the harmless one (No); Esc inside a popup picks it.
+    """
+
+    kind: Literal["cancel", "legs", "leg_confirm"]
+    title: str
+    choices: tuple[str, ...]
+    #: ``cancel``: the run's request id; ``leg_confirm``: the leg id or ``"all"``.
+    target: str = ""
+    #: ``legs``: the leg id behind each choice after "No" (and "all" for All).
+    targets: tuple[str, ...] = ()
