@@ -69,12 +69,12 @@ from engine.errors import NotFound
 from engine.ids import new_job_id, new_leg_id
 from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle, cancel_scope
+from engine.processes.sandbox import SandboxError
 from engine.runs import RunOrigin, TaskRun
 from engine.snapshot import RESULT_LIMIT, Snapshot, clamp, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.store.files import make_private_dirs, open_private, write_private_atomic
 from engine.tools.run_command import CommandPlan, format_command_result, run_plan
-from engine.tools.sandbox import SandboxError
 from engine.watch import REPORT_KEEP_BYTES, DecisionCheck, Watcher, WatchReport
 from protocol import events as ev
 from protocol.frames import LegInfo

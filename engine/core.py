@@ -522,9 +522,9 @@ async def open_engine(
     ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
     the config is built when it is set."""
     from engine.models.factory import close_model, make_model
+    from engine.processes.sandbox import Sandbox
     from engine.store.files import make_home
     from engine.store.sqlite import SqliteStore
-    from engine.tools.sandbox import Sandbox
 
     home = config.home_path
     await trio.to_thread.run_sync(make_home, home)

@@ -1,7 +1,7 @@
 """Unwrapping a Trio nursery's exception group into the one exception it stands for.
 
 Shared by `protocol.transport` (a connection's reader nursery) and
-`engine.tools.process` (a command's output reader). A module of its own so that the
+`engine.processes.runner` (a command's output reader). A module of its own so that the
 engine does not import the transport (and trio-websocket with it: ~0.14 s of a
 daemon's cold start).
 """

@@ -14,9 +14,9 @@ if TYPE_CHECKING:
     from engine.config import Config
     from engine.models.base import Model
     from engine.pending import PendingRegistry
+    from engine.processes.sandbox import Sandbox
     from engine.runs import TaskRun
     from engine.store.base import Store
-    from engine.tools.sandbox import Sandbox
     from engine.tools.sudo import PasswordVerifier
 
 __all__ = ["ServiceTool", "Services", "Tool", "ToolOutcome", "string_arg"]

@@ -5,7 +5,7 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
 
 - **Unasked**: a simple command (plain words, no shell syntax) of a read-only program
   runs as the exact argv judged (``execve``, no shell) inside the read-only sandbox
-  (`engine.tools.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
+  (`engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
   "Always allow" rule for exactly this command, "Allow this turn" (which covers only
@@ -33,10 +33,10 @@ from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
+from engine.processes.runner import CommandResult, run_in_group
+from engine.processes.sandbox import SandboxError
 from engine.tools.base import Services, ServiceTool, ToolOutcome
 from engine.tools.policy import Verdict, classify
-from engine.tools.process import CommandResult, run_in_group
-from engine.tools.sandbox import SandboxError
 from engine.tools.simple_command import MAX_BYTES
 from protocol import events as ev
 

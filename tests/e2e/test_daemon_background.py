@@ -14,7 +14,7 @@ from typing import TypeVar
 
 import trio
 
-from engine.tools.process import group_alive
+from engine.processes.groups import group_alive
 from protocol import events as ev
 from protocol.frames import (
     Ask,

@@ -32,9 +32,9 @@ from engine.core import Engine, open_engine
 from engine.errors import NotFound
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
 from engine.nursery_tasks import TaskHandle
+from engine.processes.groups import group_alive
 from engine.snapshot import snapshot_from_json
 from engine.store import SqliteStore, TaskRow
-from engine.tools.process import group_alive
 from protocol import events as ev
 
 SESSION = "cli-bg"

@@ -11,8 +11,8 @@ from engine.config import ModelConfig
 from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
 from engine.models.builtin import HELP_TEXT, NOTHING_NEW, BuiltinModel
 from engine.models.factory import close_model, make_model
+from engine.processes.runner import CommandResult
 from engine.snapshot import InterruptedCall, make_snapshot, resume_message
-from engine.tools.process import CommandResult
 from engine.tools.run_command import format_command_result
 from protocol.events import Question
 

@@ -1,4 +1,4 @@
-"""engine/tools/process.py: commands in their own process group (R48).
+"""engine/processes/runner.py, groups.py and output.py: commands in their own process group (R48).
 
 These tests run real processes, so they use the real clock (a mock clock would jump
 over the very waits being measured). Each keeps its real waits short. "Running" below
@@ -24,14 +24,10 @@ from hypothesis import strategies as st
 
 from engine.causes import Cause
 from engine.nursery_tasks import cancel_scope
+from engine.processes.groups import group_alive
+from engine.processes.output import ClampedOutput
+from engine.processes.runner import DRAIN_IDLE_S, CommandResult, run_in_group
 from engine.snapshot import clamp
-from engine.tools.process import (
-    DRAIN_IDLE_S,
-    ClampedOutput,
-    CommandResult,
-    group_alive,
-    run_in_group,
-)
 
 
 def _running(pid: int) -> bool:
