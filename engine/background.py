@@ -67,6 +67,14 @@ import trio
 from engine.causes import Cause
 from engine.errors import NotFound
 from engine.ids import new_job_id, new_leg_id
+from engine.messages import (
+    NEEDS_APPROVAL,
+    followup_message,
+    leg_description,
+    leg_finished_report,
+    leg_stopped_report,
+    leg_update_report,
+)
 from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle, cancel_scope
 from engine.processes.sandbox import SandboxError
@@ -83,27 +91,17 @@ if TYPE_CHECKING:
     from engine.core import Engine
 
 __all__ = [
-    "FOLLOWUP_HEADER",
     "LEG_REPORTS_LIMIT",
     "LOG_BUFFER_BYTES",
-    "NEEDS_APPROVAL",
-    "REPORT_FINISHED_HEADER",
-    "REPORT_UPDATE_HEADER",
     "BackgroundManager",
     "BackgroundStatistics",
     "Job",
     "Leg",
     "LogWriter",
-    "followup_message",
 ]
 
 log = logging.getLogger("agentrio.background")
 
-REPORT_FINISHED_HEADER: Final = "[Background Report — background task finished]"
-REPORT_UPDATE_HEADER: Final = "[Background Report — background task update]"
-FOLLOWUP_HEADER: Final = "[Resumed Task — background group finished]"
-#: How a sub-agent's skipped call starts (R30); engine/tools/run_command.py words it.
-NEEDS_APPROVAL: Final = "needs approval:"
 #: All watch reports one leg keeps, in bytes (R24).
 LEG_REPORTS_LIMIT: Final = 32 * 1024
 #: How long a cancelled sub-agent leg waits for its child task to record its end.
@@ -171,7 +169,7 @@ class Leg:
         return marker + self.reports
 
     def describe(self) -> str:
-        return f"{self.id} ({'command' if self.kind == 'cmd' else 'sub-agent'}: {self.label})"
+        return leg_description(self.id, self.kind, self.label)
 
     def info(self) -> LegInfo:
         return LegInfo(
@@ -248,29 +246,6 @@ class BackgroundStatistics:
     legs_queued: int
     followups_started: int
     supervisor: SupervisorStatistics
-
-
-def followup_message(job: Job) -> str:
-    """The hidden input of a job's follow-up task (R26): header, objective, next, the
-    starting task's hash and every report of every leg, in leg order."""
-    blocks: list[str] = []
-    for leg in job.legs:
-        parts = [f"Leg {leg.describe()}: {leg.state}"]
-        parts.extend(f"update:\n{report}" for report in leg.kept_reports())
-        if leg.result:
-            parts.append(f"result:\n{leg.result}")
-        blocks.append("\n".join(parts))
-    sections = [FOLLOWUP_HEADER]
-    if job.objective:
-        sections.append(f"## Objective\n{job.objective}")
-    if job.next:
-        sections.append(f"## Next\n{job.next}")
-    sections.append(
-        f"## Starting task\n{job.task_hash} (its full record: chat_history with mode=read "
-        f"and task_hash={job.task_hash})"
-    )
-    sections.append("## Background reports\n" + "\n\n".join(blocks))
-    return "\n\n".join(sections)
 
 
 def _write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -694,18 +669,9 @@ class BackgroundManager:
             leg.state, leg.result = ending[0], clamp(ending[1], RESULT_LIMIT)
         try:
             if ending is not None:
-                await self._deliver(
-                    job,
-                    f"{REPORT_FINISHED_HEADER}\nJob {job.id}: {job.objective}\n"
-                    f"Leg {leg.describe()} {leg.state}.\n{leg.result}",
-                )
+                await self._deliver(job, leg_finished_report(job.id, job.objective, leg))
             elif cause is Cause.PAUSED:
-                await self._deliver(
-                    job,
-                    f"{REPORT_FINISHED_HEADER}\nJob {job.id}: {job.objective}\n"
-                    f"Leg {leg.describe()} was stopped when the task was paused; it did "
-                    "not finish. Start it again if it is still needed.",
-                )
+                await self._deliver(job, leg_stopped_report(job.id, job.objective, leg))
             await self._save(job)
         except Exception:
             log.exception("could not record the end of leg %s", leg.id)
@@ -735,11 +701,8 @@ class BackgroundManager:
     async def _route_update(self, leg: Leg, report: WatchReport) -> None:
         job = leg.job
         output = leg.add_report(report.output)
-        note = f"\nNote: {report.note}; reported unchecked." if report.note else ""
-        text = (
-            f"{REPORT_UPDATE_HEADER}\nJob {job.id}: {job.objective}\n"
-            f"Leg {leg.describe()} is still running; a line matched an error keyword: "
-            f"{report.hit_line}{note}\nLatest output:\n{output}"
+        text = leg_update_report(
+            job.id, job.objective, leg, hit_line=report.hit_line, note=report.note, output=output
         )
         self._engine.session(job.session_id).hub.emit(
             job.task_hash, ev.LegReport, job_id=job.id, leg_id=leg.id, text=text
@@ -844,7 +807,12 @@ class BackgroundManager:
             try:
                 followup = await self._engine.start_task(
                     job.session_id,
-                    followup_message(job),
+                    followup_message(
+                        objective=job.objective,
+                        next_step=job.next,
+                        task_hash=job.task_hash,
+                        legs=job.legs,
+                    ),
                     origin=RunOrigin(window_hash=job.window_hash),
                     objective=job.objective or "background group finished",
                 )

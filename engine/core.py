@@ -29,6 +29,7 @@ from engine.config import Config
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import check_session_id, check_task_hash, new_task_hash
 from engine.markers import MARKER_TTL_S
+from engine.messages import CONFLICT_RUNNING
 from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, TaskHandle, cancel_scope
 from engine.pending import AskReply, AskRequest, Entry, Listener, PendingRegistry
@@ -47,12 +48,10 @@ from protocol import events as ev
 from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from protocol.http import HistoryEntry, HistoryRecord
 
-__all__ = ["CONFLICT_RUNNING", "Engine", "SendResult", "open_engine"]
+__all__ = ["Engine", "SendResult", "open_engine"]
 
 log = logging.getLogger("agentrio.engine")
 
-#: The exact message of a resume that finds its task claimed (R37).
-CONFLICT_RUNNING: Final = "[Conflict] pending task: running"
 #: Origins of ended runs remembered for routing their late events.
 ORIGINS_KEPT: Final = 10_000
 #: How long shutdown waits for runs to record their end (R53 allows 5 s in all).

@@ -31,6 +31,7 @@ import trio
 
 from engine.causes import Cause
 from engine.markers import MARKER_TTL_S, keep_marker_alive
+from engine.messages import CANCELED_REPLY, resume_message
 from engine.models.base import Message, ModelError, ToolCallRequest
 from engine.nursery_tasks import TaskHandle, cancel_scope
 from engine.pending import AskRequest
@@ -42,7 +43,6 @@ from engine.snapshot import (
     Snapshot,
     clamp,
     make_snapshot,
-    resume_message,
     snapshot_to_json,
 )
 from engine.store.base import HistoryRow, TaskRow
@@ -403,7 +403,7 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                     )
                 else:
                     last = f"\nlast error: {run.last_error}" if run.last_error else ""
-                    await _end_in_history(run, "canceled", f"assistant: [Canceled]{last}")
+                    await _end_in_history(run, "canceled", f"assistant: {CANCELED_REPLY}{last}")
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
                 run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
     except Exception as exc:  # the store failed: say so, never hang the caller

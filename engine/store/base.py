@@ -11,7 +11,7 @@ marker expiry follows whatever clock the caller trusts, and tests can use a mock
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -19,7 +19,6 @@ from engine.errors import AgentrioError
 from protocol.events import Question
 
 __all__ = [
-    "CLAIM_CONFLICT",
     "HistoryRow",
     "Store",
     "StoreError",
@@ -27,9 +26,6 @@ __all__ = [
     "TaskRow",
     "marker_key",
 ]
-
-#: The message of the `Conflict` a lost claim raises (R37), word for word.
-CLAIM_CONFLICT: Final = "[Conflict] pending task: running"
 
 TaskState = Literal["running", "parked", "interrupted"]
 HistoryStatus = Literal["finished", "failed", "canceled"]

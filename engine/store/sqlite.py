@@ -42,8 +42,8 @@ import outcome
 import trio
 
 from engine.errors import BadRequest, Conflict, NotFound
+from engine.messages import CONFLICT_RUNNING
 from engine.store.base import (
-    CLAIM_CONFLICT,
     HistoryRow,
     StoreError,
     StoreStatistics,
@@ -541,10 +541,10 @@ class SqliteStore:
                 # The row of a task moved by a concurrent claim is gone, but its old
                 # marker says a run holds it: that is the conflict, not "unknown".
                 if live is not None:
-                    raise Conflict(CLAIM_CONFLICT)
+                    raise Conflict(CONFLICT_RUNNING)
                 raise NotFound(f"unknown pending task {task_hash}")
             if live is not None:
-                raise Conflict(CLAIM_CONFLICT)
+                raise Conflict(CONFLICT_RUNNING)
             final_hash = task_hash
             if new_task_hash is not None and new_task_hash != task_hash:
                 taken = conn.execute(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engine.messages import legs_started
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.tools.base import Services, ToolOutcome
 from engine.tools.run_command import CommandPlan, RunCommandTool
@@ -60,18 +61,7 @@ def _text(args: dict[str, Any], name: str) -> str:
 
 
 def _started(job: Job, legs: list[Leg]) -> str:
-    lines = [f"Started {len(legs)} background leg(s) in job {job.id}:"]
-    lines.extend(
-        f"- {leg.id}: {leg.label}"
-        + (" (queued: the session's leg limit is reached)" if leg.state == "queued" else "")
-        for leg in legs
-    )
-    lines.append(
-        "They keep running after this task ends. Their reports arrive as messages "
-        "starting with [Background Report — …]; if this task has ended by then, the "
-        "job runs once more as a new task with every report."
-    )
-    return "\n".join(lines)
+    return legs_started(job.id, [(leg.id, leg.label, leg.state == "queued") for leg in legs])
 
 
 class _Confirmer(RunCommandTool):

@@ -31,6 +31,7 @@ import trio
 
 from engine.causes import Cause
 from engine.errors import AskFailed
+from engine.messages import subagent_needs_approval
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
 from engine.processes.runner import CommandResult, run_in_group
@@ -183,14 +184,7 @@ class RunCommandTool(ServiceTool):
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
             shown = command if isinstance(command, str) else shlex.join(command)
-            return ToolOutcome(
-                ok=False,
-                output="",
-                skipped=(
-                    f"needs approval: {shown!r} — background sub-agents never ask for "
-                    "confirmation, so it was not run"
-                ),
-            )
+            return ToolOutcome(ok=False, output="", skipped=subagent_needs_approval(shown))
         need_password = verdict.restricted and not await services.verifier.credentials_cached()
         request = AskRequest(
             kind="tool_confirm",

@@ -19,17 +19,12 @@ import pytest
 import trio
 import trio.testing
 
-from engine.background import (
-    FOLLOWUP_HEADER,
-    REPORT_FINISHED_HEADER,
-    REPORT_UPDATE_HEADER,
-    Job,
-    Leg,
-)
+from engine.background import Job, Leg
 from engine.causes import Cause
 from engine.config import BackgroundConfig, Config
 from engine.core import Engine, open_engine
 from engine.errors import NotFound
+from engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
 from engine.nursery_tasks import TaskHandle
 from engine.processes.groups import group_alive

@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from engine.errors import BadRequest, Conflict, NotFound
+from engine.messages import CONFLICT_RUNNING
 from engine.store import (
-    CLAIM_CONFLICT,
     HistoryRow,
     SqliteStore,
     StoreError,
@@ -187,7 +187,7 @@ async def test_claim_success_then_conflict_then_recovery(store: SqliteStore) -> 
 
     with pytest.raises(Conflict) as caught:
         await store.claim(SESSION, H1, now=259.0, ttl=60.0)
-    assert str(caught.value) == CLAIM_CONFLICT == "[Conflict] pending task: running"
+    assert str(caught.value) == CONFLICT_RUNNING == "[Conflict] pending task: running"
     assert (await store.get_task(SESSION, H1)) == claimed  # the loser changed nothing
 
     again = await store.claim(SESSION, H1, now=260.0, ttl=60.0)
@@ -253,7 +253,7 @@ async def test_concurrent_claims_in_one_process(store: SqliteStore) -> None:
         for index in range(20):
             nursery.start_soon(one, index)
     assert len(wins) == 1
-    assert conflicts == [CLAIM_CONFLICT] * 19
+    assert conflicts == [CONFLICT_RUNNING] * 19
     assert [t.task_hash for t in await store.list_tasks(SESSION)] == [wins[0].task_hash]
 
 

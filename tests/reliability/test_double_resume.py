@@ -18,7 +18,7 @@ import sys
 import httpx
 import trio
 
-from engine.core import CONFLICT_RUNNING
+from engine.messages import CONFLICT_RUNNING
 from protocol.codec import decode
 from protocol.events import Pending
 from protocol.frames import EventFrame, Subscribe
