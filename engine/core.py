@@ -324,7 +324,10 @@ class Engine:
         ask_inline = bool(questions) and answers is None
         if ask_inline and not self._can_ask(session_id, task_hash, origin, questions):
             raise BadRequest(f"task {task_hash} waits for answers to its questions; send answers")
-        moves = session.latest_task not in (None, task_hash) and not row.has_jobs
+        # A session rebuilt after it was dropped (or after a restart) knows its latest
+        # task only from the store.
+        latest = session.latest_task or await self.store.latest_task(session_id)
+        moves = latest not in (None, task_hash) and not row.has_jobs
         claimed = await self.store.claim(
             session_id,
             task_hash,

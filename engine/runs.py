@@ -196,10 +196,11 @@ async def execute_task(
     services = run.services
     ending: _Ending | None = None
     try:
-        # Stored and alive in one write (a resumed run's claim already did both, but
-        # this row carries the new run's origin and model).
+        # Stored, alive and the session's latest task (R36) in one write (a resumed
+        # run's claim already did the first two, but this row carries the new run's
+        # origin and model).
         await services.store.put_task(
-            _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S
+            _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S, latest=True
         )
         task_status.started()
         run.emit(

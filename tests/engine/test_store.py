@@ -349,13 +349,46 @@ async def test_reopen_keeps_everything(tmp_path: Path) -> None:
     raw.close()
 
 
+async def test_latest_task_is_written_with_the_start_of_a_run(store: SqliteStore) -> None:
+    """R36: ``put_task(latest=True)`` makes the task its session's latest in the same
+    write; other writes leave it alone, and sessions do not see each other's."""
+    assert await store.latest_task(SESSION) is None
+    await store.put_task(_task(H1, state="running"), marker_expires_at=60.0, latest=True)
+    assert await store.latest_task(SESSION) == H1
+    await store.put_task(_task(H2))  # a pending row written, not a run started
+    assert await store.latest_task(SESSION) == H1
+    await store.put_task(_task(H3, state="running"), latest=True)
+    assert await store.latest_task(SESSION) == H3
+    assert await store.latest_task("chat-other") is None
+
+
+async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None:
+    """R72: a store written by the previous schema opens, keeps its rows and moves to
+    the current version (version 2 only added the sessions table)."""
+    path = tmp_path / "old.db"
+    async with open_store(path) as store:
+        await store.put_task(_task(H1))
+    with sqlite3.connect(path) as raw:
+        raw.execute("DROP TABLE sessions")
+        raw.execute("PRAGMA user_version = 1")
+    raw.close()
+    async with open_store(path) as store:
+        assert await store.get_task(SESSION, H1) == _task(H1)
+        assert await store.latest_task(SESSION) is None
+        await store.put_task(_task(H1, state="running"), latest=True)
+        assert await store.latest_task(SESSION) == H1
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    raw.close()
+
+
 async def test_open_refuses_a_newer_schema_and_a_non_database(tmp_path: Path) -> None:
     """R72: a file the store cannot read is a clear StoreError, not a crash later."""
     newer = tmp_path / "newer.db"
     with sqlite3.connect(newer) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     raw.close()
-    with pytest.raises(StoreError, match="schema version 2, newer than"):
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
         await SqliteStore.open(newer)
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a database" * 100)
