@@ -34,8 +34,8 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
+from engine.assembly import open_engine
 from engine.config import Config
-from engine.core import open_engine
 from engine.ids import new_task_hash
 from engine.pending import AskRequest
 from engine.server.lifecycle import open_server

@@ -23,8 +23,9 @@ from typing import Any, TypedDict
 import trio
 
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
+from engine.assembly import open_engine
 from engine.config import Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 
 __all__ = ["langgraph_app", "run"]
 

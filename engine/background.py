@@ -59,7 +59,7 @@ import os
 from collections import deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, Literal, Protocol
+from typing import Any, BinaryIO, Final, Literal, Protocol
 
 import attrs
 import trio
@@ -79,16 +79,16 @@ from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle, cancel_scope
 from engine.processes.sandbox import SandboxError
 from engine.runs import RunOrigin, TaskRun
+from engine.sessions import Session
 from engine.snapshot import RESULT_LIMIT, Snapshot, clamp, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.store.files import make_private_dirs, open_private, write_private_atomic
+from engine.tools.background_tools import StartedJob
+from engine.tools.base import Services, ToolContext
 from engine.tools.run_command import CommandPlan, format_command_result, run_plan
 from engine.watch import REPORT_KEEP_BYTES, DecisionCheck, Watcher, WatchReport
 from protocol import events as ev
 from protocol.frames import LegInfo
-
-if TYPE_CHECKING:
-    from engine.core import Engine
 
 __all__ = [
     "LEG_REPORTS_LIMIT",
@@ -98,6 +98,7 @@ __all__ = [
     "Job",
     "Leg",
     "LogWriter",
+    "TaskStarter",
 ]
 
 log = logging.getLogger("agentrio.background")
@@ -327,6 +328,25 @@ class LogWriter:
             await trio.to_thread.run_sync(_append, self._file, chunks)
 
 
+class TaskStarter(Protocol):
+    """What background work needs of the engine: a session's live state (its hub,
+    leg limiter, runs and remembered commands) and a way to start a task (a
+    sub-agent's child task, a job's follow-up). `engine.core.Engine` is one."""
+
+    def session(self, session_id: str) -> Session[TaskRun]: ...
+
+    async def start_task(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        origin: RunOrigin | None = None,
+        allow_all: bool = False,
+        objective: str | None = None,
+        subagent_of: str | None = None,
+    ) -> TaskRun: ...
+
+
 class BackgroundManager:
     """Every job and leg of one engine; see the module docstring.
 
@@ -335,18 +355,24 @@ class BackgroundManager:
     """
 
     def __init__(
-        self, engine: Engine, nursery: trio.Nursery, *, decision_model: Model | None = None
+        self,
+        services: Services,
+        nursery: trio.Nursery,
+        tasks: TaskStarter,
+        *,
+        decision_model: Model | None = None,
     ) -> None:
-        self._engine = engine
-        self._services = engine.services
+        self._tasks = tasks
+        self._services = services
         self._supervisor = Supervisor(nursery)
         self._check = DecisionCheck(decision_model) if decision_model is not None else None
         self._jobs: dict[str, Job] = {}
         #: Recently settled jobs, for `job` (their files stay on disk until restart).
         self._settled: deque[Job] = deque(maxlen=_SETTLED_KEPT)
         self._legs: dict[str, Leg] = {}
-        #: The open job of a run's current turn: (assistant messages so far, job).
-        self._turn_job: dict[TaskRun, tuple[int, Job]] = {}
+        #: The open job of a running task's current turn, by (session, task hash):
+        #: (the turn, job). Dropped when the run ends.
+        self._turn_job: dict[tuple[str, str], tuple[int, Job]] = {}
         #: Serialises read-modify-write of pending rows (reports into a snapshot).
         self._row_lock = trio.Lock()
         self._closing = False
@@ -365,9 +391,15 @@ class BackgroundManager:
 
     # ------------------------------------------------------------------ queries
 
-    def available(self, run: TaskRun) -> bool:
+    def available(self, ctx: ToolContext) -> bool:
         """R20: background tools exist for ``cli-`` tasks that run for themselves."""
-        return run.session.origin == "cli-" and run.subagent_of is None and not self._closing
+        return ctx.origin == "cli-" and ctx.subagent_of is None and not self._closing
+
+    def sessions_in_use(self) -> set[str]:
+        """Sessions with a live job, until its settling is fully recorded (its
+        follow-up started, ``job_settled`` said): reports and follow-ups go there
+        (`engine.sessions.SessionHolder`)."""
+        return {job.session_id for job in self._jobs.values()}
 
     def job(self, job_id: str) -> Job | None:
         """A live or recently settled job."""
@@ -401,7 +433,7 @@ class BackgroundManager:
 
     async def start_legs(
         self,
-        run: TaskRun,
+        ctx: ToolContext,
         kind: LegKind,
         labels: Sequence[str],
         *,
@@ -409,8 +441,9 @@ class BackgroundManager:
         next_step: str,
         cwd: str | None = None,
         plans: Sequence[CommandPlan] | None = None,
-    ) -> tuple[Job, list[Leg]]:
-        """Start one leg per label for ``run``, in the job of its current turn (R21).
+    ) -> StartedJob:
+        """Start one leg per label for the task of ``ctx``, in the job of its current
+        turn (R21).
 
         Command legs come with ``plans`` (one per label): how `run_command`'s
         confirmation said each may run (R74, R75).
@@ -418,10 +451,10 @@ class BackgroundManager:
         Returns once every leg is registered, announced (``leg_started``) and started
         in the engine's nursery; the legs then run on their own (R25).
         """
-        if not self.available(run):
+        if not self.available(ctx):
             raise RuntimeError("background legs are not available to this task")
-        job = await self._job_for(run, objective, next_step)
-        session = run.session
+        job = await self._job_for(ctx, objective, next_step)
+        session = self._tasks.session(ctx.session_id)
         legs: list[Leg] = []
         if kind == "cmd" and (plans is None or len(plans) != len(labels)):
             raise ValueError("command legs need one plan per command")
@@ -435,7 +468,7 @@ class BackgroundManager:
                 handle=TaskHandle(name=f"leg {session.id}/{leg_id}"),
                 cwd=cwd,
                 plan=plans[index] if plans is not None else None,
-                allow_all=run.allow_all,
+                allow_all=ctx.allow_all,
                 created_at=self._services.clock(),
             )
             job.legs.append(leg)
@@ -449,7 +482,7 @@ class BackgroundManager:
                 leg.holds_token = True
                 leg.state = "running"
                 leg.started_at = leg.created_at
-            run.emit(ev.LegStarted, job_id=job.id, leg_id=leg_id, label=label, queued=queued)
+            ctx.emit(ev.LegStarted, job_id=job.id, leg_id=leg_id, label=label, queued=queued)
             legs.append(leg)
         # Shielded: a cancel of the task now must neither leave registered legs
         # unstarted (holding limiter tokens) nor keep a leg inside the task's scope
@@ -458,11 +491,14 @@ class BackgroundManager:
             for leg in legs:
                 await self._supervisor.start(self._leg_main, leg, handle=leg.handle)
             await self._save(job)
-        return job, legs
+        return StartedJob(
+            job_id=job.id, legs=[(leg.id, leg.label, leg.state == "queued") for leg in legs]
+        )
 
-    async def _job_for(self, run: TaskRun, objective: str, next_step: str) -> Job:
-        turn = sum(1 for message in run.messages if message.role == "assistant")
-        open_job = self._turn_job.get(run)
+    async def _job_for(self, ctx: ToolContext, objective: str, next_step: str) -> Job:
+        turn = ctx.turn
+        task = (ctx.session_id, ctx.task_hash)
+        open_job = self._turn_job.get(task)
         if open_job is not None and open_job[0] == turn and not open_job[1].settled:
             job = open_job[1]
             job.objective = job.objective or objective.strip()
@@ -472,17 +508,17 @@ class BackgroundManager:
         job_id = new_job_id()
         job = Job(
             id=job_id,
-            session_id=run.session_id,
-            task_hash=run.task_hash,
+            session_id=ctx.session_id,
+            task_hash=ctx.task_hash,
             objective=objective.strip(),
             next=next_step.strip(),
-            window_hash=run.origin.window_hash,
-            path=self.session_dir(run.session_id) / "background" / f"{job_id}.json",
+            window_hash=ctx.window_hash,
+            path=self.session_dir(ctx.session_id) / "background" / f"{job_id}.json",
             created_at=now,
             updated_at=now,
         )
         self._jobs[job_id] = job
-        self._turn_job[run] = (turn, job)
+        self._turn_job[task] = (turn, job)
         await trio.to_thread.run_sync(make_private_dirs, job.path.parent)
         return job
 
@@ -525,7 +561,7 @@ class BackgroundManager:
                 await self._leg_ended(leg, ending)
 
     async def _leg_body(self, leg: Leg) -> tuple[LegState, str]:
-        session = self._engine.session(leg.job.session_id)
+        session = self._tasks.session(leg.job.session_id)
         limiter = session.leg_limiter
         try:
             if not leg.holds_token:
@@ -604,9 +640,9 @@ class BackgroundManager:
         sub-agent (no background tools, no questions, no confirmations)."""
         job = leg.job
         child_session = f"{job.session_id[:115]}-{leg.id}"
-        allowed = self._engine.session(job.session_id).allowed
-        self._engine.session(child_session).allowed.copy_from(allowed)
-        child = await self._engine.start_task(
+        allowed = self._tasks.session(job.session_id).allowed
+        self._tasks.session(child_session).allowed.copy_from(allowed)
+        child = await self._tasks.start_task(
             child_session, leg.label, allow_all=leg.allow_all, subagent_of=leg.id
         )
         leg.child = child
@@ -676,7 +712,7 @@ class BackgroundManager:
         except Exception:
             log.exception("could not record the end of leg %s", leg.id)
         leg.recorded = True
-        self._engine.session(job.session_id).hub.emit(
+        self._tasks.session(job.session_id).hub.emit(
             job.task_hash,
             ev.LegFinished,
             job_id=job.id,
@@ -704,7 +740,7 @@ class BackgroundManager:
         text = leg_update_report(
             job.id, job.objective, leg, hit_line=report.hit_line, note=report.note, output=output
         )
-        self._engine.session(job.session_id).hub.emit(
+        self._tasks.session(job.session_id).hub.emit(
             job.task_hash, ev.LegReport, job_id=job.id, leg_id=leg.id, text=text
         )
         await self._deliver(job, text)
@@ -714,7 +750,7 @@ class BackgroundManager:
 
     async def _deliver(self, job: Job, text: str) -> None:
         """Route one report by where the starting task is now (R26)."""
-        session = self._engine.session(job.session_id)
+        session = self._tasks.session(job.session_id)
         async with self._row_lock:
             run = session.runs.get(job.task_hash)
             if run is None:
@@ -757,7 +793,7 @@ class BackgroundManager:
         task as having jobs, stops the jobs of a cancelled or paused task (R44), and
         settles jobs whose legs are all done.
         """
-        self._turn_job.pop(run, None)
+        self._turn_job.pop((run.session_id, run.task_hash), None)
         jobs = [
             job
             for job in self._jobs.values()
@@ -799,13 +835,13 @@ class BackgroundManager:
         (R26)."""
         if job.settled or not all(leg.recorded for leg in job.legs):
             return
-        session = self._engine.session(job.session_id)
+        session = self._tasks.session(job.session_id)
         if job.task_hash in session.runs:
             return  # the run's end hook settles it
         job.settled = True
         if job.held and not job.cancelled and not self._closing:
             try:
-                followup = await self._engine.start_task(
+                followup = await self._tasks.start_task(
                     job.session_id,
                     followup_message(
                         objective=job.objective,

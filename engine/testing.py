@@ -40,8 +40,9 @@ from typing import IO, Final, TypeAlias
 import attrs
 import pytest
 
+from engine.assembly import open_engine
 from engine.config import Config, load_config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.errors import AlreadyResolved
 from engine.models.base import Model, ModelReply, ToolCallRequest
 from engine.models.builtin import BuiltinModel

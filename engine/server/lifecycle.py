@@ -45,9 +45,10 @@ import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
 
+from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.nursery_tasks import cancel_scope
 from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans

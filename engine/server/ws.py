@@ -53,6 +53,7 @@ from engine.pending import (
 )
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
+from engine.server.context import ServerContext
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from protocol.errors import CLOSE_AUTH_FAILED, CLOSE_SHUTDOWN, ErrorCode, FrameDecodeError
 from protocol.events import Canceled, Done, Failed, TaskStarted
@@ -109,8 +110,6 @@ class ConnectionGone(Exception):
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
     """The ``/v1/ws`` route: Origin check, ``hello``, then `Connection.serve`."""
-    from engine.server.app import ServerContext
-
     ctx: ServerContext = websocket.app.state.ctx
     origin = websocket.headers.get("origin")
     if not origin_allowed(origin, ctx.allowed_origins, ctx.own_origins):

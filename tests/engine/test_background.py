@@ -19,10 +19,11 @@ import pytest
 import trio
 import trio.testing
 
+from engine.assembly import open_engine
 from engine.background import Job, Leg
 from engine.causes import Cause
 from engine.config import BackgroundConfig, Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.errors import NotFound
 from engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec

@@ -12,9 +12,9 @@ import pytest
 import trio
 import trio.testing
 
+from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
-from engine.core import open_engine
 from engine.messages import ASK_RESUME_HEADER
 from engine.models.base import ModelReply, ToolCallRequest
 from engine.models.scripted import ScriptedModel

@@ -15,8 +15,9 @@ import attrs
 import httpx
 import pytest
 
+from engine.assembly import open_engine
 from engine.config import Config, ServerConfig
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.server.auth import load_or_create_token
 from engine.server.lifecycle import RunningServer, open_server
 from protocol.frames import DoneFrame, ServerFrame
