@@ -16,7 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "engine"
 
 
-
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
