@@ -21,7 +21,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from engine.background import BackgroundManager
+from engine.background.manager import BackgroundManager
 from engine.causes import Cause
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import check_session_id, check_task_hash, new_task_hash

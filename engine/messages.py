@@ -43,6 +43,8 @@ __all__ = [
     "legs_started",
     "resume_message",
     "subagent_needs_approval",
+    "subagent_report",
+    "subagent_result",
 ]
 
 #: The first line of a resumed task's input when it resumes with answers (R12).
@@ -250,3 +252,46 @@ def subagent_needs_approval(shown: str) -> str:
         f"{NEEDS_APPROVAL} {shown!r} — background sub-agents never ask for "
         "confirmation, so it was not run"
     )
+
+
+def subagent_report(
+    *,
+    leg_id: str,
+    objective: str,
+    child_session: str,
+    child_task: str,
+    status: str,
+    final: str,
+    needs: Sequence[str],
+    record: Sequence[str],
+) -> str:
+    """A sub-agent's saved report file (R30): what it was asked, how it ended, its
+    final answer, the calls that still need approval, and its whole action record."""
+    return "\n\n".join(
+        part
+        for part in (
+            f"# Sub-agent report {leg_id}",
+            f"Objective: {objective}\nChild session: {child_session}\n"
+            f"Child task: {child_task}\nStatus: {status}",
+            f"## Final answer\n{final or '(none)'}",
+            "## Still needs approval\n" + "\n".join(needs) if needs else "",
+            "## Action record\n" + "\n".join(record),
+        )
+        if part
+    )
+
+
+def subagent_result(*, path: str, status: str, error: str, final: str, needs: Sequence[str]) -> str:
+    """A sub-agent leg's result, as its report carries it (R30): where the report file
+    is, how the sub-agent ended, and which calls still need approval."""
+    lines = [f"report saved to {path}", f"sub-agent {status}"]
+    if error:
+        lines.append(f"error: {error}")
+    if final:
+        lines.append(f"final answer:\n{final}")
+    if needs:
+        lines.append(
+            "still needs approval (not run: background legs never ask for "
+            "confirmation):\n" + "\n".join(needs)
+        )
+    return "\n".join(lines)

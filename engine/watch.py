@@ -45,6 +45,7 @@ from engine.models.base import Message, Model, ModelError
 __all__ = [
     "CHECK_TIMEOUT_S",
     "REPORT_KEEP_BYTES",
+    "Checker",
     "DecisionCheck",
     "Verdict",
     "WatchReport",

@@ -15,6 +15,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ROOT / "engine"
 
+#: Most lines in one module, and in one function (decorators and docstring included).
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 80
+#: How a module's docstring starts when it is allowed to be over a limit; the rest of
+#: that first line says why.
+SIZE_EXCEPTION = "Over the size limits:"
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -104,3 +111,39 @@ def test_engine_imports_form_no_circle() -> None:
     """Dependencies go one way: no engine module reaches itself through its imports,
     type-only and function-level imports included."""
     assert _cycles(_graph()) == []
+
+
+def _size_exception(tree: ast.Module) -> bool:
+    doc = ast.get_docstring(tree) or ""
+    first = doc.splitlines()[0] if doc else ""
+    return first.startswith(SIZE_EXCEPTION) and len(first) > len(SIZE_EXCEPTION) + 10
+
+
+def test_no_engine_module_or_function_is_over_the_limits() -> None:
+    """No module over 600 lines and no function over 80 in engine/, unless the module's
+    docstring starts with ``Over the size limits:`` and a one-line reason."""
+    over: list[str] = []
+    for path in sorted(ENGINE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        if _size_exception(tree):
+            continue
+        where = path.relative_to(ROOT)
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            over.append(f"{where}: {lines} lines")
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = (node.end_lineno or node.lineno) - start + 1
+                if length > MAX_FUNCTION_LINES:
+                    over.append(f"{where}:{node.lineno} {node.name}: {length} lines")
+    assert over == []
+
+
+def test_a_size_exception_needs_its_reason_on_the_first_line() -> None:
+    """The exception is deliberate and explained: the marker alone is not enough."""
+    reasoned = '"""Over the size limits: one table of SQL statements, read top to bottom.'
+    assert _size_exception(ast.parse(reasoned + '\n\nMore.\n"""'))
+    assert not _size_exception(ast.parse('"""Over the size limits:"""'))
+    assert not _size_exception(ast.parse('"""A module.\n\nOver the size limits: late."""'))

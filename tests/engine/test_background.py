@@ -130,10 +130,7 @@ def events(engine: Engine, kind: type[_E], session_id: str = SESSION) -> list[_E
 
 
 def only_job(engine: Engine) -> Job:
-    assert engine.background is not None
-    settled = list(engine.background._settled)
-    live = list(engine.background._jobs.values())
-    jobs = settled + live
+    jobs = engine.background.jobs()
     assert len(jobs) == 1
     return jobs[0]
 
