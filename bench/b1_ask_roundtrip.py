@@ -34,11 +34,9 @@ from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine.assembly import open_engine
-from engine.config import Config
+from engine import AskRequest, Config, open_engine
 from engine.ids import new_task_hash
-from engine.pending import AskRequest
-from engine.server.lifecycle import open_server
+from engine.server import open_server
 from protocol.codec import dumps
 from protocol.frames import Ask, Listen, Reply
 from protocol.transport import open_frame_connection
