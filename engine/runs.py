@@ -187,9 +187,6 @@ class Toolbox:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools}
 
-    def add(self, tool: Tool) -> None:
-        self._tools[tool.name] = tool
-
     def available(self, ctx: ToolContext) -> list[Tool]:
         return [tool for tool in self._tools.values() if tool.available(ctx)]
 
