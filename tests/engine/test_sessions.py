@@ -110,6 +110,21 @@ def test_a_dropped_session_hands_its_rules_to_the_next() -> None:
     assert sessions.statistics().kept_rules == 0
 
 
+def test_forgetting_the_last_kept_rule_forgets_the_session() -> None:
+    """R76: removing a dropped session's last remembered command leaves nothing of the
+    session in memory."""
+    sessions = _registry()
+    sessions.session("cli-a").allowed.add("touch x", at=1.0)
+    sessions.sweep(0.0)
+    sessions.sweep(IDLE_S)
+    kept = sessions.allowed("cli-a")
+    assert kept is not None
+    assert kept.remove("all") == 1
+    sessions.forget_kept_rules_if_empty("cli-a")
+    assert sessions.allowed("cli-a") is None
+    assert sessions.statistics().kept_rules == 0
+
+
 def test_idle_zero_keeps_every_session() -> None:
     """``session_idle_s = 0`` turns dropping off."""
     sessions = _registry(idle_s=0.0)
