@@ -35,11 +35,9 @@ from starlette.websockets import WebSocket
 
 from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine.config import Config
-from engine.core import open_engine
+from engine import AskRequest, Config, open_engine
 from engine.ids import new_task_hash
-from engine.pending import AskRequest
-from engine.server.lifecycle import open_server
+from engine.server import open_server
 from protocol.codec import dumps
 from protocol.frames import Ask, Listen, Reply
 

@@ -23,8 +23,7 @@ from typing import Any, TypedDict
 import trio
 
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine.config import Config
-from engine.core import Engine, open_engine
+from engine import Config, Engine, open_engine
 
 __all__ = ["langgraph_app", "run"]
 

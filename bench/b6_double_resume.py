@@ -23,10 +23,8 @@ import trio
 
 from bench.b2_park_resume import langgraph_app
 from bench.common import BenchArgs, BenchResult, main
-from engine.config import Config
-from engine.core import open_engine
+from engine import Config, TaskRun, open_engine
 from engine.errors import Conflict
-from engine.runs import TaskRun
 
 __all__ = ["run"]
 

@@ -23,8 +23,7 @@ import trio
 
 from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
 from engine.config import Config
-from engine.tools.process import run_in_group
-from engine.tools.sandbox import Sandbox
+from engine.processes import Sandbox, run_in_group
 
 __all__ = ["run"]
 

@@ -1,0 +1,72 @@
+"""agentrio's engine: the daemon's sessions, tasks, asks, background work and store.
+
+This is the engine's public face. Code outside the engine -- the REPL, the client,
+the benchmarks, the examples, a user's own scripts -- imports from here or from one
+of `PUBLIC_MODULES`; everything else under ``engine/`` is internal and may change
+shape without notice (``tests/test_layering.py`` holds the line). An in-process
+engine::
+
+    from engine import Config, open_engine
+
+    async with open_engine(Config(home="/tmp/agentrio-demo")) as engine:
+        run = await engine.start_task("chat-demo", "run: echo hi")
+        outcome = await run.wait_done()
+
+`Engine` is the facade (start, send, steer, cancel, resume, answer, queries);
+`TaskRun` and `TaskOutcome` are what a started task gives back; `Cause` says why a
+task was cancelled; `AskRequest` and `AskReply` are what the pending registry
+(``Engine.registry``) takes. docs/architecture.md maps the internal modules.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from engine.assembly import open_engine as open_engine
+from engine.causes import Cause as Cause
+from engine.config import Config as Config
+from engine.config import load_config as load_config
+from engine.core import Engine as Engine
+from engine.core import SendResult as SendResult
+from engine.pending import AskReply as AskReply
+from engine.pending import AskRequest as AskRequest
+from engine.runs import RunOrigin as RunOrigin
+from engine.runs import TaskOutcome as TaskOutcome
+from engine.runs import TaskRun as TaskRun
+
+__all__ = [
+    "PUBLIC_MODULES",
+    "AskReply",
+    "AskRequest",
+    "Cause",
+    "Config",
+    "Engine",
+    "RunOrigin",
+    "SendResult",
+    "TaskOutcome",
+    "TaskRun",
+    "load_config",
+    "open_engine",
+]
+
+#: The modules code outside the engine may import: this face, and the few modules
+#: that are interfaces in their own right. Their submodules are internal.
+PUBLIC_MODULES: Final = frozenset(
+    {
+        "engine",
+        # ``agentrio daemon`` / ``python -m engine``: the daemon's command line.
+        "engine.cli",
+        # Config, its parts, load_config / save_config (docs/configuration.md).
+        "engine.config",
+        # The errors the facade raises (NotFound, Conflict, …).
+        "engine.errors",
+        # What session ids and task hashes look like, and how new ones are made.
+        "engine.ids",
+        # The pytest plugin (docs/testing.md).
+        "engine.testing",
+        # The daemon's server: serve, open_server, run_daemon, create_app.
+        "engine.server",
+        # Running commands in process groups, the sandbox, orphans (R48, R75).
+        "engine.processes",
+    }
+)

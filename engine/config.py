@@ -43,6 +43,10 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     #: Browser ``Origin`` values allowed to open ``/v1/ws`` (besides the daemon's own).
     allowed_origins: list[str] = attrs.field(factory=list)
+    #: Seconds a session with nothing to do stays in memory (no run, no subscriber,
+    #: no background job, no open ask); then it is dropped with its replay buffer and
+    #: rebuilt from the store on its next use. 0 keeps every session.
+    session_idle_s: float = attrs.field(default=600.0, validator=attrs.validators.ge(0))
 
 
 @attrs.frozen(kw_only=True)

@@ -1,7 +1,7 @@
 """The engine facade: start, steer, cancel, resume and answer tasks.
 
-`open_engine` owns one nursery for all runs. The daemon serves an `Engine`; tests and
-scripts can use one in-process::
+`engine.assembly.open_engine` builds one with its own nursery for all runs. The daemon
+serves an `Engine`; tests and scripts can use one in-process::
 
     async with open_engine(config) as engine:
         run = await engine.start_task("chat-demo", "run: echo hi")
@@ -16,24 +16,22 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import attrs
 import trio
 
-from engine.background import BackgroundManager
+from engine.background.manager import BackgroundManager
 from engine.causes import Cause
-from engine.config import Config
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import check_session_id, check_task_hash, new_task_hash
 from engine.markers import MARKER_TTL_S
+from engine.messages import CONFLICT_RUNNING
 from engine.models.base import Model
-from engine.nursery_tasks import Supervisor, TaskHandle, cancel_scope
-from engine.pending import AskReply, AskRequest, Entry, Listener, PendingRegistry
+from engine.nursery_tasks import Supervisor, TaskHandle
+from engine.pending import AskReply, AskRequest, Entry, Listener
 from engine.runs import RunOrigin, TaskRun, Toolbox, execute_task, resume_input
-from engine.sessions import Session
+from engine.sessions import Session, SessionRegistry
 from engine.snapshot import Snapshot, snapshot_from_json
 from engine.store.base import Store, TaskRow, marker_key
 from engine.tools.ask_user import AskUserTool
@@ -42,17 +40,14 @@ from engine.tools.base import Services
 from engine.tools.history import ChatHistoryTool
 from engine.tools.run_command import RunCommandTool
 from engine.tools.secrets import StoreSecretTool
-from engine.tools.sudo import PasswordVerifier, SudoVerifier
 from protocol import events as ev
 from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from protocol.http import HistoryEntry, HistoryRecord
 
-__all__ = ["CONFLICT_RUNNING", "Engine", "SendResult", "open_engine"]
+__all__ = ["Engine", "SendResult"]
 
 log = logging.getLogger("agentrio.engine")
 
-#: The exact message of a resume that finds its task claimed (R37).
-CONFLICT_RUNNING: Final = "[Conflict] pending task: running"
 #: Origins of ended runs remembered for routing their late events.
 ORIGINS_KEPT: Final = 10_000
 #: How long shutdown waits for runs to record their end (R53 allows 5 s in all).
@@ -69,45 +64,73 @@ class SendResult:
 
 
 class Engine:
-    """Sessions, runs and the pending registry of one process. See the module doc."""
+    """Sessions, runs and the pending registry of one process. See the module doc.
 
-    def __init__(self, services: Services, nursery: trio.Nursery, toolbox: Toolbox) -> None:
+    Built complete: every part (the session registry, the background manager, the
+    toolboxes) exists once the constructor returns. Its loops (the idle-session sweep,
+    the store's upkeep) run in ``nursery`` from `open_engine`, which is how an engine
+    is made."""
+
+    def __init__(
+        self, services: Services, nursery: trio.Nursery, *, decision_model: Model | None = None
+    ) -> None:
         self.services = services
         self.registry = services.registry
         self.store = services.store
         self.config = services.config
-        self.toolbox = toolbox
-        #: The tools of background sub-agent runs (R30): no questions, no legs.
-        self.subagent_toolbox = toolbox
-        #: Background jobs and legs (R20-R30); set by `open_engine`.
-        self.background: BackgroundManager | None = None
         self.started_at = time.monotonic()
-        self._nursery = nursery
         self._supervisor = Supervisor(nursery)
-        self._sessions: dict[str, Session] = {}
+        #: The engine's own loops: the idle-session sweep and the store's upkeep.
+        self._upkeep = Supervisor(nursery)
+        #: Background jobs and legs (R20-R30); they start tasks through this engine.
+        self.background = BackgroundManager(services, nursery, self, decision_model=decision_model)
+        #: Every live session: made on first use, dropped once idle.
+        self.sessions: SessionRegistry[TaskRun] = SessionRegistry(
+            clock=services.clock,
+            idle_s=self.config.server.session_idle_s,
+            leg_limit=self.config.background.max_tasks or None,
+            holders=(self.registry, self.background),
+        )
+        self.toolbox = Toolbox(
+            [
+                RunCommandTool(services),
+                AskUserTool(services),
+                StoreSecretTool(services),
+                ChatHistoryTool(services),
+                BackgroundCommandTool(services, self.background),
+                BackgroundSubagentsTool(services, self.background),
+            ]
+        )
+        #: The tools of background sub-agent runs (R30): no questions, no legs.
+        self.subagent_toolbox = Toolbox([RunCommandTool(services), ChatHistoryTool(services)])
         self._by_connection: dict[str, set[TaskRun]] = {}
         #: Who started each recent run, kept after it ends so front-ends can route
         #: its late events (leg reports) and follow-ups to the right window.
         self._origins: OrderedDict[str, RunOrigin] = OrderedDict()
 
+    async def start_upkeep(self) -> None:
+        """Offer the questions of parked tasks again (R11) and start the engine's own
+        loops; `engine.assembly.open_engine` calls it once, `shutdown` cancels the
+        loops."""
+        await self.reoffer_parked()
+        await self._upkeep.start(
+            self.sessions.run_sweeps, handle=TaskHandle(name="idle-session sweep")
+        )
+        await self._upkeep.start(_maintain, self.store, handle=TaskHandle(name="store upkeep"))
+
     # ------------------------------------------------------------------ sessions
 
-    def session(self, session_id: str) -> Session:
-        """The live session ``session_id`` (made on first use)."""
-        check_session_id(session_id)
-        session = self._sessions.get(session_id)
-        if session is None:
-            limit = self.config.background.max_tasks or None
-            session = Session(session_id, clock=self.services.clock, leg_limit=limit)
-            self._sessions[session_id] = session
-        return session
+    def session(self, session_id: str) -> Session[TaskRun]:
+        """The live session ``session_id`` (made, or rebuilt after it was dropped, on
+        first use)."""
+        return self.sessions.session(session_id)
 
     def find_run(self, task_hash: str, session_id: str | None = None) -> TaskRun | None:
         """The run of ``task_hash`` in this process, queued or executing."""
         if session_id is not None:
-            session = self._sessions.get(session_id)
+            session = self.sessions.get(session_id)
             return session.runs.get(task_hash) if session else None
-        for session in self._sessions.values():
+        for session in self.sessions.live():
             run = session.runs.get(task_hash)
             if run is not None:
                 return run
@@ -147,7 +170,7 @@ class Engine:
 
     def _new_run(
         self,
-        session: Session,
+        session: Session[TaskRun],
         task_hash: str,
         objective: str,
         first_input: str,
@@ -184,8 +207,7 @@ class Engine:
         if connection:
             self._by_connection.setdefault(connection, set()).add(run)
             run.on_end.append(self._forget_connection)
-        if self.background is not None:
-            run.on_end.append(self.background.on_task_end)
+        run.on_end.append(self.background.on_task_end)
         toolbox = self.subagent_toolbox if run.subagent_of is not None else self.toolbox
         await self._supervisor.start(execute_task, run, toolbox, handle=run.handle)
 
@@ -268,30 +290,27 @@ class Engine:
         """Cancel one background leg, or every leg of the session with ``"all"``, cause
         ``user_canceled`` (R44); returns how many. An unknown leg raises `NotFound`."""
         check_session_id(session_id)
-        if self.background is None:
-            if leg_id == "all":
-                return 0
-            raise NotFound(f"no such leg {leg_id[:64]!r} in session {session_id}")
         return self.background.cancel_leg(session_id, leg_id)
 
     def list_legs(self, session_id: str) -> list[LegInfo]:
         """The session's queued and running background legs (R22, R47)."""
         check_session_id(session_id)
-        return self.background.list_legs(session_id) if self.background is not None else []
+        return self.background.list_legs(session_id)
 
     def allowed(self, session_id: str) -> list[AllowedRule]:
         """The session's remembered "Always allow" commands (R76); none for a session
         that never ran here (it is not made by asking)."""
         check_session_id(session_id)
-        session = self._sessions.get(session_id)
-        return session.allowed.rules() if session is not None else []
+        allowed = self.sessions.allowed(session_id)
+        return allowed.rules() if allowed is not None else []
 
     def forget_allowed(self, session_id: str, rule_id: str) -> list[AllowedRule]:
         """Remove one remembered command, or all with ``"all"``; the rules left (R76).
         Raises `NotFound` for an unknown rule id."""
         check_session_id(session_id)
-        session = self._sessions.get(session_id)
-        removed = session.allowed.remove(rule_id) if session is not None else 0
+        allowed = self.sessions.allowed(session_id)
+        removed = allowed.remove(rule_id) if allowed is not None else 0
+        self.sessions.forget_kept_rules_if_empty(session_id)
         if not removed and rule_id != "all":
             raise NotFound(f"no remembered command {rule_id[:64]!r} in session {session_id}")
         return self.allowed(session_id)
@@ -325,7 +344,10 @@ class Engine:
         ask_inline = bool(questions) and answers is None
         if ask_inline and not self._can_ask(session_id, task_hash, origin, questions):
             raise BadRequest(f"task {task_hash} waits for answers to its questions; send answers")
-        moves = session.latest_task not in (None, task_hash) and not row.has_jobs
+        # A session rebuilt after it was dropped (or after a restart) knows its latest
+        # task only from the store.
+        latest = session.latest_task or await self.store.latest_task(session_id)
+        moves = latest not in (None, task_hash) and not row.has_jobs
         claimed = await self.store.claim(
             session_id,
             task_hash,
@@ -341,7 +363,7 @@ class Engine:
             else Snapshot(objective=row.objective, messages=[])
         )
         run = self._new_run(
-            session,
+            self.session(session_id),  # the live one: the session may be new since the awaits
             claimed.task_hash,
             row.objective,
             "",
@@ -390,9 +412,11 @@ class Engine:
 
     async def pending_tasks(self, session_id: str) -> list[PendingTaskInfo]:
         """Only actually resumable tasks: no live marker, not running here (R45, R51)."""
-        session = self.session(session_id)
+        check_session_id(session_id)
         rows = await self.store.list_resumable(session_id, now=self.services.clock())
-        return [_info(row) for row in rows if row.task_hash not in session.runs]
+        session = self.sessions.get(session_id)  # a query makes no session
+        running = session.runs if session is not None else {}
+        return [_info(row) for row in rows if row.task_hash not in running]
 
     async def questions(self, session_id: str, task_hash: str) -> list[Any]:
         row = await self._pending_row(session_id, task_hash)
@@ -402,7 +426,7 @@ class Engine:
         """Delete a pending task (404 unknown, 409 while it runs)."""
         row = await self._pending_row(session_id, task_hash)
         key = marker_key(session_id, task_hash)
-        running = task_hash in self.session(session_id).runs
+        running = self.find_run(task_hash, session_id) is not None
         if running or await self.store.marker_alive(key, now=self.services.clock()):
             raise Conflict(CONFLICT_RUNNING)
         if row.ask_id and self.registry.get(row.ask_id) is not None:
@@ -465,9 +489,10 @@ class Engine:
         return len(rows)
 
     def statistics(self) -> dict[str, Any]:
-        sessions = [s.statistics() for s in self._sessions.values()]
+        sessions = [s.statistics() for s in self.sessions.live()]
         return {
             "sessions": len(sessions),
+            "sessions_dropped": self.sessions.statistics().dropped_total,
             "tasks_running": sum(s.tasks_running for s in sessions),
             "tasks_queued": sum(s.tasks_queued for s in sessions),
             "legs_running": sum(s.legs_running for s in sessions),
@@ -475,24 +500,29 @@ class Engine:
             "subscribers": sum(s.hub.subscribers for s in sessions),
             "pending": attrs.asdict(self.registry.statistics()),
             "supervisor": attrs.asdict(self._supervisor.statistics()),
-            "background": (
-                attrs.asdict(self.background.statistics()) if self.background is not None else {}
-            ),
+            "background": attrs.asdict(self.background.statistics()),
         }
 
     @property
     def task_count(self) -> int:
-        return sum(len(s.runs) for s in self._sessions.values())
+        return sum(len(s.runs) for s in self.sessions.live())
 
     async def shutdown(self) -> None:
-        """Cancel every run with cause ``shutdown`` and wait for their exits (R53)."""
-        runs = [run for s in self._sessions.values() for run in s.runs.values()]
-        if self.background is not None:
-            self.background.shutdown()  # legs first: no follow-up starts from here on
+        """Cancel every run with cause ``shutdown`` and wait for their exits (R53); then
+        stop the engine's own loops."""
+        runs = [run for s in self.sessions.live() for run in s.runs.values()]
+        self.background.shutdown()  # legs first: no follow-up starts from here on
         self._supervisor.cancel_all(Cause.SHUTDOWN)
         with trio.move_on_after(SHUTDOWN_WAIT_S):
             for run in runs:
                 await run.handle.wait_finished()
+        self._upkeep.cancel_all(Cause.SHUTDOWN)
+
+
+async def _maintain(store: Store, *, task_status: trio.TaskStatus[None]) -> None:
+    """The store's upkeep (`Store.maintain`) as a supervised loop."""
+    task_status.started()
+    await store.maintain()
 
 
 def _info(row: TaskRow) -> PendingTaskInfo:
@@ -504,87 +534,3 @@ def _info(row: TaskRow) -> PendingTaskInfo:
         updated_at=row.updated_at,
         has_jobs=row.has_jobs,
     )
-
-
-@asynccontextmanager
-async def open_engine(
-    config: Config,
-    *,
-    store: Store | None = None,
-    model: Model | None = None,
-    verifier: PasswordVerifier | None = None,
-    clock: Callable[[], float] = time.time,
-    decision_model: Model | None = None,
-) -> AsyncIterator[Engine]:
-    """An engine with its own nursery; on exit every run and leg is cancelled
-    (``shutdown``) and, if this function opened the store, the store is closed.
-
-    ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
-    the config is built when it is set."""
-    from engine.models.factory import close_model, make_model
-    from engine.store.files import make_home
-    from engine.store.sqlite import SqliteStore
-    from engine.tools.sandbox import Sandbox
-
-    home = config.home_path
-    await trio.to_thread.run_sync(make_home, home)
-    own_store, own_model = store is None, model is None
-    own_decision = decision_model is None and config.decision_model is not None
-    if store is None:
-        store = await SqliteStore.open(home / "agentrio.db")
-    the_store = store
-
-    async def get_secret(name: str) -> str | None:
-        return await the_store.get_secret("", name)
-
-    try:
-        if model is None:
-            model = await make_model(config.model, get_secret=get_secret)
-        if own_decision and config.decision_model is not None:
-            decision_model = await make_model(config.decision_model, get_secret=get_secret)
-        services = Services(
-            config=config,
-            store=store,
-            registry=PendingRegistry(),
-            model=model,
-            verifier=verifier or SudoVerifier(),
-            sandbox=await Sandbox.probe(config),
-            clock=clock,
-        )
-        async with trio.open_nursery() as nursery:
-            toolbox = Toolbox(
-                [
-                    RunCommandTool(services),
-                    AskUserTool(services),
-                    StoreSecretTool(services),
-                    ChatHistoryTool(services),
-                ]
-            )
-            engine = Engine(services, nursery, toolbox)
-            engine.subagent_toolbox = Toolbox([RunCommandTool(services), ChatHistoryTool(services)])
-            background = BackgroundManager(engine, nursery, decision_model=decision_model)
-            engine.background = background
-            toolbox.add(BackgroundCommandTool(services, background))
-            toolbox.add(BackgroundSubagentsTool(services, background))
-            await engine.reoffer_parked()
-            upkeep = trio.CancelScope()
-
-            async def maintain_store() -> None:
-                with upkeep:
-                    await services.store.maintain()
-
-            nursery.start_soon(maintain_store)
-            try:
-                yield engine
-            finally:
-                with trio.CancelScope(shield=True):
-                    await engine.shutdown()
-                cancel_scope(upkeep, Cause.SHUTDOWN)
-    finally:
-        with trio.CancelScope(shield=True):
-            if own_model and model is not None:
-                await close_model(model)
-            if own_decision and decision_model is not None:
-                await close_model(decision_model)
-            if own_store:
-                await store.aclose()

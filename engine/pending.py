@@ -498,6 +498,11 @@ class PendingRegistry:
             if session_id is None or entry.request.session_id == session_id
         ]
 
+    def sessions_in_use(self) -> set[str]:
+        """Sessions with an open entry, parked ones included: their sessions stay
+        in memory (`engine.sessions.SessionHolder`)."""
+        return {entry.request.session_id for entry in self._entries.values()}
+
     def statistics(self) -> RegistryStatistics:
         entries = list(self._entries.values())
         return RegistryStatistics(

@@ -31,6 +31,7 @@ import trio
 
 from engine.causes import Cause
 from engine.markers import MARKER_TTL_S, keep_marker_alive
+from engine.messages import CANCELED_REPLY, resume_message
 from engine.models.base import Message, ModelError, ToolCallRequest
 from engine.nursery_tasks import TaskHandle, cancel_scope
 from engine.pending import AskRequest
@@ -42,12 +43,11 @@ from engine.snapshot import (
     Snapshot,
     clamp,
     make_snapshot,
-    resume_message,
     snapshot_to_json,
 )
 from engine.store.base import HistoryRow, TaskRow
 from engine.tools.ask_user import ask_inline
-from engine.tools.base import Services, Tool, ToolOutcome
+from engine.tools.base import Services, Tool, ToolContext, ToolOutcome
 from protocol import events as ev
 from protocol.events import Question
 from protocol.frames import DoneStatus
@@ -116,7 +116,7 @@ class TaskRun:
     """The live state of one task in this process."""
 
     services: Services
-    session: Session
+    session: Session[TaskRun]
     task_hash: str
     #: The original objective (the first input), kept across resumes.
     objective: str
@@ -135,8 +135,6 @@ class TaskRun:
     completed: list[CompletedCall] = attrs.field(factory=list)
     #: Calls of the current turn not finished yet: "interrupted" if the run stops now.
     open_calls: list[ToolCallRequest] = attrs.field(factory=list)
-    #: Tools approved with "Allow for this turn".
-    allow_turn: set[str] = attrs.field(factory=set)
     record: list[str] = attrs.field(factory=list)
     queued: bool = True
     last_error: str = ""
@@ -159,6 +157,24 @@ class TaskRun:
     def emit(self, kind: type[_E], **fields: Any) -> _E:
         return self.session.hub.emit(self.task_hash, kind, **fields)
 
+    def tool_context(self) -> ToolContext:
+        """What the tools of this run's next turn get to know and do (a fresh
+        "allow this turn" set each turn)."""
+        return ToolContext(
+            session_id=self.session.id,
+            task_hash=self.task_hash,
+            origin=self.session.origin,
+            window_hash=self.origin.window_hash,
+            allow_all=self.allow_all,
+            subagent_of=self.subagent_of,
+            turn=sum(1 for message in self.messages if message.role == "assistant"),
+            allowed=self.session.allowed,
+            allow_turn=set(),
+            emit=self.emit,
+            cancel=self.handle.cancel,
+            add_answers=self.previous_answers.extend,
+        )
+
     async def wait_done(self) -> TaskOutcome:
         await self.handle.wait_finished()
         assert self.outcome is not None
@@ -171,20 +187,17 @@ class Toolbox:
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools = {tool.name: tool for tool in tools}
 
-    def add(self, tool: Tool) -> None:
-        self._tools[tool.name] = tool
+    def available(self, ctx: ToolContext) -> list[Tool]:
+        return [tool for tool in self._tools.values() if tool.available(ctx)]
 
-    def for_run(self, run: TaskRun) -> list[Tool]:
-        return [tool for tool in self._tools.values() if tool.available(run)]
-
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         tool = self._tools.get(call.name)
-        if tool is None or not tool.available(run):
+        if tool is None or not tool.available(ctx):
             return ToolOutcome(
                 ok=False, output="", skipped=f"tool {call.name!r} is not available in this task"
             )
         try:
-            return await tool.execute(run, call)
+            return await tool.execute(ctx, call)
         except ValueError as exc:  # bad arguments from the model
             return ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
 
@@ -196,10 +209,11 @@ async def execute_task(
     services = run.services
     ending: _Ending | None = None
     try:
-        # Stored and alive in one write (a resumed run's claim already did both, but
-        # this row carries the new run's origin and model).
+        # Stored, alive and the session's latest task (R36) in one write (a resumed
+        # run's claim already did the first two, but this row carries the new run's
+        # origin and model).
         await services.store.put_task(
-            _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S
+            _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S, latest=True
         )
         task_status.started()
         run.emit(
@@ -252,7 +266,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     services = run.services
     if run.resume_snapshot is not None:
         snapshot, run.resume_snapshot = run.resume_snapshot, None
-        answers = await ask_inline(services, run, snapshot.questions)
+        answers = await ask_inline(services, run.tool_context(), snapshot.questions)
         if answers is None:
             return _Parked(list(snapshot.questions))
         run.input = resume_input(run, snapshot, answers)
@@ -260,8 +274,8 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     run.messages.append(Message(role="user", content=run.input))
     for _turn in range(services.config.max_turns):
         _inject(run)
-        run.allow_turn.clear()
-        tools = toolbox.for_run(run)
+        ctx = run.tool_context()
+        tools = toolbox.available(ctx)
         streamed: list[str] = []
 
         async def on_text(delta: str, streamed: list[str] = streamed) -> None:
@@ -288,7 +302,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
         run.open_calls = list(reply.tool_calls)
         for call in reply.tool_calls:
             run.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
-            outcome = await toolbox.execute(run, call)
+            outcome = await toolbox.execute(ctx, call)
             run.open_calls.remove(call)
             if outcome.park is not None:
                 park = outcome.park
@@ -403,7 +417,7 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                     )
                 else:
                     last = f"\nlast error: {run.last_error}" if run.last_error else ""
-                    await _end_in_history(run, "canceled", f"assistant: [Canceled]{last}")
+                    await _end_in_history(run, "canceled", f"assistant: {CANCELED_REPLY}{last}")
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
                 run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
     except Exception as exc:  # the store failed: say so, never hang the caller

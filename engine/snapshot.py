@@ -1,11 +1,12 @@
-"""Snapshots of a stopped task, the clamping that keeps them small, and the resume
-message that hands one back to the model (R11, R12).
+"""Snapshots of a stopped task and the clamping that keeps them small (R11).
 
 A snapshot is what a new turn needs to carry on after the run that wrote it ended:
 the objective, the conversation so far, which tool calls completed (with results),
 which were interrupted, the questions asked and the answers already given. Tool
 results and arguments can be huge (a ``cat`` of a log), so they are clamped on the way
-in: the model is told that an elided value must be fetched again, never guessed.
+in: the resume message that hands a snapshot back to the model
+(`engine.messages.resume_message`, R12) tells it that an elided value must be fetched
+again, never guessed.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import attrs
 
@@ -23,9 +24,6 @@ from protocol.events import Question
 
 __all__ = [
     "ARGS_LIMIT",
-    "ELIDED_SENTENCE",
-    "HEADER_ASK_USER",
-    "HEADER_INTERRUPTED",
     "QA",
     "RESULT_LIMIT",
     "CompletedCall",
@@ -35,7 +33,6 @@ __all__ = [
     "clamp_args",
     "has_elided",
     "make_snapshot",
-    "resume_message",
     "snapshot_from_json",
     "snapshot_to_json",
 ]
@@ -44,13 +41,6 @@ __all__ = [
 RESULT_LIMIT: Final = 32 * 1024
 #: Most bytes of one tool call's arguments, as compact JSON, kept in a snapshot (R11).
 ARGS_LIMIT: Final = 4 * 1024
-
-HEADER_ASK_USER: Final = "[Resumed Task — ask_user response received]"
-HEADER_INTERRUPTED: Final = "[Resumed Task — interrupted execution recovered]"
-ELIDED_SENTENCE: Final = (
-    "Some values above were elided; if an elided value matters, fetch it again by "
-    "repeating the call — do not guess it."
-)
 
 _ELIDED: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
 
@@ -260,79 +250,3 @@ def has_elided(snapshot: Snapshot) -> bool:
     """True when any value of the snapshot carries a ``...[N bytes elided]...`` marker."""
     text = json.dumps(snapshot_to_json(snapshot), ensure_ascii=False)
     return _ELIDED.search(text) is not None
-
-
-def _args_text(args: dict[str, Any]) -> str:
-    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
-
-
-def _answer_text(question: Question, answer: str) -> str:
-    # A secret answer must not reach the model's messages: they end up in snapshots
-    # and history (R73). The model learns only that one was given.
-    return "(a secret value was given; it is not shown)" if question.secret else answer
-
-
-def resume_message(
-    snapshot: Snapshot,
-    *,
-    answers: Sequence[str] | None,
-    reason: Literal["ask_user", "interrupted"],
-) -> str:
-    """The hidden input that starts the resumed turn (R12).
-
-    It begins with `HEADER_ASK_USER` or `HEADER_INTERRUPTED`, then ``## `` sections in
-    this order, each left out when it has nothing in it: Objective, Completed tool
-    results, Interrupted calls, Previous answers, Current answers, Background reports,
-    Remaining steps. Current answers pair ``snapshot.questions[i]`` with
-    ``answers[i]``; a question with no answer says so, and answers beyond the
-    questions are listed as additional. When the snapshot holds any elided value, it
-    ends with `ELIDED_SENTENCE` (R11).
-    """
-    header = HEADER_ASK_USER if reason == "ask_user" else HEADER_INTERRUPTED
-    sections: list[str] = [header]
-
-    def section(title: str, body: str) -> None:
-        sections.append(f"## {title}\n{body}")
-
-    if snapshot.objective:
-        section("Objective", snapshot.objective)
-    if snapshot.completed:
-        items = [
-            f"{i}. {c.tool_name} (call {c.call_id})\n"
-            f"args: {_args_text(c.args)}\n"
-            f"output:\n{c.output}"
-            for i, c in enumerate(snapshot.completed, 1)
-        ]
-        section(
-            "Completed tool results",
-            "These calls ran to completion; their results stand.\n\n" + "\n\n".join(items),
-        )
-    if snapshot.interrupted:
-        items = [
-            f"{i}. {c.tool_name} (call {c.call_id})\nargs: {_args_text(c.args)}"
-            for i, c in enumerate(snapshot.interrupted, 1)
-        ]
-        section(
-            "Interrupted calls",
-            "These calls did not complete; their effects are unknown. Repeat a call if it "
-            "is still needed.\n\n" + "\n\n".join(items),
-        )
-    if snapshot.previous_answers:
-        section(
-            "Previous answers",
-            "\n\n".join(f"Q: {qa.question}\nA: {qa.answer}" for qa in snapshot.previous_answers),
-        )
-    if answers is not None and (answers or snapshot.questions):
-        pairs: list[str] = []
-        for i, question in enumerate(snapshot.questions):
-            answer = _answer_text(question, answers[i]) if i < len(answers) else "(no answer given)"
-            pairs.append(f"Q: {question.text}\nA: {answer}")
-        pairs.extend(f"Additional answer: {extra}" for extra in answers[len(snapshot.questions) :])
-        section("Current answers", "\n\n".join(pairs))
-    if snapshot.reports:
-        section("Background reports", "\n\n".join(snapshot.reports))
-    if snapshot.remaining_steps:
-        section("Remaining steps", snapshot.remaining_steps)
-    if has_elided(snapshot):
-        sections.append(ELIDED_SENTENCE)
-    return "\n\n".join(sections)

@@ -51,8 +51,9 @@ from agentrio import (
     connect,
 )
 from agentrio.handles import Controls
+from engine.assembly import open_engine
 from engine.config import Config, load_config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.errors import AlreadyResolved
 from engine.models.base import Model, ModelReply, ToolCallRequest
 from engine.models.builtin import BuiltinModel

@@ -1,7 +1,7 @@
 """The keyword watcher of a command leg (R28) and the decision-model check (R29).
 
 A `Watcher` is fed the leg's output chunks as they arrive (`Watcher.feed`, synchronous,
-from `engine.tools.process.run_in_group`'s ``on_output``) and runs one loop
+from `engine.processes.runner.run_in_group`'s ``on_output``) and runs one loop
 (`Watcher.run`) that decides when a *hit* becomes a report. It starts no process and
 reads no clock but Trio's, so it is tested with a mock clock and plain byte strings.
 
@@ -45,6 +45,7 @@ from engine.models.base import Message, Model, ModelError
 __all__ = [
     "CHECK_TIMEOUT_S",
     "REPORT_KEEP_BYTES",
+    "Checker",
     "DecisionCheck",
     "Verdict",
     "WatchReport",

@@ -158,3 +158,47 @@ def test_engine_cancels_scopes_only_through_cancel_scope() -> None:
             ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def _engine_imports(path: Path) -> set[str]:
+    """The engine modules ``path`` imports: ``from engine.x import y`` names the module
+    ``engine.x.y`` when there is one, else ``engine.x``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "engine")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] != "engine":
+                continue
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                is_module = (ROOT / Path(*submodule.split("."))).with_suffix(".py").exists() or (
+                    ROOT / Path(*submodule.split(".")) / "__init__.py"
+                ).exists()
+                found.add(submodule if is_module else node.module)
+    return found
+
+
+def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
+    """The engine's internal modules are its own (issue 16): the REPL, the protocol,
+    the client, the benchmarks and the examples -- every top-level package but the
+    engine and the tests -- import only `engine.PUBLIC_MODULES`."""
+    from engine import PUBLIC_MODULES
+
+    packages = [
+        folder
+        for folder in sorted(ROOT.iterdir())
+        if folder.is_dir()
+        and folder.name not in {"engine", "tests"}
+        and not folder.name.startswith(".")
+        and any(folder.rglob("*.py"))
+    ]
+    assert {"repl", "protocol", "bench", "examples"} <= {p.name for p in packages}
+    bad = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for package in packages
+        for path in sorted(package.rglob("*.py"))
+        for name in _engine_imports(path)
+        if name not in PUBLIC_MODULES
+    }
+    assert bad == set()

@@ -14,7 +14,7 @@ It does not understand language; it reads the conversation the way a test would:
    runs again — but never one whose arguments were cut short (R11 elision), which it
    would only be guessing; ``[Resumed Task — background group finished]`` and
    ``[Background Report — …]`` quote the reports. Sections are read both as
-   engine/snapshot.py writes them (``## Interrupted calls`` headings, calls as
+   engine/messages.py writes them (``## Interrupted calls`` headings, calls as
    ``1. run_command (call id)`` + ``args: {…}``) and in the short form
    ``Interrupted calls:`` / ``- run_command {"command": "sleep 30"}``. Anything that does
    not parse is summarised, not guessed.
@@ -58,6 +58,14 @@ from typing import Any, Final
 import attrs
 import trio
 
+from engine.messages import (
+    ASK_RESUME_HEADER,
+    ELIDED_SENTENCE,
+    FOLLOWUP_HEADER,
+    INTERRUPTED_RESUME_HEADER,
+    REPORT_FINISHED_HEADER,
+    REPORT_UPDATE_HEADER,
+)
 from engine.models.base import (
     Message,
     ModelError,
@@ -69,22 +77,11 @@ from engine.models.base import (
 )
 
 __all__ = [
-    "ASK_RESUME_HEADER",
-    "GROUP_RESUME_HEADER",
     "HELP_TEXT",
-    "INTERRUPTED_RESUME_HEADER",
     "NOTHING_NEW",
-    "REPORT_FINISHED_HEADER",
-    "REPORT_UPDATE_HEADER",
     "BuiltinModel",
     "decide",
 ]
-
-ASK_RESUME_HEADER: Final = "[Resumed Task — ask_user response received]"
-INTERRUPTED_RESUME_HEADER: Final = "[Resumed Task — interrupted execution recovered]"
-GROUP_RESUME_HEADER: Final = "[Resumed Task — background group finished]"
-REPORT_FINISHED_HEADER: Final = "[Background Report — background task finished]"
-REPORT_UPDATE_HEADER: Final = "[Background Report — background task update]"
 
 NOTHING_NEW: Final = "There is nothing new to answer."
 HELP_TEXT: Final = (
@@ -98,7 +95,7 @@ HELP_TEXT: Final = (
     "- fail: MESSAGE — fail with MESSAGE (for testing)"
 )
 
-#: Section titles the resume messages use (engine/snapshot.py writes them as ``## Title``
+#: Section titles the resume messages use (engine/messages.py writes them as ``## Title``
 #: headings; ``Title:`` lines are read too). A heading or ``Title:`` line with one of these
 #: titles ends the section before it, and so does the closing sentence about elided
 #: values; nothing else does, so report bodies and command output (which may well
@@ -117,8 +114,10 @@ _SECTION_TITLES: Final = (
 _TITLES: Final = "|".join(re.escape(title) for title in _SECTION_TITLES)
 #: After a title: an optional parenthetical, such as ``Current answers (2):``, then a colon.
 _TITLE_TAIL: Final = r"(?: ?\([^)\n]*\))?:"
+#: The start of the closing sentence about elided values (R11).
+_ELIDED_START: Final = re.escape(ELIDED_SENTENCE.partition(";")[0])
 _SECTION_RE: Final = re.compile(
-    rf"^(?:#+ *(?:{_TITLES})\s*$|(?:{_TITLES}){_TITLE_TAIL}|Some values above were elided)"
+    rf"^(?:#+ *(?:{_TITLES})\s*$|(?:{_TITLES}){_TITLE_TAIL}|{_ELIDED_START})"
 )
 _EXIT_RE: Final = re.compile(
     r"^\W*(?:exit|exited with|return)(?:[ _-]?(?:code|status))?\s*[:=]?\s*(-?\d+)\W*$",
@@ -273,7 +272,7 @@ def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
     if text.startswith(INTERRUPTED_RESUME_HEADER):
         reply = _recover(text, available, turn)
         return attrs.evolve(reply, text=reply.text + _carried_reports(text))
-    if text.startswith(GROUP_RESUME_HEADER):
+    if text.startswith(FOLLOWUP_HEADER):
         return ModelReply(text=_summarise_group(text))
     for header, what in (
         (REPORT_FINISHED_HEADER, "A background task finished"),
@@ -340,7 +339,7 @@ def _summarise_group(text: str) -> str:
     objective = " ".join(_section(text, "Objective")).strip()
     reports = _section(text, "Background reports")
     if not reports:
-        body = text[len(GROUP_RESUME_HEADER) :].strip()
+        body = text[len(FOLLOWUP_HEADER) :].strip()
         reports = body.splitlines()
     head = (
         f'The background work for "{objective}" finished.'

@@ -30,7 +30,6 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import attrs
 import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -38,12 +37,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from engine.core import Engine
 from engine.errors import AgentrioError, BadRequest, NotFound
 from engine.ids import check_session_id, check_task_hash
 from engine.pending import Entry
 from engine.server.auth import bearer_ok
-from engine.server.commands import Commands, check_ask_id
+from engine.server.commands import check_ask_id
+from engine.server.context import ServerContext
 from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from protocol.errors import ErrorCode, FrameDecodeError
 from protocol.frames import (
@@ -100,33 +99,6 @@ STATIC_HEADERS: Final = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-
-
-@attrs.define(eq=False, kw_only=True)
-class ServerContext:
-    """What every route and connection shares.
-
-    ``own_origins`` is filled in once the port is bound (``--port 0`` picks one), so
-    the daemon's own ``http://host:port`` passes the Origin check. ``closing`` is set
-    at shutdown: WebSocket connections close with 4001 and event streams end, so
-    hypercorn's graceful stop does not wait on them.
-    """
-
-    engine: Engine
-    token: str
-    version: str
-    allowed_origins: tuple[str, ...] = ()
-    own_origins: frozenset[str] = frozenset()
-    closing: trio.Event = attrs.field(factory=trio.Event)
-    #: The command layer both transports call.
-    commands: Commands = attrs.field(init=False)
-    #: Open WebSocket connections and event streams, for statistics.
-    connections: int = 0
-    streams: int = 0
-
-    @commands.default
-    def _commands(self) -> Commands:
-        return Commands(self.engine)
 
 
 class _BodyTooLarge(Exception):

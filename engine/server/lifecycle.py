@@ -8,7 +8,7 @@
    passwords; the log file is 0600);
 3. makes the home owner-only (folders 0700, files 0600, `engine.store.files`),
    logging once what it had to tighten in a home made earlier with looser modes; ends
-   the processes a killed predecessor left running (`engine.orphans`), clears
+   the processes a killed predecessor left running (`engine.processes.orphans`), clears
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
@@ -45,15 +45,16 @@ import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
 
+from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.nursery_tasks import cancel_scope
-from engine.orphans import kill_orphans, mark_children
+from engine.processes.orphans import kill_orphans, mark_children
+from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
 from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
-from engine.tools.process import adopting_orphans
 
 __all__ = [
     "DAEMON_JSON",

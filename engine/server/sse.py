@@ -35,7 +35,7 @@ from starlette.responses import Response, StreamingResponse
 from engine.causes import Cause
 from engine.ids import check_session_id
 from engine.nursery_tasks import cancel_scope
-from engine.server.app import ServerContext
+from engine.server.context import ServerContext
 from engine.sessions import Subscription
 from protocol.codec import unstructure
 from protocol.events import Event

@@ -58,6 +58,7 @@ from engine.pending import (
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
 from engine.server.commands import Commands
+from engine.server.context import ServerContext
 from engine.server.ws_frames import (
     ack,
     answer_command,
@@ -110,8 +111,6 @@ class ConnectionGone(Exception):
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
     """The ``/v1/ws`` route: Origin check, ``hello``, then `Connection.serve`."""
-    from engine.server.app import ServerContext
-
     ctx: ServerContext = websocket.app.state.ctx
     origin = websocket.headers.get("origin")
     if not origin_allowed(origin, ctx.allowed_origins, ctx.own_origins):

@@ -3,7 +3,6 @@ secrets). `Store` is the protocol; `SqliteStore` the embedded default."""
 
 from __future__ import annotations
 
-from engine.store.base import CLAIM_CONFLICT as CLAIM_CONFLICT
 from engine.store.base import HistoryRow as HistoryRow
 from engine.store.base import Store as Store
 from engine.store.base import StoreError as StoreError
@@ -15,7 +14,6 @@ from engine.store.sqlite import open_sqlite_store as open_sqlite_store
 from engine.store.sqlite import open_store as open_store
 
 __all__ = [
-    "CLAIM_CONFLICT",
     "HistoryRow",
     "SqliteStore",
     "Store",

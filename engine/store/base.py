@@ -11,7 +11,7 @@ marker expiry follows whatever clock the caller trusts, and tests can use a mock
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 
@@ -19,7 +19,6 @@ from engine.errors import AgentrioError
 from protocol.events import Question
 
 __all__ = [
-    "CLAIM_CONFLICT",
     "HistoryRow",
     "Store",
     "StoreError",
@@ -27,9 +26,6 @@ __all__ = [
     "TaskRow",
     "marker_key",
 ]
-
-#: The message of the `Conflict` a lost claim raises (R37), word for word.
-CLAIM_CONFLICT: Final = "[Conflict] pending task: running"
 
 TaskState = Literal["running", "parked", "interrupted"]
 HistoryStatus = Literal["finished", "failed", "canceled"]
@@ -126,14 +122,26 @@ class Store(Protocol):
 
     # -- pending tasks -------------------------------------------------------------
 
-    async def put_task(self, row: TaskRow, *, marker_expires_at: float | None = None) -> None:
+    async def put_task(
+        self, row: TaskRow, *, marker_expires_at: float | None = None, latest: bool = False
+    ) -> None:
         """Insert or replace the row named by ``(row.session_id, row.task_hash)``.
 
         With ``marker_expires_at``, the task's online marker is set to expire then, in
-        the same transaction (a run starting: stored and alive in one write)."""
+        the same transaction (a run starting: stored and alive in one write). With
+        ``latest``, the task becomes its session's latest task (`latest_task`), in the
+        same transaction too."""
         ...
 
     async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None: ...
+
+    async def latest_task(self, session_id: str) -> str | None:
+        """The task most recently started in the session, or None before its first.
+
+        R36 decides with it whether a resume moves to a new hash. It is kept here, not
+        only in the session's memory, because a session with nothing to do is dropped
+        from memory (`engine.sessions.SessionRegistry`) and rebuilt on its next use."""
+        ...
 
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
         """Drop a pending task; ``False`` when there was none. Its marker is left alone."""

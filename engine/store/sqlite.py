@@ -2,17 +2,16 @@
 
 Why this shape:
 
-- **One connection, one worker at a time.** Every call goes through
-  ``trio.to_thread.run_sync(..., limiter=CapacityLimiter(1))``, so the Trio thread never
-  blocks on disk and the connection (opened with ``check_same_thread=False``) is only
-  ever used by one thread at a time. A call that already runs in the worker is not
+- **One connection, one worker at a time** (`engine.store.sqlite_worker`): the Trio
+  thread never blocks on disk, and a call that already runs in the worker is not
   abandoned when its caller is cancelled: a transaction is never left half done.
 - **Every write is all or nothing** inside a ``BEGIN IMMEDIATE`` transaction, which takes
   SQLite's write lock up front. That lock is what makes `SqliteStore.claim` an atomic
   compare-and-set across OS processes sharing the file (R37): the check and the update
   happen while no other writer can run. The busy timeout (30 s) makes a loser wait for
   the lock rather than fail, and then see the winner's marker. Concurrent writes are
-  group-committed: one transaction, each write in its own savepoint (`SqliteStore._write`).
+  group-committed: one transaction, each write in its own savepoint
+  (`engine.store.sqlite_worker.SqliteWorker.write`).
 - **WAL with** ``synchronous=NORMAL``: a committed transaction survives the process
   being killed at any moment (only a power loss can drop the last commits), and a
   reader never sees half a write (R72).
@@ -22,37 +21,41 @@ Why this shape:
   too (`engine.store.files`, issue 15 item 6). A missing folder is made 0700.
 - **No secret in an error** (R73): backend failures become `StoreError` carrying the
   operation's name and SQLite's own message, which never quotes bound values.
+
+The schema and the mapping of rows to values are `engine.store.sqlite_schema`; this
+module holds the statements of each operation.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-import attrs
-import outcome
 import trio
 
 from engine.errors import BadRequest, Conflict, NotFound
+from engine.messages import CONFLICT_RUNNING
+from engine.store import sqlite_schema as schema
 from engine.store.base import (
-    CLAIM_CONFLICT,
     HistoryRow,
     StoreError,
     StoreStatistics,
     TaskRow,
     marker_key,
 )
-from engine.store.files import make_private_dirs, open_private
-from protocol.codec import structure, unstructure
-from protocol.events import Question
+from engine.store.sqlite_schema import (
+    AUTOCHECKPOINT_PAGES,
+    BUSY_TIMEOUT,
+    HISTORY_COLUMNS,
+    SCHEMA_VERSION,
+    TASK_COLUMNS,
+)
+from engine.store.sqlite_worker import MAX_BATCH, SqliteWorker
 
 __all__ = [
     "AUTOCHECKPOINT_PAGES",
@@ -69,266 +72,8 @@ T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
-#: ``PRAGMA user_version`` of the schema below.
-SCHEMA_VERSION: Final = 1
-#: Seconds a writer waits for another process's write lock before giving up.
-BUSY_TIMEOUT: Final = 30.0
-
-_SCHEMA: Final = """
-CREATE TABLE IF NOT EXISTS tasks (
-    session_id   TEXT NOT NULL,
-    task_hash    TEXT NOT NULL,
-    state        TEXT NOT NULL CHECK (state IN ('running', 'parked', 'interrupted')),
-    objective    TEXT NOT NULL,
-    origin       TEXT NOT NULL,
-    model        TEXT NOT NULL,
-    created_at   REAL NOT NULL,
-    updated_at   REAL NOT NULL,
-    snapshot     TEXT,
-    questions    TEXT NOT NULL,
-    has_jobs     INTEGER NOT NULL,
-    ask_id       TEXT,
-    resumed_from TEXT,
-    PRIMARY KEY (session_id, task_hash)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS markers (
-    key        TEXT PRIMARY KEY,
-    expires_at REAL NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS history (
-    session_id TEXT NOT NULL,
-    task_hash  TEXT NOT NULL,
-    end_at     REAL NOT NULL,
-    objective  TEXT NOT NULL,
-    model      TEXT NOT NULL,
-    reasoning  TEXT NOT NULL,
-    status     TEXT NOT NULL CHECK (status IN ('finished', 'failed', 'canceled')),
-    content    TEXT NOT NULL,
-    UNIQUE (session_id, task_hash)
-);
-CREATE INDEX IF NOT EXISTS history_by_end ON history (session_id, end_at);
-CREATE TABLE IF NOT EXISTS secrets (
-    session_id TEXT NOT NULL,
-    key        TEXT NOT NULL,
-    value      TEXT NOT NULL,
-    PRIMARY KEY (session_id, key)
-) WITHOUT ROWID;
-"""
-
-_TASK_COLUMNS: Final = (
-    "session_id, task_hash, state, objective, origin, model, created_at, updated_at, "
-    "snapshot, questions, has_jobs, ask_id, resumed_from"
-)
-_HISTORY_COLUMNS: Final = (
-    "session_id, task_hash, end_at, objective, model, reasoning, status, content"
-)
-
-
-def _contains_casefold(haystack: str | None, needle: str | None) -> int:
-    """SQL function ``contains_casefold(a, b)``: Unicode-aware, unlike SQLite's
-    ``lower()`` which folds ASCII only."""
-    if haystack is None or needle is None:
-        return 0
-    return int(needle.casefold() in haystack.casefold())
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _task_params(row: TaskRow) -> tuple[Any, ...]:
-    return (
-        row.session_id,
-        row.task_hash,
-        row.state,
-        row.objective,
-        row.origin,
-        row.model,
-        row.created_at,
-        row.updated_at,
-        None if row.snapshot is None else _dumps(row.snapshot),
-        _dumps(unstructure(row.questions)),
-        int(row.has_jobs),
-        row.ask_id,
-        row.resumed_from,
-    )
-
-
-def _task_row(r: sqlite3.Row) -> TaskRow:
-    questions: list[Question] = structure(json.loads(r["questions"]), list[Question])
-    return TaskRow(
-        session_id=r["session_id"],
-        task_hash=r["task_hash"],
-        state=r["state"],
-        objective=r["objective"],
-        origin=r["origin"],
-        model=r["model"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-        snapshot=None if r["snapshot"] is None else json.loads(r["snapshot"]),
-        questions=questions,
-        has_jobs=bool(r["has_jobs"]),
-        ask_id=r["ask_id"],
-        resumed_from=r["resumed_from"],
-    )
-
-
-def _history_row(r: sqlite3.Row) -> HistoryRow:
-    return HistoryRow(
-        session_id=r["session_id"],
-        task_hash=r["task_hash"],
-        end_at=r["end_at"],
-        objective=r["objective"],
-        model=r["model"],
-        reasoning=r["reasoning"],
-        status=r["status"],
-        content=r["content"],
-    )
-
-
-def _connect(path: Path) -> sqlite3.Connection:
-    """Open (creating if needed) the file 0600, set the pragmas, create the schema.
-
-    Runs in a worker thread. Two processes opening a fresh file at once are fine: the
-    busy timeout is set before anything takes a lock, and the schema is created
-    inside ``BEGIN IMMEDIATE`` with ``IF NOT EXISTS``.
-    """
-    make_private_dirs(path.parent)
-    os.close(open_private(path, os.O_RDWR))
-    for side in (f"{path.name}-wal", f"{path.name}-shm"):
-        # SQLite reuses an existing side file as it is: one left group- or world-readable
-        # (by an older version) would leak recent writes.
-        try:
-            os.close(open_private(path.with_name(side), os.O_RDONLY, create=False))
-        except FileNotFoundError:
-            pass
-    conn = sqlite3.connect(
-        path, timeout=BUSY_TIMEOUT, isolation_level=None, check_same_thread=False
-    )
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
-        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise StoreError(f"cannot put {path.name} in WAL mode (got {mode})")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        # `SqliteStore.maintain` checkpoints off the write path; this is the safety net
-        # when it does not run (a checkpoint inside a commit costs that write ~15 ms).
-        conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
-        conn.create_function("contains_casefold", 2, _contains_casefold, deterministic=True)
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise StoreError(
-                    f"{path.name} has schema version {version}, newer than this agentrio "
-                    f"understands ({SCHEMA_VERSION})"
-                )
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
 #: Seconds between `SqliteStore.maintain`'s checkpoints (when something was written).
 CHECKPOINT_INTERVAL_S: Final = 1.0
-#: Pages in the WAL before a commit checkpoints by itself (SQLite's default: 1,000).
-AUTOCHECKPOINT_PAGES: Final = 20_000
-
-#: Most writes committed in one transaction (bounds how long the write lock is held).
-MAX_BATCH: Final = 256
-
-
-@attrs.define(eq=False)
-class _QueuedWrite:
-    """One write waiting for (or in) a group commit; ``result`` set by the worker."""
-
-    op: str
-    fn: Callable[[sqlite3.Connection], Any]
-    turn: trio.Event = attrs.field(factory=trio.Event)
-    result: outcome.Outcome[Any] | None = None
-
-
-def _batch_transaction(batch: list[_QueuedWrite], conn: sqlite3.Connection) -> None:
-    """Worker side of a group commit: each write in a savepoint, one commit for all.
-
-    A write that raises is rolled back to its savepoint and gets its exception (a
-    backend error as `StoreError` naming its operation); the others still commit.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        for write in batch:
-            conn.execute("SAVEPOINT write")
-            try:
-                value = write.fn(conn)
-            except Exception as exc:
-                conn.execute("ROLLBACK TO write")
-                conn.execute("RELEASE write")
-                if isinstance(exc, sqlite3.Error):
-                    exc = StoreError(f"store {write.op} failed: {exc}")
-                write.result = outcome.Error(exc)
-            else:
-                conn.execute("RELEASE write")
-                write.result = outcome.Value(value)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _whole_batch_failed(op: str, exc: BaseException) -> BaseException:
-    """The exception one write of a batch gets when the batch itself failed: its own
-    object (each waiting caller raises and chains its own), naming its operation."""
-    if isinstance(exc, sqlite3.Error):
-        return StoreError(f"store {op} failed: {exc}")
-    if isinstance(exc, trio.ClosedResourceError):
-        return trio.ClosedResourceError(str(exc))
-    return StoreError(f"store {op} failed: {type(exc).__name__}: {exc}")
-
-
-def _put_task_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
-    conn.execute(
-        f"INSERT OR REPLACE INTO tasks ({_TASK_COLUMNS}) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        params,
-    )
-
-
-def _set_marker(conn: sqlite3.Connection, key: str, expires_at: float) -> None:
-    conn.execute(
-        "INSERT OR REPLACE INTO markers (key, expires_at) VALUES (?, ?)", (key, expires_at)
-    )
-
-
-def _history_params(row: HistoryRow) -> tuple[Any, ...]:
-    return (
-        row.session_id,
-        row.task_hash,
-        row.end_at,
-        row.objective,
-        row.model,
-        row.reasoning,
-        row.status,
-        row.content,
-    )
-
-
-def _add_history_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
-    conn.execute(
-        f"INSERT OR REPLACE INTO history ({_HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        params,
-    )
-    # One transaction with the history row: see `Store.add_history` (R72).
-    conn.execute("DELETE FROM tasks WHERE session_id = ? AND task_hash = ?", params[:2])
 
 
 class SqliteStore:
@@ -341,13 +86,7 @@ class SqliteStore:
     def __init__(self, path: Path, conn: sqlite3.Connection, *, inline: bool = False) -> None:
         """Wrap an open connection; use `open` rather than calling this directly."""
         self._path = path
-        self._conn: sqlite3.Connection | None = conn
-        self._limiter = trio.CapacityLimiter(1)
-        self._writes = 0
-        self._batches = 0
-        self._queue: list[_QueuedWrite] = []
-        self._batch_running = False
-        self._inline = inline
+        self._worker = SqliteWorker(conn, inline=inline)
 
     @classmethod
     async def open(cls, path: Path | str, *, inline: bool = False) -> SqliteStore:
@@ -360,7 +99,11 @@ class SqliteStore:
         """
         path = Path(path)
         try:
-            conn = _connect(path) if inline else await trio.to_thread.run_sync(_connect, path)
+            conn = (
+                schema.connect(path)
+                if inline
+                else await trio.to_thread.run_sync(schema.connect, path)
+            )
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open store {path.name}: {exc}") from None
         return cls(path, conn, inline=inline)
@@ -370,97 +113,53 @@ class SqliteStore:
         return self._path
 
     def __repr__(self) -> str:
-        state = "closed" if self._conn is None else "open"
+        state = "closed" if self._worker.closed else "open"
         return f"<SqliteStore {str(self._path)!r} {state}>"
 
-    # -- the worker ----------------------------------------------------------------
-
     async def _run(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` in the worker; translate backend errors (no values in them)."""
-        try:
-            return await self._run_raw(fn)
-        except sqlite3.Error as exc:
-            raise StoreError(f"store {op} failed: {exc}") from None
-
-    async def _run_raw(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        def call() -> T:
-            conn = self._conn
-            if conn is None:
-                raise trio.ClosedResourceError("the store is closed")
-            return fn(conn)
-
-        if self._inline:
-            await trio.lowlevel.checkpoint()
-            return call()
-        return await trio.to_thread.run_sync(call, limiter=self._limiter)
+        """A read (or a write that needs no group commit) in the worker."""
+        return await self._worker.run(op, fn)
 
     async def _write(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn(conn)`` as one all-or-nothing write, committed before this returns.
-
-        Writes that arrive while another batch is in the worker queue up and are then
-        committed together (group commit): one ``BEGIN IMMEDIATE`` … ``COMMIT`` and one
-        thread hop for the whole batch, each write inside its own ``SAVEPOINT`` so a
-        failing one (a claim's `Conflict`, a constraint) is rolled back alone. Under
-        load this turns thousands of tasks' row and marker writes into a few hundred
-        transactions; a lone write costs what it did before. The first queued writer
-        leads the next batch; waiting is shielded because a queued write will be
-        committed whatever happens to its caller (as a write already in the worker
-        always was).
-        """
-        write = _QueuedWrite(op, fn)
-        self._queue.append(write)
-        with trio.CancelScope(shield=True):
-            if self._batch_running:
-                await write.turn.wait()
-            if write.result is None:  # this write leads the next batch
-                await self._run_batch()
-        assert write.result is not None
-        return write.result.unwrap()  # type: ignore[no-any-return]
-
-    async def _run_batch(self) -> None:
-        """Commit the queued writes (up to `MAX_BATCH`), then hand over to the next."""
-        self._batch_running = True
-        batch, self._queue = self._queue[:MAX_BATCH], self._queue[MAX_BATCH:]
-        try:
-            await self._run_raw(partial(_batch_transaction, batch))
-            self._writes += sum(isinstance(write.result, outcome.Value) for write in batch)
-            self._batches += 1
-        except BaseException as exc:  # BEGIN or COMMIT failed: none of them was written
-            for write in batch:
-                write.result = outcome.Error(_whole_batch_failed(write.op, exc))
-            if not isinstance(exc, Exception):
-                raise
-        finally:
-            for write in batch:
-                write.turn.set()
-            if self._queue:
-                self._queue[0].turn.set()  # its owner wakes with no result: it leads
-            else:
-                self._batch_running = False
+        """One all-or-nothing write, group-committed, committed before this returns."""
+        return await self._worker.write(op, fn)
 
     # -- pending tasks -------------------------------------------------------------
 
-    async def put_task(self, row: TaskRow, *, marker_expires_at: float | None = None) -> None:
-        params = _task_params(row)
+    async def put_task(
+        self, row: TaskRow, *, marker_expires_at: float | None = None, latest: bool = False
+    ) -> None:
+        params = schema.task_params(row)
         key = marker_key(row.session_id, row.task_hash)
 
         def put(conn: sqlite3.Connection) -> None:
-            _put_task_row(conn, params)
+            schema.put_task_row(conn, params)
             if marker_expires_at is not None:
-                _set_marker(conn, key, marker_expires_at)
+                schema.set_marker_row(conn, key, marker_expires_at)
+            if latest:
+                schema.set_latest_row(conn, row.session_id, row.task_hash)
 
         await self._write("put_task", put)
 
     async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None:
         def get(conn: sqlite3.Connection) -> sqlite3.Row | None:
             row: sqlite3.Row | None = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
                 (session_id, task_hash),
             ).fetchone()
             return row
 
         found = await self._run("get_task", get)
-        return None if found is None else _task_row(found)
+        return None if found is None else schema.task_row(found)
+
+    async def latest_task(self, session_id: str) -> str | None:
+        def get(conn: sqlite3.Connection) -> str | None:
+            found = conn.execute(
+                "SELECT latest_task FROM sessions WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            return None if found is None else str(found["latest_task"])
+
+        return await self._run("latest_task", get)
 
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
         def delete(conn: sqlite3.Connection) -> bool:
@@ -475,27 +174,27 @@ class SqliteStore:
     async def list_tasks(self, session_id: str) -> list[TaskRow]:
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE session_id = ? "
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE session_id = ? "
                 "ORDER BY created_at, task_hash",
                 (session_id,),
             ).fetchall()
 
-        return [_task_row(r) for r in await self._run("list_tasks", select)]
+        return [schema.task_row(r) for r in await self._run("list_tasks", select)]
 
     async def list_parked(self) -> list[TaskRow]:
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE state = 'parked' "
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE state = 'parked' "
                 "ORDER BY created_at, task_hash"
             ).fetchall()
 
-        return [_task_row(r) for r in await self._run("list_parked", select)]
+        return [schema.task_row(r) for r in await self._run("list_parked", select)]
 
     async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
         # The snapshot (the bulk of a row) is left out: a listing never shows it.
         columns = ", ".join(
             "NULL AS snapshot" if name == "snapshot" else f"t.{name}"
-            for name in (c.strip() for c in _TASK_COLUMNS.split(","))
+            for name in (c.strip() for c in TASK_COLUMNS.split(","))
         )
 
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
@@ -508,7 +207,7 @@ class SqliteStore:
                 (session_id, now),
             ).fetchall()
 
-        return [_task_row(r) for r in await self._run("list_resumable", select)]
+        return [schema.task_row(r) for r in await self._run("list_resumable", select)]
 
     async def claim(
         self,
@@ -531,7 +230,7 @@ class SqliteStore:
 
         def cas(conn: sqlite3.Connection) -> sqlite3.Row:
             found = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
                 (session_id, task_hash),
             ).fetchone()
             live = conn.execute(
@@ -541,10 +240,10 @@ class SqliteStore:
                 # The row of a task moved by a concurrent claim is gone, but its old
                 # marker says a run holds it: that is the conflict, not "unknown".
                 if live is not None:
-                    raise Conflict(CLAIM_CONFLICT)
+                    raise Conflict(CONFLICT_RUNNING)
                 raise NotFound(f"unknown pending task {task_hash}")
             if live is not None:
-                raise Conflict(CLAIM_CONFLICT)
+                raise Conflict(CONFLICT_RUNNING)
             final_hash = task_hash
             if new_task_hash is not None and new_task_hash != task_hash:
                 taken = conn.execute(
@@ -554,7 +253,7 @@ class SqliteStore:
                 if taken is not None:
                     raise Conflict(f"task hash {new_task_hash} is already in use")
                 conn.execute(
-                    f"INSERT INTO tasks ({_TASK_COLUMNS}) "
+                    f"INSERT INTO tasks ({TASK_COLUMNS}) "
                     f"SELECT session_id, ?, state, objective, origin, model, created_at, "
                     f"updated_at, snapshot, questions, has_jobs, ask_id, ? "
                     f"FROM tasks WHERE session_id = ? AND task_hash = ?",
@@ -564,27 +263,27 @@ class SqliteStore:
                     "DELETE FROM tasks WHERE session_id = ? AND task_hash = ?",
                     (session_id, task_hash),
                 )
-                _set_marker(conn, marker_key(session_id, new_task_hash), expires_at)
+                schema.set_marker_row(conn, marker_key(session_id, new_task_hash), expires_at)
                 final_hash = new_task_hash
             conn.execute(
                 "UPDATE tasks SET state = 'running', updated_at = ? "
                 "WHERE session_id = ? AND task_hash = ?",
                 (now, session_id, final_hash),
             )
-            _set_marker(conn, key, expires_at)
+            schema.set_marker_row(conn, key, expires_at)
             row: sqlite3.Row = conn.execute(
-                f"SELECT {_TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
+                f"SELECT {TASK_COLUMNS} FROM tasks WHERE session_id = ? AND task_hash = ?",
                 (session_id, final_hash),
             ).fetchone()
             return row
 
-        return _task_row(await self._write("claim", cas))
+        return schema.task_row(await self._write("claim", cas))
 
     # -- markers -------------------------------------------------------------------
 
     async def set_marker(self, key: str, *, expires_at: float) -> None:
         def put(conn: sqlite3.Connection) -> None:
-            _set_marker(conn, key, expires_at)
+            schema.set_marker_row(conn, key, expires_at)
 
         await self._write("set_marker", put)
 
@@ -612,25 +311,25 @@ class SqliteStore:
     # -- history -------------------------------------------------------------------
 
     async def add_history(self, row: HistoryRow) -> None:
-        params = _history_params(row)
+        params = schema.history_params(row)
 
         def add(conn: sqlite3.Connection) -> None:
-            _add_history_row(conn, params)
+            schema.add_history_row(conn, params)
 
         await self._write("add_history", add)
 
     async def end_run(
         self, session_id: str, task_hash: str, *, history: HistoryRow | None, keep: TaskRow | None
     ) -> None:
-        history_params = None if history is None else _history_params(history)
-        keep_params = None if keep is None else _task_params(keep)
+        history_params = None if history is None else schema.history_params(history)
+        keep_params = None if keep is None else schema.task_params(keep)
         key = marker_key(session_id, task_hash)
 
         def end(conn: sqlite3.Connection) -> None:
             if history_params is not None:
-                _add_history_row(conn, history_params)
+                schema.add_history_row(conn, history_params)
             if keep_params is not None:
-                _put_task_row(conn, keep_params)
+                schema.put_task_row(conn, keep_params)
             conn.execute("DELETE FROM markers WHERE key = ?", (key,))
 
         await self._write("end_run", end)
@@ -650,23 +349,23 @@ class SqliteStore:
                 where += " AND (contains_casefold(objective, ?) OR contains_casefold(content, ?))"
                 params += [keyword, keyword]
             return conn.execute(
-                f"SELECT {_HISTORY_COLUMNS} FROM history WHERE {where} "
+                f"SELECT {HISTORY_COLUMNS} FROM history WHERE {where} "
                 "ORDER BY end_at DESC, rowid DESC LIMIT ?",
                 (*params, limit),
             ).fetchall()
 
-        return [_history_row(r) for r in await self._run("list_history", select)]
+        return [schema.history_row(r) for r in await self._run("list_history", select)]
 
     async def get_history(self, session_id: str, task_hash: str) -> HistoryRow | None:
         def get(conn: sqlite3.Connection) -> sqlite3.Row | None:
             row: sqlite3.Row | None = conn.execute(
-                f"SELECT {_HISTORY_COLUMNS} FROM history WHERE session_id = ? AND task_hash = ?",
+                f"SELECT {HISTORY_COLUMNS} FROM history WHERE session_id = ? AND task_hash = ?",
                 (session_id, task_hash),
             ).fetchone()
             return row
 
         found = await self._run("get_history", get)
-        return None if found is None else _history_row(found)
+        return None if found is None else schema.history_row(found)
 
     # -- secrets -------------------------------------------------------------------
 
@@ -717,8 +416,8 @@ class SqliteStore:
             history=history,
             markers_live=markers,
             secrets=secrets,
-            writes_total=self._writes,
-            write_batches=self._batches,
+            writes_total=self._worker.writes,
+            write_batches=self._worker.batches,
         )
 
     async def maintain(self, *, interval_s: float = CHECKPOINT_INTERVAL_S) -> None:
@@ -732,7 +431,7 @@ class SqliteStore:
         one stays as a safety net at `AUTOCHECKPOINT_PAGES`. Inline stores (tests
         under a mock clock) keep SQLite's own checkpoints and return at once.
         """
-        if self._inline:
+        if self._worker.inline:
             return
         path = self._path
         conn = await trio.to_thread.run_sync(
@@ -742,9 +441,9 @@ class SqliteStore:
             checkpointed_at = -1  # the first pass checkpoints what is already there
             while True:
                 await trio.sleep(interval_s)
-                if self._writes == checkpointed_at:
+                if self._worker.writes == checkpointed_at:
                     continue
-                checkpointed_at = self._writes
+                checkpointed_at = self._worker.writes
                 try:
                     await trio.to_thread.run_sync(conn.execute, "PRAGMA wal_checkpoint(PASSIVE)")
                 except sqlite3.Error as exc:  # the writer's own checkpoint still runs
@@ -759,10 +458,7 @@ class SqliteStore:
         Shielded: a shutdown that is being cancelled still closes the file cleanly.
         Waits for a call already in the worker to finish first.
         """
-        with trio.CancelScope(shield=True):
-            conn, self._conn = self._conn, None
-            if conn is not None:
-                await trio.to_thread.run_sync(conn.close, limiter=self._limiter)
+        await self._worker.close()
 
 
 async def open_sqlite_store(path: Path | str) -> SqliteStore:

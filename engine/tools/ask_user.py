@@ -8,7 +8,7 @@ a snapshot is written, the run ends, and an answer resumes it as a new turn.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import trio
 
@@ -17,11 +17,8 @@ from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskRequest
 from engine.snapshot import QA
-from engine.tools.base import Services, ServiceTool, ToolOutcome
+from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from protocol.events import Question
-
-if TYPE_CHECKING:
-    from engine.runs import TaskRun
 
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
 
@@ -52,21 +49,21 @@ class AskUserTool(ServiceTool):
             },
         )
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         questions = parse_questions(call.args)
-        if run.session.origin != "cli-":
+        if ctx.origin != "cli-":
             return ToolOutcome(output="", park=questions)
-        answers = await ask_inline(self._services, run, questions)
+        answers = await ask_inline(self._services, ctx, questions)
         if answers is None:
             return ToolOutcome(output="", park=questions)
-        run.previous_answers.extend(
-            QA(question=q.text, answer=a) for q, a in zip(questions, answers, strict=False)
+        ctx.add_answers(
+            [QA(question=q.text, answer=a) for q, a in zip(questions, answers, strict=False)]
         )
         return ToolOutcome(output=format_answers(questions, answers))
 
 
 async def ask_inline(
-    services: Services, run: TaskRun, questions: list[Question]
+    services: Services, ctx: ToolContext, questions: list[Question]
 ) -> list[str] | None:
     """Ask ``questions`` in the run's window and return the answers, or None when the
     task should park instead: nobody can take the question (R10), or the reply failed
@@ -74,22 +71,20 @@ async def ask_inline(
     "Abort task" cancels the run with that cause."""
     request = AskRequest(
         kind="ask_user",
-        session_id=run.session_id,
-        task_hash=run.task_hash,
-        window_hash=run.origin.window_hash,
+        session_id=ctx.session_id,
+        task_hash=ctx.task_hash,
+        window_hash=ctx.window_hash,
         questions=questions,
     )
     registry = services.registry
-    if not registry.has_listener(run.session_id, request):
+    if not registry.has_listener(ctx.session_id, request):
         return None
     try:
         reply = await registry.ask(request)
     except AskFailed:
         return None
     if reply.action is not None:
-        run.handle.cancel(
-            Cause.USER_CANCELED if reply.action == "cancel_task" else Cause.USER_ABORTED
-        )
+        ctx.cancel(Cause.USER_CANCELED if reply.action == "cancel_task" else Cause.USER_ABORTED)
         await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
     return list(reply.answers or [])
 

@@ -12,21 +12,64 @@ sandbox and bounded by ``readonly_timeout_s``; everything else asks the task's w
 and is denied when nobody can answer, R8): the leg itself never asks (R30). Each command
 is confirmed on its own, so one denial does not stop the others. Sub-agent objectives
 need no confirmation: the sub-agent's own calls that would need one are not run (R30).
+
+The tools know the background machinery only through `BackgroundLegs`, the two calls
+they make; `engine.background.BackgroundManager` provides them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
 
+import attrs
+
+from engine.messages import legs_started
 from engine.models.base import ToolCallRequest, ToolSpec
-from engine.tools.base import Services, ToolOutcome
+from engine.tools.base import Services, ToolContext, ToolOutcome
 from engine.tools.run_command import CommandPlan, RunCommandTool
 
-if TYPE_CHECKING:
-    from engine.background import BackgroundManager, Job, Leg
-    from engine.runs import TaskRun
+__all__ = [
+    "BackgroundCommandTool",
+    "BackgroundLegs",
+    "BackgroundSubagentsTool",
+    "LegKind",
+    "StartedJob",
+]
 
-__all__ = ["BackgroundCommandTool", "BackgroundSubagentsTool"]
+LegKind = Literal["cmd", "sub"]
+
+
+@attrs.frozen
+class StartedJob:
+    """The legs one call started: ``(leg id, label, queued)`` each, in job ``job_id``."""
+
+    job_id: str
+    legs: list[tuple[str, str, bool]]
+
+
+class BackgroundLegs(Protocol):
+    """What the background tools need of the background machinery."""
+
+    def available(self, ctx: ToolContext) -> bool:
+        """Whether this task may start legs (R20)."""
+        ...
+
+    async def start_legs(
+        self,
+        ctx: ToolContext,
+        kind: LegKind,
+        labels: Sequence[str],
+        *,
+        objective: str,
+        next_step: str,
+        cwd: str | None = None,
+        plans: Sequence[CommandPlan] | None = None,
+    ) -> StartedJob:
+        """Start one leg per label in the job of the task's current turn (R21);
+        command legs come with one approved plan each."""
+        ...
+
 
 _GROUP_PROPERTIES: dict[str, Any] = {
     "objective": {
@@ -59,21 +102,6 @@ def _text(args: dict[str, Any], name: str) -> str:
     return value
 
 
-def _started(job: Job, legs: list[Leg]) -> str:
-    lines = [f"Started {len(legs)} background leg(s) in job {job.id}:"]
-    lines.extend(
-        f"- {leg.id}: {leg.label}"
-        + (" (queued: the session's leg limit is reached)" if leg.state == "queued" else "")
-        for leg in legs
-    )
-    lines.append(
-        "They keep running after this task ends. Their reports arrive as messages "
-        "starting with [Background Report — …]; if this task has ended by then, the "
-        "job runs once more as a new task with every report."
-    )
-    return "\n".join(lines)
-
-
 class _Confirmer(RunCommandTool):
     """``run_command``'s confirmation, asked under the ``background_command`` name."""
 
@@ -83,9 +111,9 @@ class _Confirmer(RunCommandTool):
 class BackgroundCommandTool:
     name = "background_command"
 
-    def __init__(self, services: Services, manager: BackgroundManager) -> None:
+    def __init__(self, services: Services, legs: BackgroundLegs) -> None:
         self._services = services
-        self._manager = manager
+        self._legs = legs
         self._confirmer = _Confirmer(services)
 
     def spec(self) -> ToolSpec:
@@ -106,10 +134,10 @@ class BackgroundCommandTool:
             },
         )
 
-    def available(self, run: TaskRun) -> bool:
-        return self._manager.available(run)
+    def available(self, ctx: ToolContext) -> bool:
+        return self._legs.available(ctx)
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         commands = _strings(call.args, "commands", "command")
         objective, next_step = _text(call.args, "objective"), _text(call.args, "next")
         cwd = call.args.get("cwd")
@@ -122,7 +150,7 @@ class BackgroundCommandTool:
             if cwd is not None:
                 args["cwd"] = cwd
             one = ToolCallRequest(id=call.id, name=self.name, args=args)
-            plan = await self._confirmer.plan(run, one, command, cwd)
+            plan = await self._confirmer.plan(ctx, one, command, cwd)
             if isinstance(plan, CommandPlan):
                 approved.append(plan)
             else:
@@ -131,8 +159,8 @@ class BackgroundCommandTool:
             return ToolOutcome(
                 ok=False, output="", skipped="no command was started:\n" + "\n".join(refused)
             )
-        job, legs = await self._manager.start_legs(
-            run,
+        started = await self._legs.start_legs(
+            ctx,
             "cmd",
             [str(plan.command) for plan in approved],
             objective=objective,
@@ -140,7 +168,7 @@ class BackgroundCommandTool:
             cwd=cwd,
             plans=approved,
         )
-        output = _started(job, legs)
+        output = legs_started(started.job_id, started.legs)
         if refused:
             output += "\nNot started:\n" + "\n".join(refused)
         return ToolOutcome(ok=not refused, output=output)
@@ -149,9 +177,9 @@ class BackgroundCommandTool:
 class BackgroundSubagentsTool:
     name = "background_subagents"
 
-    def __init__(self, services: Services, manager: BackgroundManager) -> None:
+    def __init__(self, services: Services, legs: BackgroundLegs) -> None:
         self._services = services
-        self._manager = manager
+        self._legs = legs
 
     def spec(self) -> ToolSpec:
         return ToolSpec(
@@ -171,13 +199,13 @@ class BackgroundSubagentsTool:
             },
         )
 
-    def available(self, run: TaskRun) -> bool:
-        return self._manager.available(run)
+    def available(self, ctx: ToolContext) -> bool:
+        return self._legs.available(ctx)
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         objectives = _strings(call.args, "objectives", "objective_list")
         objective, next_step = _text(call.args, "objective"), _text(call.args, "next")
-        job, legs = await self._manager.start_legs(
-            run, "sub", objectives, objective=objective, next_step=next_step
+        started = await self._legs.start_legs(
+            ctx, "sub", objectives, objective=objective, next_step=next_step
         )
-        return ToolOutcome(output=_started(job, legs))
+        return ToolOutcome(output=legs_started(started.job_id, started.legs))

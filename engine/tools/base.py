@@ -1,25 +1,85 @@
-"""What a tool is, what it returns, and the services it may use."""
+"""What a tool is, what it gets to know about its task, what it returns, and the
+services it may use.
+
+A tool never sees the run it works for (`engine.runs.TaskRun`, mutable and full of
+the agent loop's own state): it gets a `ToolContext`, one per turn, holding the task's
+names and flags and the few things a tool may really change -- the session's
+remembered commands, the turn's "allow this turn" set -- plus callables to emit an
+event, cancel the task with a cause, or record answers for the task's snapshot.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
 
+from engine.causes import Cause
 from engine.models.base import ToolCallRequest, ToolSpec
-from protocol.events import Question
+from engine.snapshot import QA
+from engine.tools.allowed import AllowedCommands
+from protocol.events import Event, Question
 
 if TYPE_CHECKING:
     from engine.config import Config
     from engine.models.base import Model
     from engine.pending import PendingRegistry
-    from engine.runs import TaskRun
+    from engine.processes.sandbox import Sandbox
     from engine.store.base import Store
-    from engine.tools.sandbox import Sandbox
     from engine.tools.sudo import PasswordVerifier
 
-__all__ = ["ServiceTool", "Services", "Tool", "ToolOutcome", "string_arg"]
+__all__ = [
+    "Emit",
+    "ServiceTool",
+    "Services",
+    "Tool",
+    "ToolContext",
+    "ToolOutcome",
+    "string_arg",
+]
+
+_E = TypeVar("_E", bound=Event)
+
+
+class Emit(Protocol):
+    """Emit one event of the task: ``emit(kind, **fields)`` numbers, stamps and fans
+    it out to the session's subscribers, and returns it."""
+
+    def __call__(self, kind: type[_E], **fields: Any) -> _E: ...
+
+
+@attrs.frozen(kw_only=True, eq=False)
+class ToolContext:
+    """What a tool call knows about the task it works for, and may do to it.
+
+    One is made per turn (so ``allow_turn`` starts empty each turn). It is frozen: a
+    tool cannot point it elsewhere; the objects it holds are the narrow parts a tool
+    changes on purpose.
+    """
+
+    session_id: str
+    task_hash: str
+    #: The session's origin prefix (``cli-``, ``chat-``, …; R10, R20).
+    origin: str
+    #: The REPL window the task was started from; asks go only there (R5).
+    window_hash: str
+    #: The task runs with every confirmation given in advance.
+    allow_all: bool
+    #: The leg this task works for when it is a background sub-agent (R30), else None.
+    subagent_of: str | None
+    #: Assistant turns of this run before this one: calls of one turn share it (R21).
+    turn: int
+    #: The session's "Always allow" commands (R76): read, and added to on a "remember".
+    allowed: AllowedCommands
+    #: Tools approved with "Allow this turn" (R74): read, and added to on approval.
+    allow_turn: set[str]
+    emit: Emit
+    #: Cancel the task with a cause (a confirmation's "Cancel task"/"Abort task");
+    #: False when it had already ended or been cancelled.
+    cancel: Callable[[Cause], bool]
+    #: Record answers the user gave, for the task's snapshot (R12 "previous answers").
+    add_answers: Callable[[Sequence[QA]], None]
 
 
 @attrs.frozen(kw_only=True)
@@ -58,9 +118,9 @@ class Tool(Protocol):
 
     def spec(self) -> ToolSpec: ...
 
-    def available(self, run: TaskRun) -> bool: ...
+    def available(self, ctx: ToolContext) -> bool: ...
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome: ...
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome: ...
 
 
 class ServiceTool:
@@ -72,7 +132,7 @@ class ServiceTool:
     def __init__(self, services: Services) -> None:
         self._services = services
 
-    def available(self, run: TaskRun) -> bool:
+    def available(self, ctx: ToolContext) -> bool:
         return True
 
 

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.snapshot import RESULT_LIMIT, clamp
 from engine.store.base import HistoryRow
-from engine.tools.base import ServiceTool, ToolOutcome
-
-if TYPE_CHECKING:
-    from engine.runs import TaskRun
+from engine.tools.base import ServiceTool, ToolContext, ToolOutcome
 
 __all__ = ["ChatHistoryTool"]
 
@@ -38,7 +35,7 @@ class ChatHistoryTool(ServiceTool):
             },
         )
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         args: dict[str, Any] = call.args
         mode = args.get("mode", "list")
         store = self._services.store
@@ -49,7 +46,7 @@ class ChatHistoryTool(ServiceTool):
             task_hash = args.get("task_hash")
             if not isinstance(task_hash, str):
                 raise ValueError("mode 'read' needs a 'task_hash' string")
-            row = await store.get_history(run.session_id, task_hash)
+            row = await store.get_history(ctx.session_id, task_hash)
             if row is None:
                 return ToolOutcome(ok=False, output=f"no finished task {task_hash} in history")
             return ToolOutcome(output=clamp(_header(row) + "\n" + row.content, RESULT_LIMIT))
@@ -58,7 +55,7 @@ class ChatHistoryTool(ServiceTool):
         keyword = args.get("keyword", "") if mode == "search" else ""
         if not isinstance(keyword, str):
             raise ValueError("argument 'keyword' must be a string")
-        rows = await store.list_history(run.session_id, keyword=keyword, limit=limit)
+        rows = await store.list_history(ctx.session_id, keyword=keyword, limit=limit)
         if not rows:
             found = f" matching {keyword!r}" if keyword else ""
             return ToolOutcome(output=f"no finished tasks{found} in this session")

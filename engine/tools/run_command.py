@@ -5,7 +5,7 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
 
 - **Unasked**: a simple command (plain words, no shell syntax) of a read-only program
   runs as the exact argv judged (``execve``, no shell) inside the read-only sandbox
-  (`engine.tools.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
+  (`engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
   "Always allow" rule for exactly this command, "Allow this turn" (which covers only
@@ -31,18 +31,18 @@ import trio
 
 from engine.causes import Cause
 from engine.errors import AskFailed
+from engine.messages import subagent_needs_approval
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
-from engine.tools.base import Services, ServiceTool, ToolOutcome
+from engine.processes.runner import CommandResult, run_in_group
+from engine.processes.sandbox import SandboxError
+from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from engine.tools.policy import Verdict, classify
-from engine.tools.process import CommandResult, run_in_group
-from engine.tools.sandbox import SandboxError
 from engine.tools.simple_command import MAX_BYTES
 from protocol import events as ev
 
 if TYPE_CHECKING:
     from engine.pending import Entry
-    from engine.runs import TaskRun
 
 __all__ = ["CommandPlan", "RunCommandTool", "format_command_result", "run_plan"]
 
@@ -138,7 +138,7 @@ class RunCommandTool(ServiceTool):
             },
         )
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         command = _command_arg(call.args)
         cwd = call.args.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
@@ -147,7 +147,7 @@ class RunCommandTool(ServiceTool):
         timeout = call.args.get("timeout_s", tools.command_timeout_s)
         if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
             raise ValueError("argument 'timeout_s' must be a positive number")
-        plan = await self.plan(run, call, command, cwd)
+        plan = await self.plan(ctx, call, command, cwd)
         if isinstance(plan, ToolOutcome):
             return plan
         try:
@@ -164,7 +164,7 @@ class RunCommandTool(ServiceTool):
         return ToolOutcome(ok=ok, output=format_command_result(result))
 
     async def plan(
-        self, run: TaskRun, call: ToolCallRequest, command: str | list[str], cwd: str | None
+        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str | None
     ) -> CommandPlan | ToolOutcome:
         """How ``command`` may run (see the module docstring), or the denial to report."""
         services = self._services
@@ -172,37 +172,30 @@ class RunCommandTool(ServiceTool):
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
         if not verdict.needs_confirm and services.sandbox.status.active:
             return attrs.evolve(approved, sandboxed=True)
-        if run.allow_all:
+        if ctx.allow_all:
             return approved
         if not verdict.restricted:
-            if run.session.allowed.covers(command):
+            if ctx.allowed.covers(command):
                 return approved
-            if self.name in run.allow_turn and verdict.argv is not None:
+            if self.name in ctx.allow_turn and verdict.argv is not None:
                 return approved
-        if run.subagent_of is not None:
+        if ctx.subagent_of is not None:
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
             shown = command if isinstance(command, str) else shlex.join(command)
-            return ToolOutcome(
-                ok=False,
-                output="",
-                skipped=(
-                    f"needs approval: {shown!r} — background sub-agents never ask for "
-                    "confirmation, so it was not run"
-                ),
-            )
+            return ToolOutcome(ok=False, output="", skipped=subagent_needs_approval(shown))
         need_password = verdict.restricted and not await services.verifier.credentials_cached()
         request = AskRequest(
             kind="tool_confirm",
-            session_id=run.session_id,
-            task_hash=run.task_hash,
-            window_hash=run.origin.window_hash,
+            session_id=ctx.session_id,
+            task_hash=ctx.task_hash,
+            window_hash=ctx.window_hash,
             tool_name=self.name,
             tool_args=call.args,
             restricted=verdict.restricted,
             need_password=need_password,
         )
-        if not services.registry.has_listener(run.session_id, request):
+        if not services.registry.has_listener(ctx.session_id, request):
             return ToolOutcome(
                 ok=False,
                 output="",
@@ -216,7 +209,7 @@ class RunCommandTool(ServiceTool):
 
         def announce(entry: Entry) -> None:
             entry_box.append(entry)
-            run.emit(
+            ctx.emit(
                 ev.Confirm,
                 confirm_hash=entry.id,
                 tool_name=self.name,
@@ -228,21 +221,21 @@ class RunCommandTool(ServiceTool):
             reply = await services.registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"denied: {exc}")
-        denial = await self._apply_reply(run, reply, need_password, command, entry_box)
+        denial = await self._apply_reply(ctx, reply, need_password, command, entry_box)
         return approved if denial is None else denial
 
     async def _apply_reply(
         self,
-        run: TaskRun,
+        ctx: ToolContext,
         reply: AskReply,
         need_password: bool,
         command: str | list[str],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
         if reply.action == "cancel_task":
-            run.handle.cancel(Cause.USER_CANCELED)
+            ctx.cancel(Cause.USER_CANCELED)
         elif reply.action == "abort_task":
-            run.handle.cancel(Cause.USER_ABORTED)
+            ctx.cancel(Cause.USER_ABORTED)
         if reply.action is not None:
             await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
         if not reply.approve:
@@ -261,9 +254,9 @@ class RunCommandTool(ServiceTool):
                     ok=False, output="", skipped=f"denied: system password check failed ({error})"
                 )
         if reply.remember:
-            run.session.allowed.add(command, at=self._services.clock())
+            ctx.allowed.add(command, at=self._services.clock())
         if reply.allow_turn:
-            run.allow_turn.add(self.name)
+            ctx.allow_turn.add(self.name)
         return None
 
 

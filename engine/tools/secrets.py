@@ -8,16 +8,13 @@ exception message: the tool result only names the key.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskRequest
-from engine.tools.base import ServiceTool, ToolOutcome, string_arg
+from engine.tools.base import ServiceTool, ToolContext, ToolOutcome, string_arg
 from protocol.events import Question
-
-if TYPE_CHECKING:
-    from engine.runs import TaskRun
 
 __all__ = ["StoreSecretTool"]
 
@@ -41,21 +38,21 @@ class StoreSecretTool(ServiceTool):
             },
         )
 
-    async def execute(self, run: TaskRun, call: ToolCallRequest) -> ToolOutcome:
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         key = string_arg(call, "key").strip()
         if not SECRET_KEY.fullmatch(key):
             raise ValueError("argument 'key' must be 1-64 of [A-Za-z0-9_.-]")
         request = AskRequest(
             kind="secret",
-            session_id=run.session_id,
-            task_hash=run.task_hash,
-            window_hash=run.origin.window_hash,
+            session_id=ctx.session_id,
+            task_hash=ctx.task_hash,
+            window_hash=ctx.window_hash,
             tool_name=self.name,
             tool_args={"key": key},
             questions=[Question(text=f"Value for the secret {key!r}", secret=True)],
         )
         registry = self._services.registry
-        if not registry.has_listener(run.session_id, request):
+        if not registry.has_listener(ctx.session_id, request):
             return ToolOutcome(
                 ok=False, output="", skipped="no front-end can take the secret value"
             )
@@ -66,5 +63,5 @@ class StoreSecretTool(ServiceTool):
         value = reply.password or (reply.answers[0] if reply.answers else "")
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")
-        await self._services.store.put_secret(run.session_id, key, value)
+        await self._services.store.put_secret(ctx.session_id, key, value)
         return ToolOutcome(output=f"stored the secret {key} ({len(value)} characters)")

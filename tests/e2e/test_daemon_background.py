@@ -15,7 +15,7 @@ from typing import TypeVar
 import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection
-from engine.tools.process import group_alive
+from engine.processes.groups import group_alive
 from protocol import events as ev
 from protocol.frames import (
     Ask,

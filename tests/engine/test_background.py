@@ -19,22 +19,18 @@ import pytest
 import trio
 import trio.testing
 
-from engine.background import (
-    FOLLOWUP_HEADER,
-    REPORT_FINISHED_HEADER,
-    REPORT_UPDATE_HEADER,
-    Job,
-    Leg,
-)
+from engine.assembly import open_engine
+from engine.background import Job, Leg
 from engine.causes import Cause
 from engine.config import BackgroundConfig, Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.errors import NotFound
+from engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
 from engine.nursery_tasks import TaskHandle
+from engine.processes.groups import group_alive
 from engine.snapshot import snapshot_from_json
 from engine.store import SqliteStore, TaskRow
-from engine.tools.process import group_alive
 from protocol import events as ev
 
 SESSION = "cli-bg"
@@ -134,10 +130,7 @@ def events(engine: Engine, kind: type[_E], session_id: str = SESSION) -> list[_E
 
 
 def only_job(engine: Engine) -> Job:
-    assert engine.background is not None
-    settled = list(engine.background._settled)
-    live = list(engine.background._jobs.values())
-    jobs = settled + live
+    jobs = engine.background.jobs()
     assert len(jobs) == 1
     return jobs[0]
 

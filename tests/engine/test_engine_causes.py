@@ -12,9 +12,9 @@ import pytest
 import trio
 import trio.testing
 
+from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
-from engine.core import open_engine
 from engine.markers import MARKER_TTL_S
 from engine.models.base import ModelError
 from engine.models.scripted import ScriptedModel

@@ -12,14 +12,14 @@ import pytest
 import trio
 import trio.testing
 
+from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
-from engine.core import open_engine
+from engine.messages import ASK_RESUME_HEADER
 from engine.models.base import ModelReply, ToolCallRequest
 from engine.models.scripted import ScriptedModel
 from engine.pending import AskReply, Offered, Verified
 from engine.runs import RunOrigin
-from engine.snapshot import HEADER_ASK_USER
 from engine.tools.sudo import FakeVerifier
 from protocol import dumps
 from protocol.events import Question
@@ -72,7 +72,7 @@ async def test_chat_ask_user_parks_with_siblings_committed_then_resumes(
             await engine.answer(notice.entry.id, AskReply(answers=["staging"]), by=listener)
         resumed = engine.find_run(run.task_hash, "chat-park")
         assert resumed is not None  # latest task of the session: same hash (R36)
-        assert resumed.input.startswith(HEADER_ASK_USER)
+        assert resumed.input.startswith(ASK_RESUME_HEADER)
         assert "A: staging" in resumed.input
         assert "sibling-ran" in resumed.input
         assert (await resumed.wait_done()).status == "finished"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.background import _open_log, _write_json_atomic, _write_text
+from engine.background.jobs import _write_json_atomic, _write_text
+from engine.background.logs import open_log
 from engine.server.auth import load_or_create_token
 from engine.server.lifecycle import _tighten_home, instance_lock, write_daemon_json
 from engine.store.files import (
@@ -120,7 +121,7 @@ def test_atomic_writes_are_0600_before_the_data_is_in(tmp_path: Path, writes: li
 def test_leg_log_is_0600(tmp_path: Path) -> None:
     """R73, issue 15 item 6: a leg's log (command output) is created 0600."""
     path = tmp_path / "cmd_1.log"
-    with _open_log(path) as log:
+    with open_log(path) as log:
         log.write(b"output\n")
     assert mode(path) == 0o600
     assert path.read_bytes() == b"output\n"

@@ -1,5 +1,5 @@
-"""engine/snapshot.py: the R11 clamp, argument clamping, snapshots, and the R12 resume
-message."""
+"""engine/snapshot.py: the R11 clamp, argument clamping and snapshots (the R12 resume
+message is tested in test_messages.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pytest
 from engine.models.base import Message, ToolCallRequest
 from engine.snapshot import (
     ARGS_LIMIT,
-    ELIDED_SENTENCE,
     QA,
     RESULT_LIMIT,
     CompletedCall,
@@ -20,7 +19,6 @@ from engine.snapshot import (
     clamp,
     clamp_args,
     make_snapshot,
-    resume_message,
     snapshot_from_json,
     snapshot_to_json,
 )
@@ -221,84 +219,3 @@ def test_snapshot_from_bad_json_names_the_field() -> None:
     data["messages"][0]["role"] = "robot"
     with pytest.raises(FrameDecodeError, match=r"\$\.messages\[0\]\.role"):
         snapshot_from_json(data)
-
-
-# -- resume_message --------------------------------------------------------------------
-
-
-def test_resume_message_headers_exact() -> None:
-    """R12: the first line is exactly one of the two headers (with an em dash)."""
-    snap = Snapshot(objective="o", messages=[])
-    asked = resume_message(snap, answers=["x"], reason="ask_user")
-    recovered = resume_message(snap, answers=None, reason="interrupted")
-    assert asked.splitlines()[0] == "[Resumed Task \u2014 ask_user response received]"
-    assert recovered.splitlines()[0] == "[Resumed Task \u2014 interrupted execution recovered]"
-
-
-def test_resume_message_full_structure() -> None:
-    """R12: sections in order, answers paired with their questions, interrupted calls
-    flagged for repetition, reports and remaining steps carried."""
-    snap = Snapshot(
-        objective="deploy the site",
-        messages=[],
-        completed=[
-            CompletedCall(
-                call_id="c1", tool_name="run_command", args={"cmd": "make"}, output="built"
-            )
-        ],
-        interrupted=[InterruptedCall(call_id="c2", tool_name="run_command", args={"cmd": "rsync"})],
-        questions=[
-            Question(text="Which host?"),
-            Question(text="Token?", secret=True),
-            Question(text="Notify?"),
-        ],
-        previous_answers=[QA(question="Branch?", answer="main")],
-        remaining_steps="upload, then notify",
-        reports=["report one", "report two"],
-    )
-    text = resume_message(snap, answers=["web1", "s3cr3t"], reason="ask_user")
-    assert text == (
-        "[Resumed Task — ask_user response received]\n\n"
-        "## Objective\ndeploy the site\n\n"
-        "## Completed tool results\nThese calls ran to completion; their results stand.\n\n"
-        '1. run_command (call c1)\nargs: {"cmd":"make"}\noutput:\nbuilt\n\n'
-        "## Interrupted calls\nThese calls did not complete; their effects are unknown. "
-        "Repeat a call if it is still needed.\n\n"
-        '1. run_command (call c2)\nargs: {"cmd":"rsync"}\n\n'
-        "## Previous answers\nQ: Branch?\nA: main\n\n"
-        "## Current answers\nQ: Which host?\nA: web1\n\n"
-        "Q: Token?\nA: (a secret value was given; it is not shown)\n\n"
-        "Q: Notify?\nA: (no answer given)\n\n"
-        "## Background reports\nreport one\n\nreport two\n\n"
-        "## Remaining steps\nupload, then notify"
-    )
-    assert "s3cr3t" not in text
-    assert ELIDED_SENTENCE not in text
-
-
-def test_resume_message_leaves_empty_sections_out() -> None:
-    """R12: sections with nothing in them are not written; extra answers are kept."""
-    snap = Snapshot(objective="o", messages=[])
-    assert resume_message(snap, answers=None, reason="interrupted") == (
-        "[Resumed Task — interrupted execution recovered]\n\n## Objective\no"
-    )
-    assert resume_message(snap, answers=["late"], reason="ask_user") == (
-        "[Resumed Task — ask_user response received]\n\n## Objective\no\n\n"
-        "## Current answers\nAdditional answer: late"
-    )
-
-
-def test_resume_message_elided_sentence() -> None:
-    """R11: the model is told to fetch elided values again when (and only when) the
-    snapshot holds one, wherever it is (here: only inside a tool message)."""
-    clamped = make_snapshot(
-        "o", [Message(role="tool", content="q" * (RESULT_LIMIT + 1), tool_call_id="c")]
-    )
-    text = resume_message(clamped, answers=None, reason="interrupted")
-    assert text.endswith("\n\n" + ELIDED_SENTENCE)
-    assert ELIDED_SENTENCE == (
-        "Some values above were elided; if an elided value matters, fetch it again by "
-        "repeating the call — do not guess it."
-    )
-    whole = make_snapshot("o", [Message(role="tool", content="q" * RESULT_LIMIT, tool_call_id="c")])
-    assert ELIDED_SENTENCE not in resume_message(whole, answers=None, reason="interrupted")

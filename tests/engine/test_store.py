@@ -19,8 +19,8 @@ import trio
 import trio.testing
 
 from engine.errors import BadRequest, Conflict, NotFound
+from engine.messages import CONFLICT_RUNNING
 from engine.store import (
-    CLAIM_CONFLICT,
     HistoryRow,
     SqliteStore,
     StoreError,
@@ -187,7 +187,7 @@ async def test_claim_success_then_conflict_then_recovery(store: SqliteStore) -> 
 
     with pytest.raises(Conflict) as caught:
         await store.claim(SESSION, H1, now=259.0, ttl=60.0)
-    assert str(caught.value) == CLAIM_CONFLICT == "[Conflict] pending task: running"
+    assert str(caught.value) == CONFLICT_RUNNING == "[Conflict] pending task: running"
     assert (await store.get_task(SESSION, H1)) == claimed  # the loser changed nothing
 
     again = await store.claim(SESSION, H1, now=260.0, ttl=60.0)
@@ -253,7 +253,7 @@ async def test_concurrent_claims_in_one_process(store: SqliteStore) -> None:
         for index in range(20):
             nursery.start_soon(one, index)
     assert len(wins) == 1
-    assert conflicts == [CLAIM_CONFLICT] * 19
+    assert conflicts == [CONFLICT_RUNNING] * 19
     assert [t.task_hash for t in await store.list_tasks(SESSION)] == [wins[0].task_hash]
 
 
@@ -349,13 +349,46 @@ async def test_reopen_keeps_everything(tmp_path: Path) -> None:
     raw.close()
 
 
+async def test_latest_task_is_written_with_the_start_of_a_run(store: SqliteStore) -> None:
+    """R36: ``put_task(latest=True)`` makes the task its session's latest in the same
+    write; other writes leave it alone, and sessions do not see each other's."""
+    assert await store.latest_task(SESSION) is None
+    await store.put_task(_task(H1, state="running"), marker_expires_at=60.0, latest=True)
+    assert await store.latest_task(SESSION) == H1
+    await store.put_task(_task(H2))  # a pending row written, not a run started
+    assert await store.latest_task(SESSION) == H1
+    await store.put_task(_task(H3, state="running"), latest=True)
+    assert await store.latest_task(SESSION) == H3
+    assert await store.latest_task("chat-other") is None
+
+
+async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None:
+    """R72: a store written by the previous schema opens, keeps its rows and moves to
+    the current version (version 2 only added the sessions table)."""
+    path = tmp_path / "old.db"
+    async with open_store(path) as store:
+        await store.put_task(_task(H1))
+    with sqlite3.connect(path) as raw:
+        raw.execute("DROP TABLE sessions")
+        raw.execute("PRAGMA user_version = 1")
+    raw.close()
+    async with open_store(path) as store:
+        assert await store.get_task(SESSION, H1) == _task(H1)
+        assert await store.latest_task(SESSION) is None
+        await store.put_task(_task(H1, state="running"), latest=True)
+        assert await store.latest_task(SESSION) == H1
+    with sqlite3.connect(path) as raw:
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    raw.close()
+
+
 async def test_open_refuses_a_newer_schema_and_a_non_database(tmp_path: Path) -> None:
     """R72: a file the store cannot read is a clear StoreError, not a crash later."""
     newer = tmp_path / "newer.db"
     with sqlite3.connect(newer) as raw:
         raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     raw.close()
-    with pytest.raises(StoreError, match="schema version 2, newer than"):
+    with pytest.raises(StoreError, match=f"schema version {SCHEMA_VERSION + 1}, newer than"):
         await SqliteStore.open(newer)
     junk = tmp_path / "junk.db"
     junk.write_bytes(b"this is not a database" * 100)

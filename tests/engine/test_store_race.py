@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 import trio
 
-from engine.store import CLAIM_CONFLICT, SqliteStore, TaskRow, marker_key, open_store
+from engine.messages import CONFLICT_RUNNING
+from engine.store import SqliteStore, TaskRow, marker_key, open_store
 from tests.engine.race_worker import CLAIM_NOW, WRITE_NOW, write_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,7 +115,7 @@ async def test_two_processes_race_32_claims(tmp_path: Path, trials: int, move: b
             wins = [o["won"] for o in outcomes if "won" in o]
             losses = [o for o in outcomes if "won" not in o]
             assert len(wins) == 1, outcomes
-            assert losses == [{"error": "Conflict", "message": CLAIM_CONFLICT}] * 31
+            assert losses == [{"error": "Conflict", "message": CONFLICT_RUNNING}] * 31
             assert "[Conflict] pending task: running" in losses[0]["message"]
 
             async with open_store(db) as store:

@@ -16,7 +16,7 @@ starts on the same home, and every time:
 - every stored task of the iteration is listed as resumable once its marker expired,
   and one of them is resumed (202);
 - background state is cleared: no ``background/`` folder, no legs, no job;
-- no process started by the killed daemon is still running (`engine.orphans`);
+- no process started by the killed daemon is still running (`engine.processes.orphans`);
 - the command that waited for a confirmation never ran (R6, R43: fail closed).
 """
 
@@ -34,7 +34,7 @@ import trio
 
 from agentrio import ClientError
 from agentrio.transport import open_frame_connection
-from engine.orphans import find_orphans
+from engine.processes.orphans import find_orphans
 from engine.sessions import MAX_SESSION_TASKS
 from protocol.codec import decode
 from protocol.events import ToolCall

@@ -19,7 +19,7 @@ import httpx
 import trio
 
 from agentrio.transport import open_frame_connection
-from engine.core import CONFLICT_RUNNING
+from engine.messages import CONFLICT_RUNNING
 from protocol.codec import decode
 from protocol.events import Pending
 from protocol.frames import EventFrame, Subscribe

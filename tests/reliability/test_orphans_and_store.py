@@ -1,6 +1,6 @@
 """The two small mechanisms the crash loop relies on, tested directly (R27, R48, R72).
 
-- `engine.orphans`: a killed daemon's processes are found by their inherited tag and
+- `engine.processes.orphans`: a killed daemon's processes are found by their inherited tag and
   their whole groups ended — never an untagged process, never the caller's own group.
 - `engine.store.sqlite.SqliteStore.add_history`: the history row and the removal of the
   pending row are one transaction, so a task is never both ended and resumable.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.orphans import OWNER_ENV, find_orphans, kill_orphans, owner_tag
+from engine.processes.orphans import OWNER_ENV, find_orphans, kill_orphans, owner_tag
 from engine.store.base import HistoryRow, TaskRow
 from engine.store.sqlite import SqliteStore
 from tests.reliability.conftest import proc_running

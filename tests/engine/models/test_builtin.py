@@ -8,11 +8,12 @@ import pytest
 import trio
 
 from engine.config import ModelConfig
+from engine.messages import resume_message
 from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
 from engine.models.builtin import HELP_TEXT, NOTHING_NEW, BuiltinModel
 from engine.models.factory import close_model, make_model
-from engine.snapshot import InterruptedCall, make_snapshot, resume_message
-from engine.tools.process import CommandResult
+from engine.processes.runner import CommandResult
+from engine.snapshot import InterruptedCall, make_snapshot
 from engine.tools.run_command import format_command_result
 from protocol.events import Question
 

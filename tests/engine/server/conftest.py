@@ -16,8 +16,9 @@ import httpx
 import pytest
 
 from agentrio.transport import FrameConnection, open_frame_connection
+from engine.assembly import open_engine
 from engine.config import Config, ServerConfig
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.server.auth import load_or_create_token
 from engine.server.lifecycle import RunningServer, open_server
 from protocol.frames import DoneFrame, ServerFrame

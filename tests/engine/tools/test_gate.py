@@ -20,8 +20,9 @@ import attrs
 import pytest
 import trio
 
+from engine.assembly import open_engine
 from engine.config import Config
-from engine.core import Engine, open_engine
+from engine.core import Engine
 from engine.models.base import ModelReply, ToolCallRequest
 from engine.models.scripted import ScriptedModel
 from engine.pending import AskReply, AskRequest, Offered

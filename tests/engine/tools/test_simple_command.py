@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine.config import Config
-from engine.tools.process import run_in_group
-from engine.tools.sandbox import Sandbox
+from engine.processes.runner import run_in_group
+from engine.processes.sandbox import Sandbox
 from engine.tools.simple_command import MAX_BYTES, simple_argv
 
 _ALPHABET = st.sampled_from(

@@ -20,7 +20,7 @@ still cannot change anything. An unasked command runs under bubblewrap:
   ``--no-ext-diff --no-textconv``.
 
 The group stays the caller's: bwrap does not start a new session, so the process-group
-runner (`engine.tools.process.run_in_group`) still signals every process inside, and
+runner (`engine.processes.runner.run_in_group`) still signals every process inside, and
 the PID namespace ends them all once its first process is gone.
 
 `Sandbox.probe` runs bubblewrap once at daemon start. When it is missing or cannot start
@@ -257,7 +257,7 @@ class Sandbox:
         `SandboxError` says so and the git command does not run. (A configuration
         changed between the listing and the run -- by a command a person approved --
         is not seen; the read-only sandbox still keeps what it runs from writing.)"""
-        from engine.tools.process import run_in_group
+        from engine.processes.runner import run_in_group
 
         result = await run_in_group(
             self.wrap(["git", "config", "--list", "--name-only", "-z"], cwd=cwd),

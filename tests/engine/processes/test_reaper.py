@@ -1,4 +1,4 @@
-"""engine/tools/process.py: orphans of our commands come to us and are reaped (R48).
+"""engine/processes/reaper.py, groups.py: orphans of our commands come to us and are reaped (R48).
 
 Inside `adopting_orphans` the test process is a child subreaper (Linux), so a command's
 orphaned members are re-parented to it instead of to PID 1. These tests run real
@@ -15,16 +15,17 @@ from pathlib import Path
 import pytest
 import trio
 
-import engine.tools.process as process_module
+import engine.processes.groups as groups_module
+import engine.processes.reaper as reaper_module
 from engine.causes import Cause
 from engine.nursery_tasks import cancel_scope
-from engine.tools.process import (
+from engine.processes.reaper import (
     adopting_orphans,
     is_child_subreaper,
     reap_adopted,
     reap_adopted_members,
-    run_in_group,
 )
+from engine.processes.runner import run_in_group
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
 
@@ -90,9 +91,9 @@ async def test_cancel_reaps_the_orphaned_grandchild_without_a_proc_scan(
     def no_scan(*args: object) -> list[str]:
         raise AssertionError("the /proc fallback ran")
 
-    monkeypatch.setattr(process_module, "_running_members", no_scan)
-    monkeypatch.setattr(process_module, "_still_running", no_scan)
-    monkeypatch.setattr(process_module, "_SCAN_EVERY", 10**9)
+    monkeypatch.setattr(groups_module, "_running_members", no_scan)
+    monkeypatch.setattr(groups_module, "_still_running", no_scan)
+    monkeypatch.setattr(groups_module, "_SCAN_EVERY", 10**9)
     watcher = FirstLine()
     async with adopting_orphans():
         async with trio.open_nursery() as nursery:
@@ -177,13 +178,13 @@ async def test_reap_adopted_looks_past_an_own_child_waiting_for_its_owner(
     first in line for waitid(P_ALL); the pass then lists every child, reaps the adopted
     zombie behind it and leaves our own child (and its exit status) alone."""
     listed: list[list[int]] = []
-    real_children = process_module._children
+    real_children = reaper_module._children
 
     def children() -> list[int]:
         listed.append(real_children())
         return listed[-1]
 
-    monkeypatch.setattr(process_module, "_children", children)
+    monkeypatch.setattr(reaper_module, "_children", children)
     async with adopting_orphans(interval_s=3600):
         # Spawned from this thread (not through trio's worker thread), so it is first
         # among the children waitid(P_ALL) looks at from here.

@@ -1,0 +1,175 @@
+"""Where a job's reports go, and when the job settles (R25, R26, R35, R36, R44).
+
+**Routing (R26).** A report (a leg's end, or a watcher update, R28) goes where the
+starting task is *now*:
+
+- running in this process: appended to its ``reports``, added at the start of its next
+  turn (a report arriving as it would finish gives it one more turn, `engine.runs`);
+- stopped but resumable (parked, paused, aborted, disconnected): written into the
+  pending row's snapshot (``Snapshot.reports``), with ``has_jobs`` set, so the resume
+  message carries it and a resume keeps the task's hash (R35, R36);
+- ended (finished, failed, canceled, or its pending record is gone): *held*.
+
+A report pushed into a run that then ends without reading it is taken back when the run
+ends (`ReportRouter.task_ended`) and routed again, so none is lost in the gap between
+the model's last reply and the run's exit.
+
+**Settling.** A job settles once every leg's end is recorded and its starting task is
+not running. If it then holds reports the task never took, it runs **once** as a new
+task on the same session whose input starts ``[Resumed Task — background group
+finished]`` (`engine.messages.followup_message`) and carries the objective, next,
+every report of the job and the starting task's hash. ``job_settled`` names that
+follow-up task (or none). A job whose starting task was ``user_canceled`` settles
+without a follow-up, and so does every job once the engine is closing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Final
+
+import attrs
+import trio
+
+from engine.background.jobs import Job, save_job
+from engine.background.starter import TaskStarter
+from engine.causes import Cause
+from engine.messages import followup_message
+from engine.runs import RunOrigin, TaskRun
+from engine.snapshot import Snapshot, snapshot_from_json, snapshot_to_json
+from engine.store.base import TaskRow
+from engine.tools.base import Services
+from protocol import events as ev
+
+__all__ = ["ReportRouter"]
+
+log = logging.getLogger("agentrio.background")
+
+#: Run outcomes after which the task is pending (resumable), not ended.
+_PENDING_STATUSES: Final = frozenset({"parked", "paused", "aborted"})
+
+
+class ReportRouter:
+    """Routes reports and settles jobs (see the module docstring).
+
+    ``on_settled(job)`` is called once a job's settling is fully recorded, so that its
+    owner can forget it.
+    """
+
+    def __init__(
+        self, services: Services, tasks: TaskStarter, *, on_settled: Callable[[Job], None]
+    ) -> None:
+        self._services = services
+        self._tasks = tasks
+        self._on_settled = on_settled
+        #: Serialises read-modify-write of pending rows (reports into a snapshot).
+        self._row_lock = trio.Lock()
+        #: Set by the engine's shutdown: no follow-up starts any more.
+        self.closing = False
+        self.followups_started = 0
+
+    async def deliver(self, job: Job, text: str) -> None:
+        """Route one report by where the starting task is now (R26)."""
+        session = self._tasks.session(job.session_id)
+        async with self._row_lock:
+            run = session.runs.get(job.task_hash)
+            if run is None:
+                row = await self._services.store.get_task(job.session_id, job.task_hash)
+                run = session.runs.get(job.task_hash)
+                if run is None:
+                    if row is not None and row.state != "running":
+                        await self._add_to_row(row, [text])
+                    else:
+                        job.held += 1
+                    return
+        run.reports.append(text)
+        job.in_flight.append((run, text))
+
+    async def _add_to_row(self, row: TaskRow, texts: Sequence[str]) -> None:
+        """Carry reports into a pending task's snapshot and mark it as having jobs (R26,
+        R35). Call with ``_row_lock`` held."""
+        snapshot = (
+            snapshot_from_json(row.snapshot)
+            if row.snapshot
+            else Snapshot(objective=row.objective, messages=[])
+        )
+        fresh = [text for text in texts if text not in snapshot.reports]
+        if not fresh and row.has_jobs:
+            return
+        snapshot = attrs.evolve(snapshot, reports=[*snapshot.reports, *fresh])
+        await self._services.store.put_task(
+            attrs.evolve(
+                row,
+                snapshot=snapshot_to_json(snapshot),
+                has_jobs=True,
+                updated_at=self._services.clock(),
+            )
+        )
+
+    async def task_ended(self, run: TaskRun, jobs: Sequence[Job]) -> None:
+        """The starting task of ``jobs`` ended: take back the reports it did not read
+        and route them again, mark a pending task as having jobs, stop the jobs of a
+        cancelled or paused task (R44), and settle jobs whose legs are all done."""
+        outcome = run.outcome
+        pending = outcome is not None and outcome.status in _PENDING_STATUSES
+        cause = run.handle.cause
+        for job in jobs:
+            unread = [
+                text
+                for owner, text in job.in_flight
+                if owner is run and any(item is text for item in run.reports)
+            ]
+            job.in_flight = [(owner, text) for owner, text in job.in_flight if owner is not run]
+            for text in unread:
+                run.reports.remove(text)
+                await self.deliver(job, text)
+        if pending:
+            async with self._row_lock:
+                row = await self._services.store.get_task(run.session_id, run.task_hash)
+                if row is not None and row.state != "running":
+                    await self._add_to_row(row, [])
+        if cause in (Cause.USER_CANCELED, Cause.PAUSED):
+            for job in jobs:
+                job.cancelled = job.cancelled or cause is Cause.USER_CANCELED
+                for leg in job.legs:
+                    if not leg.ended:
+                        leg.handle.cancel(cause)
+        for job in jobs:
+            await self.maybe_settle(job)
+
+    async def maybe_settle(self, job: Job) -> None:
+        """Settle ``job`` once all its legs' ends are recorded and its task does not run
+        (R26)."""
+        if job.settled or not all(leg.recorded for leg in job.legs):
+            return
+        if job.task_hash in self._tasks.session(job.session_id).runs:
+            return  # the run's end hook settles it
+        job.settled = True
+        if job.held and not job.cancelled and not self.closing:
+            await self._start_followup(job)
+        try:
+            await save_job(job, self._services.clock)
+        finally:  # said once the job file is final
+            self._tasks.session(job.session_id).hub.emit(
+                job.task_hash, ev.JobSettled, job_id=job.id, followup_task=job.followup_task
+            )
+        self._on_settled(job)
+
+    async def _start_followup(self, job: Job) -> None:
+        """Run the job once more as a new task with every report (R26)."""
+        text = followup_message(
+            objective=job.objective, next_step=job.next, task_hash=job.task_hash, legs=job.legs
+        )
+        try:
+            followup = await self._tasks.start_task(
+                job.session_id,
+                text,
+                origin=RunOrigin(window_hash=job.window_hash),
+                objective=job.objective or "background group finished",
+            )
+        except Exception:
+            log.exception("could not start the follow-up task of job %s", job.id)
+        else:
+            job.followup_task = followup.task_hash
+            self.followups_started += 1

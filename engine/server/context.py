@@ -1,0 +1,43 @@
+"""What every route and connection of the server shares (`ServerContext`).
+
+A module of its own so that the routes (`engine.server.app`), the WebSocket
+connections (`engine.server.ws`) and the event streams (`engine.server.sse`) all
+depend on it, and none of them on another: the app mounts the other two.
+"""
+
+from __future__ import annotations
+
+import attrs
+import trio
+
+from engine.core import Engine
+from engine.server.commands import Commands
+
+__all__ = ["ServerContext"]
+
+
+@attrs.define(eq=False, kw_only=True)
+class ServerContext:
+    """What every route and connection shares.
+
+    ``own_origins`` is filled in once the port is bound (``--port 0`` picks one), so
+    the daemon's own ``http://host:port`` passes the Origin check. ``closing`` is set
+    at shutdown: WebSocket connections close with 4001 and event streams end, so
+    hypercorn's graceful stop does not wait on them.
+    """
+
+    engine: Engine
+    token: str
+    version: str
+    allowed_origins: tuple[str, ...] = ()
+    own_origins: frozenset[str] = frozenset()
+    closing: trio.Event = attrs.field(factory=trio.Event)
+    #: The command layer both transports call.
+    commands: Commands = attrs.field(init=False)
+    #: Open WebSocket connections and event streams, for statistics.
+    connections: int = 0
+    streams: int = 0
+
+    @commands.default
+    def _commands(self) -> Commands:
+        return Commands(self.engine)
