@@ -40,6 +40,7 @@ from engine.tools.base import Services
 from engine.tools.history import ChatHistoryTool
 from engine.tools.run_command import RunCommandTool
 from engine.tools.secrets import StoreSecretTool
+from engine.tools.subagents import SubagentsTool
 from protocol import events as ev
 from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from protocol.http import HistoryEntry, HistoryRecord
@@ -91,6 +92,16 @@ class Engine:
             leg_limit=self.config.background.max_tasks or None,
             holders=(self.registry, self.background),
         )
+        #: The tools of in-process sub-agents (R80): they confirm and ask through the
+        #: parent's front-end, but start no legs and no sub-agents (R20).
+        self.inprocess_toolbox = Toolbox(
+            [
+                RunCommandTool(services),
+                AskUserTool(services),
+                StoreSecretTool(services),
+                ChatHistoryTool(services),
+            ]
+        )
         self.toolbox = Toolbox(
             [
                 RunCommandTool(services),
@@ -99,6 +110,7 @@ class Engine:
                 ChatHistoryTool(services),
                 BackgroundCommandTool(services, self.background),
                 BackgroundSubagentsTool(services, self.background),
+                SubagentsTool(services, self.inprocess_toolbox),
             ]
         )
         #: The tools of background sub-agent runs (R30): no questions, no legs.

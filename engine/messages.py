@@ -34,6 +34,9 @@ __all__ = [
     "NEEDS_APPROVAL",
     "REPORT_FINISHED_HEADER",
     "REPORT_UPDATE_HEADER",
+    "SUBAGENTS_RESULT_HEADER",
+    "SUBAGENTS_TOOL",
+    "SUBAGENT_CANNOT_PARK",
     "LegRecord",
     "followup_message",
     "leg_description",
@@ -42,9 +45,12 @@ __all__ = [
     "leg_update_report",
     "legs_started",
     "resume_message",
+    "subagent_label",
     "subagent_needs_approval",
     "subagent_report",
     "subagent_result",
+    "subagent_section",
+    "subagent_system_prompt",
 ]
 
 #: The first line of a resumed task's input when it resumes with answers (R12).
@@ -127,10 +133,15 @@ def resume_message(
             f"{i}. {c.tool_name} (call {c.call_id})\nargs: {_args_text(c.args)}"
             for i, c in enumerate(snapshot.interrupted, 1)
         ]
+        note = (
+            _SUBAGENTS_INTERRUPTED
+            if any(c.tool_name == SUBAGENTS_TOOL for c in snapshot.interrupted)
+            else ""
+        )
         section(
             "Interrupted calls",
             "These calls did not complete; their effects are unknown. Repeat a call if it "
-            "is still needed.\n\n" + "\n\n".join(items),
+            f"is still needed.{note}\n\n" + "\n\n".join(items),
         )
     if snapshot.previous_answers:
         section(
@@ -294,4 +305,61 @@ def subagent_result(*, path: str, status: str, error: str, final: str, needs: Se
             "still needs approval (not run: background legs never ask for "
             "confirmation):\n" + "\n".join(needs)
         )
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------ in-process sub-agents (R80)
+
+#: The foreground tool that runs in-process sub-agents (R80).
+SUBAGENTS_TOOL: Final = "subagents"
+#: The first line of a ``subagents`` call's result.
+SUBAGENTS_RESULT_HEADER: Final = "[Sub-agent results]"
+#: What a sub-agent's ``ask_user`` becomes when nobody can answer inline: a sub-agent
+#: cannot park its parent (R11 parks a whole task, and the parent is still running).
+SUBAGENT_CANNOT_PARK: Final = (
+    "no front-end can answer this question now, and a sub-agent cannot park its "
+    "parent task to wait for one; decide without the answer, or put the question in "
+    "your final answer"
+)
+#: Added to the resume message's interrupted calls when one was ``subagents``.
+_SUBAGENTS_INTERRUPTED: Final = (
+    " An interrupted subagents call stopped all of its sub-agents: their partial work "
+    "is not kept and the confirmations they waited on were withdrawn, so call "
+    "subagents again with the objectives still needed."
+)
+_LABEL_OBJECTIVE_CHARS: Final = 200
+
+
+def subagent_label(index: int, count: int, objective: str) -> str:
+    """How a sub-agent is named on its asks and ``confirm`` events (R80):
+    ``sub-agent 2/3: <objective>``, the objective on one line, cut at 200 characters."""
+    flat = " ".join(objective.split())
+    if len(flat) > _LABEL_OBJECTIVE_CHARS:
+        flat = flat[: _LABEL_OBJECTIVE_CHARS - 1] + "…"
+    return f"sub-agent {index + 1}/{count}: {flat}"
+
+
+def subagent_system_prompt(label: str) -> str:
+    """The system message of an in-process sub-agent: who it is and what it may not do
+    (R20, R80); its objective follows as its only user message."""
+    return (
+        f"You are {label}, one of several sub-agents started by another agent's "
+        "subagents call. Work on your objective alone and end with a final answer: it "
+        "is returned to that agent, not shown to the user. Your confirmations and "
+        "questions reach the user labelled with your name. You cannot start background "
+        "work or further sub-agents: your result goes to the agent that started you."
+    )
+
+
+def subagent_section(
+    *, label: str, status: str, error: str, final: str, calls: Sequence[str]
+) -> str:
+    """One sub-agent's part of the ``subagents`` result: its label and how it ended,
+    the calls it made (one line each), and its final answer."""
+    lines = [f"## {label}", f"status: {status}"]
+    if error:
+        lines.append(f"error: {error}")
+    if calls:
+        lines.append("calls:\n" + "\n".join(f"- {call}" for call in calls))
+    lines.append(f"final answer:\n{final}" if final else "final answer: (none)")
     return "\n".join(lines)

@@ -89,6 +89,8 @@ class AskRequest:
     questions: list[Question] = attrs.field(factory=list)
     restricted: bool = False
     need_password: bool = False
+    #: The in-process sub-agent asking (R80), shown to the person; "" for the task.
+    subagent: str = ""
 
     @property
     def origin(self) -> str:

@@ -108,6 +108,9 @@ class Confirm:
     tool_name: str
     args: dict[str, Any]
     restricted: bool = False
+    #: The in-process sub-agent whose call this is (R80), ``sub-agent N/M: <objective>``;
+    #: empty for the task's own calls, and then left out of the JSON.
+    subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)

@@ -272,6 +272,9 @@ class Ask:
     questions: list[Question] = attrs.field(factory=list)
     restricted: bool = False
     need_password: bool = False
+    #: The in-process sub-agent that asks (R80), ``sub-agent N/M: <objective>``; empty
+    #: when the task itself asks. Left out while empty (an older peer's frame).
+    subagent: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

@@ -364,6 +364,8 @@ class ConfirmDialog:
         title: StyleAndTextTuples = [("class:dialog.title", f"Run {self.ask.tool_name}?")]
         if self.ask.restricted:
             title.append(("class:dialog.warn", "  ⚠ touches a restricted path"))
+        if self.ask.subagent:  # who asks (R80): one label line
+            title.append(("class:dialog.title", f"\nfrom {clip(self.ask.subagent, 200)}"))
         more = Window(
             FormattedTextControl(self._scroll_line),
             style="class:command.more",
@@ -499,7 +501,8 @@ class QuestionDialog:
     def _header(self) -> StyleAndTextTuples:
         count = len(self.questions)
         step = f"({len(self.answers) + 1}/{count}) " if count > 1 else ""
-        return [("class:dialog.title", f"{step}{clip(self.current.text, 300)}")]
+        who = f"from {clip(self.ask.subagent, 200)}\n" if self.ask.subagent else ""  # R80
+        return [("class:dialog.title", f"{who}{step}{clip(self.current.text, 300)}")]
 
     def _build(self, question: Question) -> AnyContainer:
         if question.options:

@@ -111,8 +111,11 @@ class BackgroundManager:
     # ------------------------------------------------------------------ queries
 
     def available(self, ctx: ToolContext) -> bool:
-        """R20: background tools exist for ``cli-`` tasks that run for themselves."""
-        return ctx.origin == "cli-" and ctx.subagent_of is None and not self._router.closing
+        """R20: background tools exist for ``cli-`` requests without a deliver target
+        (`engine.tools.base.ToolContext.deliver_to`): not for background or in-process
+        sub-agents, whose results go to a leg or a parent task, not to a window that
+        could receive later reports."""
+        return ctx.origin == "cli-" and ctx.deliver_to is None and not self._router.closing
 
     def sessions_in_use(self) -> set[str]:
         """Sessions with a live job, until its settling is fully recorded (its

@@ -10,8 +10,9 @@ It does not understand language; it reads the conversation the way a test would:
    engine writes (R12, R26), it summarises that message instead of acting on it:
    ``[Resumed Task — ask_user response received]`` quotes the "Current answers" lines;
    ``[Resumed Task — interrupted execution recovered]`` re-issues every interrupted
-   ``run_command`` it can read from the "Interrupted calls" section, so a paused command
-   runs again — but never one whose arguments were cut short (R11 elision), which it
+   ``run_command`` (and ``subagents``) it can read from the "Interrupted calls" section,
+   so a paused command runs again — but never one whose arguments were cut short (R11
+   elision), which it
    would only be guessing; ``[Resumed Task — background group finished]`` and
    ``[Background Report — …]`` quote the reports. Sections are read both as
    engine/messages.py writes them (``## Interrupted calls`` headings, calls as
@@ -27,6 +28,8 @@ It does not understand language; it reads the conversation the way a test would:
                              "next"}``
    ``sub: OBJ ;; OBJ``       ``background_subagents`` ``{"objectives": [...], "objective",
                              "next"}``
+   ``subs: OBJ ;; OBJ``      ``subagents`` ``{"objectives": [...]}``: in-process sub-agents,
+                             each reading its objective as a verb (R80)
    ``ask: Q | a, b ;; Q2``   ``ask_user`` ``{"questions": [{"text", "options"}, ...]}``
                              (no ``|`` means a free-text question)
    ``secret: KEY``           ``store_secret`` ``{"key": KEY}``
@@ -89,6 +92,7 @@ HELP_TEXT: Final = (
     "- run: CMD — run a command\n"
     "- bg: CMD ;; CMD — run commands in the background\n"
     "- sub: OBJECTIVE ;; OBJECTIVE — start background sub-agents\n"
+    "- subs: OBJECTIVE ;; OBJECTIVE — run sub-agents now and wait for their answers\n"
     "- ask: QUESTION | opt1, opt2 ;; QUESTION — ask you questions\n"
     "- secret: KEY — ask you for a secret and store it\n"
     "- history: WORD — search the chat history (history: alone lists it)\n"
@@ -130,6 +134,8 @@ _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
 _CALL_LINE_RE: Final = re.compile(r"^\s*(?:[-*]|\d+\.)\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
 _ARGS_LINE_RE: Final = re.compile(r"^\s*args:\s*(.*)$")
 _HISTORY_LINES: Final = 20
+#: The argument an interrupted call must carry to be re-issued on resume, by tool.
+_RECOVERABLE: Final = {"run_command": "command", "subagents": "objectives"}
 
 
 class BuiltinModel:
@@ -212,6 +218,9 @@ def _summarise_result(message: Message, call: ToolCallRequest | None) -> str:
         return f"store_secret for {key} returned: {content}"
     if name == "chat_history":
         return _summarise_history(args, content)
+    if name == "subagents":
+        count = len(args.get("objectives", [])) or "the"
+        return f"The {count} sub-agent(s) ended:\n{_fence(content)}"
     if name in ("background_command", "background_subagents"):
         legs = list(dict.fromkeys(_LEG_RE.findall(content)))
         if legs:
@@ -288,7 +297,7 @@ def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
 
 
 def _recover(text: str, available: set[str], turn: int) -> ModelReply:
-    commands: list[dict[str, Any]] = []
+    commands: list[tuple[str, dict[str, Any]]] = []
     elided = 0
     tool = ""
     for line in _section(text, "Interrupted calls"):
@@ -298,14 +307,14 @@ def _recover(text: str, available: set[str], turn: int) -> ModelReply:
             rest = match.group(1)
         else:
             continue
-        args = _leading_object(rest) if tool == "run_command" else None
-        if args is None or not args.get("command"):
+        args = _leading_object(rest) if tool in _RECOVERABLE else None
+        if args is None or not args.get(_RECOVERABLE[tool]):
             continue
-        tool = ""
         if _ELIDED_RE.search(json.dumps(args, ensure_ascii=False)):
             elided += 1  # part of it was cut out (R11): never run a guess
         else:
-            commands.append(args)
+            commands.append((tool, args))
+        tool = ""
     if not commands:
         if elided:
             return ModelReply(
@@ -313,17 +322,21 @@ def _recover(text: str, available: set[str], turn: int) -> ModelReply:
                 "snapshot, so I will not run a guess of it."
             )
         return ModelReply(text="Recovered the interrupted task; there is no command to run again.")
-    if "run_command" not in available:
+    missing = sorted({name for name, _ in commands} - available)
+    if missing:
         return ModelReply(
-            text="Recovered the interrupted task, but the run_command tool is not available "
+            text=f"Recovered the interrupted task, but the {missing[0]} tool is not available "
             "here, so I cannot run it again."
         )
-    labels = ", ".join(f"`{_command_text(args)}`" for args in commands)
+    labels = ", ".join(
+        f"`{_command_text(args)}`" if name == "run_command" else "the sub-agents"
+        for name, args in commands
+    )
     return ModelReply(
         text=f"Recovered the interrupted task; running {labels} again.",
         tool_calls=[
-            ToolCallRequest(id=f"call_{turn}_{i}", name="run_command", args=args)
-            for i, args in enumerate(commands)
+            ToolCallRequest(id=f"call_{turn}_{i}", name=name, args=args)
+            for i, (name, args) in enumerate(commands)
         ],
     )
 
@@ -419,6 +432,21 @@ def _verb_sub(rest: str, available: set[str], turn: int) -> ModelReply:
     )
 
 
+def _verb_subs(rest: str, available: set[str], turn: int) -> ModelReply:
+    objectives = _split(rest)
+    if not objectives:
+        return ModelReply(
+            text="subs: needs objectives, for example `subs: run: ls ;; run: echo hi`."
+        )
+    return _call(
+        "subagents",
+        {"objectives": objectives},
+        f"Starting {len(objectives)} sub-agent(s) and waiting for them.",
+        available,
+        turn,
+    )
+
+
 def _verb_ask(rest: str, available: set[str], turn: int) -> ModelReply:
     questions: list[dict[str, Any]] = []
     for part in _split(rest):
@@ -466,6 +494,7 @@ _VERBS: Final = {
     "run": _verb_run,
     "bg": _verb_bg,
     "sub": _verb_sub,
+    "subs": _verb_subs,
     "ask": _verb_ask,
     "secret": _verb_secret,
     "history": _verb_history,

@@ -130,6 +130,7 @@ def ask_frame(entry: Entry) -> Ask:
         questions=list(request.questions),
         restricted=request.restricted,
         need_password=request.need_password,
+        subagent=request.subagent,
     )
 
 

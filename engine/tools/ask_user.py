@@ -51,7 +51,9 @@ class AskUserTool(ServiceTool):
 
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         questions = parse_questions(call.args)
-        if ctx.origin != "cli-":
+        if ctx.origin != "cli-" and ctx.parent_task is None:
+            # A sub-agent cannot park its parent: it asks inline whatever the origin
+            # (R80) and is told "not run" when nobody can answer.
             return ToolOutcome(output="", park=questions)
         answers = await ask_inline(self._services, ctx, questions)
         if answers is None:
@@ -75,6 +77,7 @@ async def ask_inline(
         task_hash=ctx.task_hash,
         window_hash=ctx.window_hash,
         questions=questions,
+        subagent=ctx.subagent,
     )
     registry = services.registry
     if not registry.has_listener(ctx.session_id, request):

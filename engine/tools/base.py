@@ -80,6 +80,28 @@ class ToolContext:
     cancel: Callable[[Cause], bool]
     #: Record answers the user gave, for the task's snapshot (R12 "previous answers").
     add_answers: Callable[[Sequence[QA]], None]
+    #: The task an in-process sub-agent works for (R80): its calls run inside that
+    #: task's scope and their asks carry that task's hash and window. None otherwise.
+    parent_task: str | None = None
+    #: The in-process sub-agent's label (``sub-agent N/M: <objective>``), put on its
+    #: asks and ``confirm`` events so the person sees who asks (R80); "" otherwise.
+    subagent: str = ""
+
+    @property
+    def deliver_to(self) -> str | None:
+        """The *deliver target* of this request: where its result goes when that is
+        not the front-end that started it -- ``leg <id>`` for a background sub-agent
+        (its report goes to the leg, R30), ``task <hash>`` for an in-process
+        sub-agent (its final answer is the parent's tool result, R80); None for a
+        task that runs for itself. Only ``cli-`` requests without one may start
+        background legs (R20), and only requests without one may start sub-agents:
+        a helper's helpers would have nobody to report to but another helper, and
+        background work needs a window to come back to."""
+        if self.subagent_of is not None:
+            return f"leg {self.subagent_of}"
+        if self.parent_task is not None:
+            return f"task {self.parent_task}"
+        return None
 
 
 @attrs.frozen(kw_only=True)

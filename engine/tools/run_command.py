@@ -194,6 +194,7 @@ class RunCommandTool(ServiceTool):
             tool_args=call.args,
             restricted=verdict.restricted,
             need_password=need_password,
+            subagent=ctx.subagent,
         )
         if not services.registry.has_listener(ctx.session_id, request):
             return ToolOutcome(
@@ -215,6 +216,7 @@ class RunCommandTool(ServiceTool):
                 tool_name=self.name,
                 args=call.args,
                 restricted=verdict.restricted,
+                subagent=ctx.subagent,
             )
 
         try:

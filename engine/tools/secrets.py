@@ -50,6 +50,7 @@ class StoreSecretTool(ServiceTool):
             tool_name=self.name,
             tool_args={"key": key},
             questions=[Question(text=f"Value for the secret {key!r}", secret=True)],
+            subagent=ctx.subagent,
         )
         registry = self._services.registry
         if not registry.has_listener(ctx.session_id, request):

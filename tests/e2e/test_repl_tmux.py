@@ -264,3 +264,60 @@ def test_padded_command_shows_its_tail(daemon_home: Path) -> None:
         wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
     finally:
         tmux("kill-server")
+
+
+def _approve_each(tmux: Tmux, labels: list[str]) -> None:
+    """Approve the confirmation of each sub-agent in ``labels``, in whichever order
+    they come; each dialog must name its sub-agent (R80)."""
+    left = list(labels)
+    while left:
+        wait_for(lambda: any(f"from {la}" in tmux.screen() for la in left), "a dialog")
+        shown = next(la for la in left if f"from {la}" in tmux.screen())
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda s=shown: f"from {s}" not in tmux.screen(), f"the dialog of {shown}")
+        left.remove(shown)
+
+
+def test_subagents_confirm_in_the_window_and_cancel_ends_them(
+    daemon_home: Path, tmp_path: Path
+) -> None:
+    """R80, R5, R40, R3: ``subs: run: touch X ;; run: echo hi`` shows each sub-agent's
+    confirmation in this window, labelled; approving creates X and one tool result
+    holds both. A sub-agent's open confirmation is withdrawn (its dialog closes, the
+    command never runs) when the parent is cancelled (Ctrl+C from the dialog), and
+    Esc → Yes ends a task whose sub-agents' commands are all running."""
+    made, never, late = tmp_path / "made", tmp_path / "never", tmp_path / "late"
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", f"subs: run: touch {made} ;; run: echo hi", "Enter")
+        _approve_each(tmux, [f"sub-agent 1/2: run: touch {made}", "sub-agent 2/2: run: echo hi"])
+        wait_for(lambda: "  ✓ subagents" in tmux.lines(), "the one subagents result")
+        wait_for(lambda: "The 2 sub-agent(s) ended" in tmux.screen(), "the summary")
+        assert made.exists()
+
+        tmux("send-keys", "-t", "repl", f"subs: run: touch {never}", "Enter")
+        wait_for(lambda: f"from sub-agent 1/1: run: touch {never}" in tmux.screen(), "dialog")
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "C-c")
+        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
+        wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog withdrawn")
+        assert not never.exists()
+
+        slow = f"sleep 8; touch {late}"
+        tmux("send-keys", "-t", "repl", f"subs: run: sleep 30 ;; run: {slow}", "Enter")
+        _approve_each(tmux, ["sub-agent 1/2: run: sleep 30", f"sub-agent 2/2: run: {slow}"])
+        approved_at = time.monotonic()
+        tmux("send-keys", "-t", "repl", "Escape")
+        wait_for(lambda: "Cancel the running task" in tmux.screen(), "the cancel popup")
+        wait_for(lambda: "3. Yes" in tmux.screen(), "the Yes choice")
+        tmux("send-keys", "-t", "repl", "3")
+        wait_for(
+            lambda: sum("✗ canceled (user_canceled)" in line for line in tmux.lines()) >= 2,
+            "the second canceled task",
+        )
+        time.sleep(max(0.0, approved_at + 9 - time.monotonic()))
+        assert not late.exists()
+    finally:
+        tmux("kill-server")

@@ -676,6 +676,7 @@ function confirmCard(sessionId, taskHash, event) {
     "div",
     { class: "confirm", "data-open": true, "data-confirm": event.confirm_hash },
     el("div", { class: "confirm-title", text: `Allow ${event.tool_name}?${event.restricted ? " (restricted path)" : ""}` }),
+    event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
     ...commandBox(event.args),
     password,
     el("div", { class: "buttons" }, ...answers, reason),

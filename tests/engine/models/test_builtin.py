@@ -615,3 +615,39 @@ async def test_factory_builds_the_builtin_model_by_default() -> None:
     assert isinstance(model, BuiltinModel)
     assert model.name == "builtin"
     await close_model(model)
+
+
+SUBS_TOOLS = [*ALL_TOOLS, ToolSpec(name="subagents", description="s", parameters={})]
+
+
+async def test_subs_verb_calls_subagents() -> None:
+    """R80: ``subs: A ;; B`` is one ``subagents`` call with both objectives; without the
+    tool offered (a sub-agent's own turn) it says so instead."""
+    reply = await ask([user("subs: run: touch X ;; run: echo hi")], SUBS_TOOLS)
+    assert reply.tool_calls == [
+        ToolCallRequest(
+            id="call_1_0", name="subagents", args={"objectives": ["run: touch X", "run: echo hi"]}
+        )
+    ]
+    refused = await ask([user("subs: run: ls")], ALL_TOOLS)
+    assert refused.tool_calls == []
+    assert "subagents tool is not available" in refused.text
+
+
+async def test_resume_reissues_an_interrupted_subagents_call() -> None:
+    """R80, R12: a paused task's interrupted ``subagents`` call is called again on
+    resume, with the same objectives."""
+    args = {"objectives": ["run: touch X"]}
+    snapshot = make_snapshot(
+        "subs: run: touch X",
+        [],
+        completed=[],
+        interrupted=[InterruptedCall(call_id="call_1_0", tool_name="subagents", args=args)],
+        questions=[],
+        previous_answers=[],
+        remaining_steps="",
+    )
+    text = resume_message(snapshot, answers=None, reason="interrupted")
+    assert "call subagents again" in text
+    reply = await ask([user(text)], SUBS_TOOLS)
+    assert [(c.name, c.args) for c in reply.tool_calls] == [("subagents", args)]

@@ -77,3 +77,14 @@ def test_the_context_acts_on_the_task_through_narrow_calls() -> None:
     assert run.previous_answers == [QA(question="Q", answer="A")]
     assert ctx.cancel(Cause.USER_ABORTED) is True
     assert run.handle.cause is Cause.USER_ABORTED
+
+
+def test_deliver_target_names_where_the_result_goes() -> None:
+    """R20, R30, R80: a task that runs for itself has no deliver target; a background
+    sub-agent delivers to its leg, an in-process sub-agent to its parent task."""
+    run = _run()
+    ctx = run.tool_context()
+    assert ctx.deliver_to is None
+    assert attrs.evolve(ctx, subagent_of="sub_0123abcd").deliver_to == "leg sub_0123abcd"
+    inner = attrs.evolve(ctx, parent_task=ctx.task_hash, subagent="sub-agent 1/1: x")
+    assert inner.deliver_to == f"task {ctx.task_hash}"

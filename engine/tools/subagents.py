@@ -1,0 +1,237 @@
+"""The ``subagents`` tool: in-process sub-agents, run as children of the calling task (R80).
+
+The model gives several objectives at once; each gets a sub-agent -- a small agent
+loop (model call, tool calls, results) with its own conversation -- and they all run
+concurrently in a nursery opened *inside this tool call*, so inside the calling task's
+cancel scope. That placement is the whole cancel story: a cancel, pause or abort of the
+parent (`engine.nursery_tasks.TaskHandle.cancel`, with its `Cause`) cancels every
+sub-agent at once, and the parent's exit path reads that one cause. Nothing here keeps
+a handle or cancels a scope of its own.
+
+A sub-agent works through a `ToolContext` derived from the parent's:
+
+* the same session, task hash and window, so its confirmations and questions go
+  through the pending registry to the parent's front-end (R5, R78) -- and, being asked
+  inside the parent's scope, they are withdrawn the moment the parent is cancelled
+  (R3);
+* ``parent_task`` set, which gives it a deliver target
+  (`engine.tools.base.ToolContext.deliver_to`): its result goes to the parent, so it
+  gets no background tools and no ``subagents`` (R20) -- and the toolbox it is given
+  holds neither anyway;
+* ``subagent``, its label (``sub-agent N/M: <objective>``), carried by its asks and
+  ``confirm`` events so the person sees who is asking;
+* the parent's ``cancel`` (a confirmation's "Cancel task" / "Abort task" stops the
+  parent and with it every sibling) and ``add_answers`` (answers join the parent's
+  snapshot), and a fresh "allow this turn" set per sub-agent turn.
+
+A sub-agent emits no events of its own beyond the ``confirm`` of its calls: its tool
+calls are not the parent's, and their ids would clash with the parent's and each
+other's. What it did comes back in the result: when all have ended, one result holds
+a section per sub-agent (status, calls made, final answer), each clamped to an equal
+share of ``[tools] max_result_bytes`` so a verbose sub-agent cannot push its siblings
+out; the run clamps the whole once more like any result (R11, R24).
+
+A sub-agent that fails (model error, too many turns) fails alone; its siblings go on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Final, Protocol
+
+import attrs
+import trio
+
+from engine.messages import (
+    SUBAGENT_CANNOT_PARK,
+    SUBAGENTS_RESULT_HEADER,
+    SUBAGENTS_TOOL,
+    subagent_label,
+    subagent_section,
+    subagent_system_prompt,
+)
+from engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
+from engine.snapshot import clamp
+from engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
+
+__all__ = ["MAX_SUBAGENTS", "SubagentResult", "SubagentTools", "SubagentsTool"]
+
+log = logging.getLogger("agentrio.subagents")
+
+#: The most sub-agents one call may start: each is a concurrent model conversation.
+MAX_SUBAGENTS: Final = 8
+#: Room for one ``\n...[N bytes elided]...\n`` marker of `clamp`.
+_MARKER_BYTES: Final = 40
+#: How much of one sub-agent call's output its ``calls:`` line keeps.
+_CALL_LINE_CHARS: Final = 160
+
+
+class SubagentTools(Protocol):
+    """The tools a sub-agent may call (`engine.runs.Toolbox` is one): offered by
+    availability, executed in one place."""
+
+    def available(self, ctx: ToolContext) -> list[Tool]: ...
+
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome: ...
+
+
+@attrs.frozen
+class SubagentResult:
+    """How one sub-agent ended: ``finished`` with its final answer, or ``failed``."""
+
+    label: str
+    status: str
+    final: str = ""
+    error: str = ""
+    calls: tuple[str, ...] = ()
+
+
+class SubagentsTool(ServiceTool):
+    """See the module docstring. ``tools`` is the sub-agents' toolbox: no background
+    tools and no ``subagents``."""
+
+    name = SUBAGENTS_TOOL
+
+    def __init__(self, services: Services, tools: SubagentTools) -> None:
+        super().__init__(services)
+        self._tools = tools
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Start several sub-agents at once, one per objective, and wait for all of "
+                "them; their final answers come back together as this call's result. Each "
+                "works on its own objective with the usual tools; its confirmations and "
+                "questions go to the user labelled with the sub-agent. Sub-agents cannot "
+                f"start background work or further sub-agents. At most {MAX_SUBAGENTS}."
+            ),
+            parameters={
+                "type": "object",
+                "properties": {
+                    "objectives": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "description": "One objective per sub-agent, each understandable alone.",
+                    }
+                },
+                "required": ["objectives"],
+            },
+        )
+
+    def available(self, ctx: ToolContext) -> bool:
+        """Only for requests without a deliver target: a sub-agent's sub-agents would
+        report to a helper, never to a person (see `ToolContext.deliver_to`)."""
+        return ctx.deliver_to is None
+
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
+        objectives = _objectives(call.args)
+        labels = [subagent_label(i, len(objectives), o) for i, o in enumerate(objectives)]
+        results: list[SubagentResult | None] = [None] * len(objectives)
+
+        async def one(index: int) -> None:
+            results[index] = await self._run_one(ctx, labels[index], objectives[index])
+
+        # The children live in this call, so in the parent's scope (R80).
+        async with trio.open_nursery() as nursery:
+            for index in range(len(objectives)):
+                nursery.start_soon(one, index)
+        ended = [result for result in results if result is not None]
+        share = _share(self._services.config.tools.max_result_bytes, len(ended))
+        sections = [
+            clamp(
+                subagent_section(
+                    label=r.label, status=r.status, error=r.error, final=r.final, calls=r.calls
+                ),
+                share,
+            )
+            for r in ended
+        ]
+        return ToolOutcome(
+            ok=all(r.status == "finished" for r in ended),
+            output="\n\n".join([SUBAGENTS_RESULT_HEADER, *sections]),
+        )
+
+    async def _run_one(self, parent: ToolContext, label: str, objective: str) -> SubagentResult:
+        """One sub-agent's loop; a failure ends it alone. Cancellation is not caught:
+        it belongs to the parent's exit path."""
+        messages = [
+            Message(role="system", content=subagent_system_prompt(label)),
+            Message(role="user", content=objective),
+        ]
+        calls: list[str] = []
+        try:
+            for turn in range(self._services.config.max_turns):
+                ctx = attrs.evolve(
+                    parent,
+                    parent_task=parent.task_hash,
+                    subagent=label,
+                    turn=turn,
+                    allow_turn=set(),
+                )
+                tools = self._tools.available(ctx)
+                reply = await self._services.model.complete(messages, [t.spec() for t in tools])
+                messages.append(
+                    Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
+                )
+                if not reply.tool_calls:
+                    return SubagentResult(label, "finished", reply.text, calls=tuple(calls))
+                for request in reply.tool_calls:
+                    content = await self._call(ctx, request)
+                    calls.append(_call_line(request, content))
+                    messages.append(
+                        Message(
+                            role="tool",
+                            content=content,
+                            tool_call_id=request.id,
+                            name=request.name,
+                        )
+                    )
+            error = f"the sub-agent took more than {self._services.config.max_turns} turns"
+        except ModelError as exc:
+            error = f"model error: {exc}"
+        except Exception as exc:
+            log.exception("sub-agent %r of task %s failed", label, parent.task_hash)
+            error = f"internal error: {type(exc).__name__}: {exc}"
+        return SubagentResult(label, "failed", error=error, calls=tuple(calls))
+
+    async def _call(self, ctx: ToolContext, request: ToolCallRequest) -> str:
+        """One call of a sub-agent, as the text its model reads (clamped like a task's)."""
+        outcome = await self._tools.execute(ctx, request)
+        if outcome.park is not None:
+            return f"not run: {SUBAGENT_CANNOT_PARK}"
+        if outcome.skipped:
+            return f"not run: {outcome.skipped}"
+        return clamp(outcome.output, self._services.config.tools.max_result_bytes)
+
+
+def _objectives(args: dict[str, Any]) -> list[str]:
+    raw = args.get("objectives")
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list) or not raw or not all(isinstance(v, str) for v in raw):
+        raise ValueError("argument 'objectives' must be a non-empty list of strings")
+    values = [value.strip() for value in raw]
+    if not all(values):
+        raise ValueError("argument 'objectives' must not hold empty strings")
+    if len(values) > MAX_SUBAGENTS:
+        raise ValueError(f"at most {MAX_SUBAGENTS} objectives per call, got {len(values)}")
+    return values
+
+
+def _share(limit: int, count: int) -> int:
+    """The bytes each of ``count`` sections may keep so that the whole result --
+    header, separators and each section's elision marker included -- fits ``limit``
+    and the run's own clamp leaves it whole."""
+    room = limit - len(SUBAGENTS_RESULT_HEADER) - count * (2 + _MARKER_BYTES)
+    return max(0, room // max(1, count))
+
+
+def _call_line(request: ToolCallRequest, content: str) -> str:
+    """``run_command {"command": "ls"} → exit 0``: the call and the first line of its
+    result, short; the full result stayed with the sub-agent's model."""
+    args = json.dumps(request.args, ensure_ascii=False)
+    first = content.strip().splitlines()[0] if content.strip() else "(empty)"
+    line = f"{request.name} {args} → {first}"
+    return line if len(line) <= _CALL_LINE_CHARS else line[: _CALL_LINE_CHARS - 1] + "…"
