@@ -385,7 +385,8 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
     try:
         match ending:
             case _Finished(text):
-                await _end_in_history(run, "finished", f"assistant: {text}" if text else "")
+                # The turn loop recorded the final reply already.
+                await _end_in_history(run, "finished", "")
                 run.emit(ev.Done, text=text)
                 run.outcome = TaskOutcome(status="finished", text=text)
             case _Parked(questions):
