@@ -15,13 +15,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import httpx
 import trio
 
 from agentrio import Client, Decision
 from engine.models.builtin import HELP_TEXT
 from engine.testing import RunningDaemon
+from protocol.codec import decode
 from protocol.frames import Ask, PendingTaskInfo
+from protocol.http import PendingTasks
 
 
 def http(daemon: RunningDaemon) -> httpx.AsyncClient:
@@ -152,3 +155,37 @@ async def test_question_asked_again_survives_a_second_closed_window(
         assert (await final.wait_done()).status == "finished"
     assert "Which colour?" in final.final_text
     assert "red" in final.final_text
+
+
+async def test_pending_by_origin_lists_every_cli_session(
+    agentrio_daemon: RunningDaemon, agentrio_client: Client
+) -> None:
+    """R41, R42, issue 17 item 6: work paused in two earlier ``cli-`` sessions is listed
+    by origin — over WS (``list_pending`` with ``origin``) and HTTP (``GET
+    /v1/pending?origin=cli-``) alike — each task naming its session, newest first; a
+    ``chat-`` task is not among them; resuming one continues in its own session."""
+    with trio.fail_after(30):
+        await _ask_then_close_window(agentrio_daemon, "cli-earlier-1", "ask: First? | a")
+        await _kept(agentrio_client, "cli-earlier-1")
+        await _ask_then_close_window(agentrio_daemon, "cli-earlier-2", "ask: Second? | b")
+        await _kept(agentrio_client, "cli-earlier-2")
+        parked = await agentrio_client.run("chat-other", "ask: Elsewhere?")
+        assert (await parked.wait_done()).status == "parked"
+        listed = await agentrio_client.pending(origin="cli-")
+        async with http(agentrio_daemon) as web:
+            response = await web.get("/v1/pending", params={"origin": "cli-"})
+            bad = await web.get("/v1/pending", params={"origin": "x-"})
+        assert [(t.session_id, t.questions[0].text) for t in listed] == [
+            ("cli-earlier-2", "Second?"),
+            ("cli-earlier-1", "First?"),
+        ]
+        assert response.status_code == 200
+        assert decode(response.content, PendingTasks).tasks == listed
+        assert bad.status_code == 400
+        first = listed[1]
+        resumed = await agentrio_client.resume(first.session_id, first.task_hash, answers=["a"])
+        assert (await resumed.wait_done()).status == "finished"
+        assert resumed.session_id == "cli-earlier-1"
+        left = await agentrio_client.pending(origin="cli-")
+    assert [t.session_id for t in left] == ["cli-earlier-2"]
+    assert await agentrio_client.pending("cli-earlier-2") == [attrs.evolve(left[0], session_id="")]
