@@ -309,9 +309,10 @@ class Client:
 
     # ------------------------------------------------------------------ queries
 
-    async def pending(self, session_id: str) -> list[PendingTaskInfo]:
-        """The session's resumable tasks (``list_pending``)."""
-        result = await self._call(ListPending(session_id=session_id))
+    async def pending(self, session_id: str = "", *, origin: str = "") -> list[PendingTaskInfo]:
+        """The session's resumable tasks (``list_pending``); with ``origin`` instead
+        (``"cli-"``), those of every session of that origin, each naming its session."""
+        result = await self._call(ListPending(session_id=session_id, origin=origin))
         assert isinstance(result, PendingList), result
         return list(result.tasks)
 

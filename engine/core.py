@@ -24,7 +24,7 @@ import trio
 from engine.background.manager import BackgroundManager
 from engine.causes import Cause
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
-from engine.ids import check_session_id, check_task_hash, new_task_hash
+from engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
 from engine.markers import MARKER_TTL_S
 from engine.messages import CONFLICT_RUNNING
 from engine.models.base import Model
@@ -51,6 +51,8 @@ log = logging.getLogger("agentrio.engine")
 
 #: Origins of ended runs remembered for routing their late events.
 ORIGINS_KEPT: Final = 10_000
+#: The most tasks one listing by origin returns (the newest).
+PENDING_BY_ORIGIN_LIMIT: Final = 200
 #: How long shutdown waits for runs to record their end (R53 allows 5 s in all).
 SHUTDOWN_WAIT_S: Final = 3.0
 
@@ -430,6 +432,23 @@ class Engine:
         running = session.runs if session is not None else {}
         return [_info(row) for row in rows if row.task_hash not in running]
 
+    async def pending_by_origin(self, origin: str) -> list[PendingTaskInfo]:
+        """The resumable tasks of every session of ``origin`` (``cli-``, ``chat-``, …),
+        newest first, each naming its session: a reopened REPL starts a new ``cli-``
+        session and finds here the work its earlier ones left (R41, R42). At most
+        `PENDING_BY_ORIGIN_LIMIT`. No new exposure: a token holder may already list any
+        session's pending tasks by its id; this only spares the guessing."""
+        if origin not in ORIGINS:
+            raise BadRequest(f"invalid origin {origin[:64]!r}: one of {', '.join(ORIGINS)}")
+        rows = await self.store.list_resumable_by_origin(
+            origin, now=self.services.clock(), limit=PENDING_BY_ORIGIN_LIMIT
+        )
+        return [
+            _info(row, with_session=True)
+            for row in rows
+            if self.find_run(row.task_hash, row.session_id) is None
+        ]
+
     async def questions(self, session_id: str, task_hash: str) -> list[Any]:
         row = await self._pending_row(session_id, task_hash)
         return list(row.questions)
@@ -537,8 +556,9 @@ async def _maintain(store: Store, *, task_status: trio.TaskStatus[None]) -> None
     await store.maintain()
 
 
-def _info(row: TaskRow) -> PendingTaskInfo:
+def _info(row: TaskRow, *, with_session: bool = False) -> PendingTaskInfo:
     return PendingTaskInfo(
+        session_id=row.session_id if with_session else "",
         task_hash=row.task_hash,
         objective=row.objective,
         has_questions=bool(row.questions),

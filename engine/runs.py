@@ -15,6 +15,10 @@ pending record, from the outcome or the handle's `Cause` (R40, R41, R45):
 | failed (R62) | failed | deleted | ``failed`` |
 | cancel, ``user_canceled`` | canceled, ``[Canceled]`` | deleted | ``canceled`` |
 | cancel, any other cause | — | kept, resumable | ``canceled`` |
+| the same, while a question was open | — | kept, with that question (R13) | ``canceled`` |
+
+A confirmation open at such a cancel is never an approval (R6): its call stays
+*interrupted* in the snapshot, so the resumed task proposes it again and it asks again.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from engine.snapshot import (
     snapshot_to_json,
 )
 from engine.store.base import HistoryRow, TaskRow
-from engine.tools.ask_user import ask_inline
+from engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from engine.tools.base import Services, Tool, ToolContext, ToolOutcome
 from protocol import events as ev
 from protocol.events import Question
@@ -265,10 +269,13 @@ def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) ->
 async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     services = run.services
     if run.resume_snapshot is not None:
-        snapshot, run.resume_snapshot = run.resume_snapshot, None
+        # Kept until answered: a run that stops while asking keeps the task exactly as
+        # it was, questions and all (R13).
+        snapshot = run.resume_snapshot
         answers = await ask_inline(services, run.tool_context(), snapshot.questions)
         if answers is None:
             return _Parked(list(snapshot.questions))
+        run.resume_snapshot = None
         run.input = resume_input(run, snapshot, answers)
         run.record.append(f"user: {run.input}")
     run.messages.append(Message(role="user", content=run.input))
@@ -364,6 +371,9 @@ def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **ext
 
 
 def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
+    if run.resume_snapshot is not None:  # stopped before its saved questions were answered
+        kept = run.resume_snapshot
+        return attrs.evolve(kept, questions=questions, reports=[*kept.reports, *run.reports])
     return make_snapshot(
         run.objective,
         run.messages,
@@ -381,27 +391,16 @@ def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
 async def _finish(run: TaskRun, ending: _Ending | None) -> None:
     """The one exit path: record the outcome from ``ending`` or the handle's cause, in
     one store write (history or kept row, and the marker's deletion)."""
-    services = run.services
     try:
         match ending:
             case _Finished(text):
-                await _end_in_history(run, "finished", f"assistant: {text}" if text else "")
+                # The turn loop recorded the final reply already.
+                await _end_in_history(run, "finished", "")
                 run.emit(ev.Done, text=text)
                 run.outcome = TaskOutcome(status="finished", text=text)
             case _Parked(questions):
-                snapshot = _snapshot(run, questions)
-                entry = services.registry.offer_parked(_parked_request(run, questions))
-                await _end_kept(
-                    run,
-                    _row(
-                        run,
-                        "parked",
-                        snapshot=snapshot_to_json(snapshot),
-                        questions=questions,
-                        ask_id=entry.id,
-                    ),
-                )
-                run.emit(ev.Pending, questions=questions, ask_id=entry.id)
+                ask_id = await _end_parked(run, questions)
+                run.emit(ev.Pending, questions=questions, ask_id=ask_id)
                 run.outcome = TaskOutcome(status="parked")
             case _Failed(error):
                 run.last_error = error
@@ -410,7 +409,10 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 run.outcome = TaskOutcome(status="failed", error=error)
             case None:
                 cause = run.handle.cause or Cause.SHUTDOWN
-                if cause.keeps_pending:
+                asked = _open_questions(run) if cause.keeps_pending else None
+                if asked is not None:  # stopped while asking: the question is kept (R13)
+                    await _end_parked(run, asked)
+                elif cause.keeps_pending:
                     snapshot = _snapshot(run, [])
                     await _end_kept(
                         run, _row(run, "interrupted", snapshot=snapshot_to_json(snapshot))
@@ -430,6 +432,42 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 await hook(run)
             except Exception:
                 log.exception("end hook of task %s failed", run.task_hash)
+
+
+def _open_questions(run: TaskRun) -> list[Question] | None:
+    """The questions the run was asking when it was cancelled, or None.
+
+    A run stopped by a cause that keeps its task (a closed window, R43; pause; abort;
+    shutdown) while a question was open must not lose it (R13): the resume asks it again
+    (R42) or takes answers. Two places ask: a resumed run asking its saved questions
+    (``resume_snapshot`` still set), and an inline ``ask_user`` call -- the call being
+    executed is the first of ``open_calls`` (each leaves the list when it returns). That
+    call is then taken off ``open_calls``: it is the question, not an interrupted call.
+    Any other open call (a confirmation, R6) stays *interrupted*, so the resumed task
+    proposes it again and it is asked again; nothing ran unconfirmed.
+    """
+    if run.resume_snapshot is not None:
+        return list(run.resume_snapshot.questions)
+    if not run.open_calls or run.open_calls[0].name != AskUserTool.name:
+        return None
+    try:
+        questions = parse_questions(run.open_calls[0].args)
+    except ValueError:
+        return None
+    run.open_calls.pop(0)
+    return questions
+
+
+async def _end_parked(run: TaskRun, questions: list[Question]) -> str:
+    """Keep the task parked on ``questions`` (R11), offered to its origin's listeners;
+    returns the parked ask's id."""
+    snapshot = _snapshot(run, questions)
+    entry = run.services.registry.offer_parked(_parked_request(run, questions))
+    row = _row(
+        run, "parked", snapshot=snapshot_to_json(snapshot), questions=questions, ask_id=entry.id
+    )
+    await _end_kept(run, row)
+    return entry.id
 
 
 def _parked_request(run: TaskRun, questions: list[Question]) -> AskRequest:

@@ -182,8 +182,13 @@ class Subscribe:
 
 @attrs.frozen(kw_only=True)
 class ListPending:
+    """The resumable tasks of one session (``session_id``), or of every session of one
+    origin (``origin``, e.g. ``"cli-"``: a reopened REPL finds the work its earlier
+    sessions left). Exactly one of the two is given; answered by ``pending_list``."""
+
     TYPE: ClassVar[str] = "list_pending"
-    session_id: str
+    session_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    origin: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
@@ -327,7 +332,10 @@ class Ok:
 
 @attrs.frozen(kw_only=True)
 class PendingTaskInfo:
-    """One resumable task, as listed by ``GET …/task`` and ``pending_list``."""
+    """One resumable task, as listed by ``GET …/task`` and ``pending_list``.
+
+    ``session_id`` is given in lists by origin (whose tasks come from many sessions)
+    and left out of lists of one session."""
 
     task_hash: str
     objective: str
@@ -335,14 +343,18 @@ class PendingTaskInfo:
     questions: list[Question]
     updated_at: float
     has_jobs: bool
+    session_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
 class PendingList:
+    """Reply to ``list_pending``: ``session_id`` or ``origin`` as it asked."""
+
     TYPE: ClassVar[str] = "pending_list"
     session_id: str
     tasks: list[PendingTaskInfo]
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    origin: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

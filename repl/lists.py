@@ -34,7 +34,23 @@ from repl.faithful import line_pieces
 from repl.messages import HttpCall, HttpResult, Outgoing
 from repl.render import clip
 
-__all__ = ["ListsHost", "SessionLists"]
+__all__ = ["ListsHost", "SessionLists", "age_text", "origin_of"]
+
+
+def origin_of(session_id: str) -> str:
+    """The origin prefix of a session id (``cli-`` of ``cli-3f2a…``), or "" for an id
+    with none (then pending work is listed for that session alone)."""
+    head, dash, _ = session_id.partition("-")
+    return head + dash if dash and head else ""
+
+
+def age_text(seconds: float) -> str:
+    """How long ago, as a person reads it: ``40s``, ``12m``, ``3h``, ``2d``."""
+    seconds = max(0, int(seconds))
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
 
 
 class ListsHost(Protocol):
@@ -61,6 +77,8 @@ class SessionLists:
         #: The last ``allowed`` list; ``/allowed forget N`` indexes it.
         self.allowed_rules: list[AllowedRule] = []
         self._show_pending = False
+        #: Say how many tasks wait when the next pending list arrives (at start).
+        self._announce_pending = False
         self._show_legs = False
         self._show_allowed = False
 
@@ -72,8 +90,21 @@ class SessionLists:
 
     # ------------------------------------------------------------ requests
 
+    def pending_query(self) -> ListPending:
+        """The pending work of every session of this one's origin: each REPL start is a
+        new ``cli-`` session, and the work earlier ones left must stay in sight."""
+        origin = origin_of(self._host.session_id)
+        if origin:
+            return ListPending(origin=origin)
+        return ListPending(session_id=self._host.session_id)
+
     def ask_pending(self) -> None:
-        self._show_pending = self._host.send(ListPending(session_id=self._host.session_id))
+        self._show_pending = self._host.send(self.pending_query())
+
+    def announce_pending(self) -> ListPending:
+        """The query whose answer says, once, how many tasks wait (the REPL's start)."""
+        self._announce_pending = True
+        return self.pending_query()
 
     def ask_legs(self) -> None:
         self._show_legs = self._host.send(ListLegs(session_id=self._host.session_id))
@@ -124,7 +155,8 @@ class SessionLists:
         task = self.find_pending(ref)
         if task is None:
             return
-        path = f"/v1/session/{self._host.session_id}/task/{task.task_hash}"
+        session_id = task.session_id or self._host.session_id
+        path = f"/v1/session/{session_id}/task/{task.task_hash}"
         self._host.send(HttpCall(method="DELETE", path=path, purpose="drop", ref=task.task_hash))
 
     def forget_pending(self, task: PendingTaskInfo) -> None:
@@ -134,21 +166,41 @@ class SessionLists:
     # ------------------------------------------------------------ answers
 
     def pending_list(self, frame: PendingList) -> None:
-        if frame.session_id != self._host.session_id:
+        """A pending list of this session, or of its origin (every session of it)."""
+        origin = origin_of(self._host.session_id)
+        if frame.origin:
+            if frame.origin != origin:
+                return
+        elif frame.session_id != self._host.session_id:
             return
         self.pending_tasks = list(frame.tasks)
+        where = f"your {origin} sessions" if frame.origin else "this session"
+        if self._announce_pending:
+            self._announce_pending = False
+            if frame.tasks:
+                self._host.write(
+                    f"{len(frame.tasks)} paused task(s) wait in {where} — "
+                    "/pending lists them, /pending N resumes one",
+                    "class:warn",
+                )
         if not self._show_pending:
             return
         self._show_pending = False
         write = self._host.write
         if not frame.tasks:
-            write("no pending tasks in this session", "class:dim")
+            write(f"no pending tasks in {where}", "class:dim")
             return
         write("pending tasks (/pending N resumes, /pending drop N drops):", "class:dim")
+        now = time.time()
         for number, task in enumerate(frame.tasks, 1):
             flags = " [question]" if task.has_questions else ""
             flags += " [background]" if task.has_jobs else ""
-            write(f"  {number}. {task.task_hash[:8]}  {clip(task.objective, 80)}{flags}")
+            place = ""
+            if task.session_id:
+                here = task.session_id == self._host.session_id
+                session = "this session" if here else task.session_id
+                place = f"{session}  {age_text(now - task.updated_at)} ago  "
+            write(f"  {number}. {task.task_hash[:8]}  {place}{clip(task.objective, 80)}{flags}")
 
     def allowed_list(self, frame: AllowedList) -> None:
         """The session's remembered commands (R76), each shown as the confirmation

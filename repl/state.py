@@ -33,7 +33,6 @@ from protocol.frames import (
     LegInfo,
     LegList,
     ListLegs,
-    ListPending,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -236,10 +235,13 @@ class ReplState:
         task = self.lists.find_pending(ref)
         if task is None:
             return
+        session_id = task.session_id or self.session_id
+        if session_id != self.session_id and not self._switch_session(session_id):
+            return
         request_id = new_request_id()
         frame = PendingFrame(
             request_id=request_id,
-            session_id=self.session_id,
+            session_id=session_id,
             task_hash=task.task_hash,
             window_hash=self.window_hash,
         )
@@ -247,6 +249,23 @@ class ReplState:
             self.write(f"↻ resuming {task.task_hash[:8]}: {clip(task.objective, 80)}", "class:user")
             self.runs[request_id] = RunView(request_id=request_id, input=task.objective)
             self.lists.forget_pending(task)
+
+    def _switch_session(self, session_id: str) -> bool:
+        """Continue in ``session_id``, the session of a task being resumed: what is typed
+        next, its legs and remembered commands belong to it. Refused while a run of
+        this session is shown (its steers and cancels name this session)."""
+        if self.runs:
+            self.set_notice(
+                "a task is running here: wait for it (or cancel it) before resuming "
+                "a task of another session"
+            )
+            return False
+        self.session_id = session_id
+        self.legs.clear()
+        self.lists.allowed_rules = []
+        self.write(f"continuing in session {session_id}", "class:dim")
+        self.send(ListLegs(session_id=session_id))
+        return True
 
     # ------------------------------------------------------------ Esc, Ctrl+C, popups
 
@@ -436,7 +455,9 @@ class ReplState:
                 "class:dim",
             )
         self._send(ListLegs(session_id=self.session_id))
-        self._send(ListPending(session_id=self.session_id))
+        # Across this origin's sessions: a reopened REPL is a new session (issue 17).
+        lists = self.lists
+        self._send(lists.pending_query() if message.reconnect else lists.announce_pending())
 
     def _disconnected(self, reason: str) -> None:
         was = self.connection
@@ -550,4 +571,4 @@ class ReplState:
             del self.asks[ask_id]
         self.send(ListLegs(session_id=self.session_id))
         if frame.status in ("paused", "parked", "aborted"):
-            self.send(ListPending(session_id=self.session_id))
+            self.send(self.lists.pending_query())

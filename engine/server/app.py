@@ -269,6 +269,13 @@ async def pending_tasks(request: Request, ctx: ServerContext) -> Response:
     return json_response(await ctx.commands.pending(ListPending(session_id=_session_id(request))))
 
 
+async def pending_by_origin(request: Request, ctx: ServerContext) -> Response:
+    """``GET /v1/pending?origin=cli-``: the resumable tasks of every session of one
+    origin, each naming its session (the HTTP form of ``list_pending`` by origin)."""
+    origin = request.query_params.get("origin", "")
+    return json_response(await ctx.commands.pending(ListPending(origin=origin)))
+
+
 async def questions(request: Request, ctx: ServerContext) -> Response:
     found = await ctx.commands.questions(_session_id(request), _task_hash(request))
     return json_response(found)
@@ -379,6 +386,7 @@ def create_app(ctx: ServerContext) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/v1/health", _endpoint(health, auth=False), methods=["GET"]),
         Route("/v1/send", _endpoint(send), methods=["POST"]),
+        Route("/v1/pending", _endpoint(pending_by_origin), methods=["GET"]),
         Route(session + "/cancel/{task_hash}", _endpoint(cancel), methods=["POST"]),
         Route(session + "/pause/{task_hash}", _endpoint(pause), methods=["POST"]),
         Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),

@@ -21,7 +21,7 @@ report any error (HTTP status + body, or an ``error`` frame).
 | `steer` | (``POST /v1/send`` + ``pending_task``) | ``steer`` | — |
 | `cancel` | ``POST …/cancel/{h}``, ``…/pause/{h}`` | ``cancel`` | `CancelResult` |
 | `reply` | ``POST …/confirm/{id}`` | ``reply`` | — |
-| `pending` | ``GET …/task`` | ``list_pending`` | `PendingTasks` |
+| `pending` | ``GET …/task``, ``GET /v1/pending?origin=`` | ``list_pending`` | `PendingTasks` |
 | `legs` | ``GET …/legs`` | ``list_legs`` | `Legs` |
 | `cancel_leg` | ``POST …/legs/{leg}/cancel`` | ``background_cancel`` | `LegCancelResult` |
 | `allowed` | ``GET …/allowed`` | ``list_allowed`` | `AllowedRules` |
@@ -204,7 +204,14 @@ class Commands:
     # ------------------------------------------------------------------ queries
 
     async def pending(self, frame: ListPending) -> PendingTasks:
-        """The session's actually resumable tasks (R45, R51)."""
+        """The actually resumable tasks (R45, R51) of the session, or of every session
+        of the origin (each task then names its session). Exactly one of the two:
+        `BadRequest` otherwise, or for an origin that is none of ``cli-``, ``chat-``,
+        ``tg-``, ``dc-``."""
+        if bool(frame.session_id) == bool(frame.origin):
+            raise BadRequest("list_pending takes exactly one of session_id and origin")
+        if frame.origin:
+            return PendingTasks(tasks=await self.engine.pending_by_origin(frame.origin))
         return PendingTasks(tasks=await self.engine.pending_tasks(frame.session_id))
 
     async def questions(self, session_id: str, task_hash: str) -> Questions:

@@ -69,9 +69,11 @@ async def answer_command(
             commands.steer(frame)
         case BackgroundCancel():
             commands.cancel_leg(frame)
-        case ListPending(session_id=session_id, request_id=request_id):
+        case ListPending(session_id=session_id, origin=origin, request_id=request_id):
             tasks = (await commands.pending(frame)).tasks
-            return PendingList(session_id=session_id, tasks=tasks, request_id=request_id)
+            return PendingList(
+                session_id=session_id, origin=origin, tasks=tasks, request_id=request_id
+            )
         case ListLegs(session_id=session_id, request_id=request_id):
             legs = commands.legs(frame).legs
             return LegList(session_id=session_id, legs=legs, request_id=request_id)

@@ -166,6 +166,13 @@ class Store(Protocol):
         """
         ...
 
+    async def list_resumable_by_origin(
+        self, origin: str, *, now: float, limit: int
+    ) -> list[TaskRow]:
+        """`list_resumable` across every session whose origin is ``origin`` (a reopened
+        REPL's ``cli-`` sessions), newest ``updated_at`` first, at most ``limit``."""
+        ...
+
     async def claim(
         self,
         session_id: str,

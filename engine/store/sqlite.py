@@ -191,23 +191,36 @@ class SqliteStore:
         return [schema.task_row(r) for r in await self._run("list_parked", select)]
 
     async def list_resumable(self, session_id: str, *, now: float) -> list[TaskRow]:
+        return await self._resumable("t.session_id = ?", (session_id, now), "list_resumable")
+
+    async def list_resumable_by_origin(
+        self, origin: str, *, now: float, limit: int
+    ) -> list[TaskRow]:
+        """See `engine.store.base.Store.list_resumable_by_origin`."""
+        where = "t.origin = ?"
+        return await self._resumable(where, (origin, now, limit), "list_resumable_by_origin")
+
+    async def _resumable(self, where: str, params: tuple[Any, ...], name: str) -> list[TaskRow]:
+        """Task rows matching ``where`` whose marker is not live at the ``now`` that
+        follows ``where``'s parameters (and a ``LIMIT`` after it, when given)."""
         # The snapshot (the bulk of a row) is left out: a listing never shows it.
         columns = ", ".join(
             "NULL AS snapshot" if name == "snapshot" else f"t.{name}"
             for name in (c.strip() for c in TASK_COLUMNS.split(","))
         )
+        limit = " LIMIT ?" if len(params) == 3 else ""
 
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
             return conn.execute(
                 f"SELECT {columns} FROM tasks AS t "
                 "LEFT JOIN markers AS m "
                 "ON m.key = 'action:' || t.session_id || ':' || t.task_hash "
-                "WHERE t.session_id = ? AND (m.expires_at IS NULL OR m.expires_at <= ?) "
-                "ORDER BY t.updated_at DESC, t.task_hash",
-                (session_id, now),
+                f"WHERE {where} AND (m.expires_at IS NULL OR m.expires_at <= ?) "
+                f"ORDER BY t.updated_at DESC, t.task_hash{limit}",
+                params,
             ).fetchall()
 
-        return [schema.task_row(r) for r in await self._run("list_resumable", select)]
+        return [schema.task_row(r) for r in await self._run(name, select)]
 
     async def claim(
         self,

@@ -178,7 +178,7 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         tmux("send-keys", "-t", "repl", "5")  # Cancel task
         wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
         tmux("send-keys", "-t", "repl", "/pending", "Enter")
-        wait_for(lambda: "no pending tasks in this session" in tmux.lines(), "an empty list")
+        wait_for(lambda: "no pending tasks in your cli- sessions" in tmux.lines(), "an empty list")
     finally:
         tmux("kill-server")
 

@@ -129,7 +129,7 @@ def run_app(
             h = Harness(pipe, app, sent)
             await h.until(lambda: app.application.is_running, "app start")
             app.deliver(Connected(url="http://127.0.0.1:1", daemon_version="0.1.0"))
-            assert h.frames() == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+            assert h.frames() == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
             try:
                 await scenario(h)
             finally:

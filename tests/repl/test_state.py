@@ -62,7 +62,7 @@ def test_connect_lists_legs_and_pending() -> None:
     assert state.connection == "connecting"
     state.handle(Connected(url="http://h:1", daemon_version="0.1.0"))
     assert state.connection == "connected"
-    assert sent == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+    assert sent == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
     assert "connected to agentrio daemon 0.1.0" in state.output[-1][1]
 
 
@@ -375,7 +375,7 @@ def test_done_statuses() -> None:
         state.handle(accepted(rid))
         state.handle(done(rid, status, "disconnected" if status == "aborted" else ""))
         assert state.output[-1][1] == line
-        assert sent == [ListLegs(session_id=SESSION), ListPending(session_id=SESSION)]
+        assert sent == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
 
 
 def test_canceled_event_is_not_repeated_by_done() -> None:
@@ -508,7 +508,7 @@ def test_pending_list_resume_and_drop() -> None:
     assert sent == []
     assert state.notice == "no pending tasks listed: type /pending first"
     state.submit("/pending")
-    assert sent == [ListPending(session_id=SESSION)]
+    assert sent == [ListPending(origin="cli-")]
     a, b = "a" * 32, "b" * 32
     state.handle(pending_list(a, b))
     assert [t for _, t in state.output[-2:]] == [

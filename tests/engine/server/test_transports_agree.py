@@ -145,6 +145,14 @@ CASES: list[tuple[str, tuple[str, str, Any], ClientFrame, str]] = [
         ListPending(session_id="a.b"),
         "bad_request",
     ),
+    ("pending by origin", ("GET", "/v1/pending?origin=cli-", None), ListPending(origin="cli-"), ""),
+    (
+        "pending, bad origin",
+        ("GET", "/v1/pending?origin=x-", None),
+        ListPending(origin="x-"),
+        "bad_request",
+    ),
+    ("pending, no origin", ("GET", "/v1/pending", None), ListPending(), "bad_request"),
     ("legs", ("GET", f"{SESSION}/legs", None), ListLegs(session_id=S), ""),
     (
         "cancel leg, unknown",
