@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
             "<home>/daemon.json {pid, host, port, started_at, version}, which clients read "
             "to find it; every call but /v1/health needs the token in <home>/token "
             "(created 0600 at the first start). One daemon per home: a second one exits "
-            "with status 1 and says which process holds the home. SIGINT or SIGTERM stops "
+            "with status 1 and says which process holds the home; one that cannot start "
+            "(home unwritable or read-only, disk full, corrupt store, port in use) prints one "
+            "line naming the path or port and the fix, and exits 2. SIGINT or SIGTERM stops "
             "it: running tasks are cancelled with cause 'shutdown' and stay resumable, and "
             "it exits 0 within 5 seconds."
         ),

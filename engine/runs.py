@@ -212,6 +212,7 @@ async def execute_task(
     """Run ``run`` inside its handle's scope (the supervisor entered it) to its end."""
     services = run.services
     ending: _Ending | None = None
+    stored = False
     try:
         # Stored, alive and the session's latest task (R36) in one write (a resumed
         # run's claim already did the first two, but this row carries the new run's
@@ -219,6 +220,7 @@ async def execute_task(
         await services.store.put_task(
             _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S, latest=True
         )
+        stored = True
         task_status.started()
         run.emit(
             ev.TaskStarted,
@@ -253,7 +255,22 @@ async def execute_task(
         # deadline here would also fire under a test's autojumping mock clock while
         # the store works in its thread.
         with trio.CancelScope(shield=True):
-            await _finish(run, ending)
+            if stored:
+                await _finish(run, ending)
+            else:  # never accepted (its row could not be written): leave nothing behind
+                await _forget(run)
+
+
+async def _forget(run: TaskRun) -> None:
+    """End a run whose first write failed: its sender got the store's error, so no row,
+    history or kept task may appear for it (issue 18)."""
+    run.outcome = TaskOutcome(status="failed", error="the task could not be stored")
+    run.session.runs.pop(run.task_hash, None)
+    for hook in run.on_end:
+        try:
+            await hook(run)
+        except Exception:
+            log.exception("end hook of task %s failed", run.task_hash)
 
 
 def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) -> str:
@@ -423,8 +440,13 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
                 run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
     except Exception as exc:  # the store failed: say so, never hang the caller
+        # Nothing was reported yet (each case emits only after its write): a task whose
+        # end was not recorded is reported failed, never finished (issue 18).
         log.exception("could not record the end of task %s", run.task_hash)
-        run.outcome = run.outcome or TaskOutcome(status="failed", error=f"store error: {exc}")
+        if run.outcome is None:
+            error = f"store error: {exc}"
+            run.emit(ev.Failed, error=error)
+            run.outcome = TaskOutcome(status="failed", error=error)
     finally:
         run.session.runs.pop(run.task_hash, None)
         for hook in run.on_end:

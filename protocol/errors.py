@@ -34,6 +34,8 @@ class ErrorCode:
     NOT_FOUND: Final = "not_found"
     CONFLICT: Final = "conflict"
     GONE: Final = "gone"
+    #: The daemon cannot take the request now (its disk is full); retry later (503).
+    UNAVAILABLE: Final = "unavailable"
     INTERNAL: Final = "internal"
 
 

@@ -2,8 +2,9 @@
 
 `run_daemon` is what ``agentrio daemon`` calls. In order it:
 
-1. takes ``<home>/daemon.lock`` with ``flock`` — a second daemon on the same home
-   prints who holds it (pid and address from ``daemon.json``) and exits 1;
+1. takes ``flock`` on the home directory itself (`instance_lock`; ``daemon.lock`` only
+   records the pid) before touching anything — a second daemon on the same home prints
+   who holds it (pid and address from ``daemon.json``) and exits 1;
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
 3. makes the home owner-only (folders 0700, files 0600, `engine.store.files`),
@@ -54,6 +55,8 @@ from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
+from engine.server.startup import STARTUP_EXIT, startup_message
+from engine.store.base import StoreError
 from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
 
 __all__ = [
@@ -106,23 +109,40 @@ class AlreadyRunning(Exception):
 
 @contextmanager
 def instance_lock(home: Path) -> Iterator[None]:
-    """Hold ``<home>/daemon.lock`` (``flock``, released by the kernel even on
-    ``kill -9``). Raises `AlreadyRunning` naming the holder."""
+    """Hold the home itself: ``flock`` on a descriptor of the home *directory*, kept
+    open for the daemon's lifetime and released by the kernel even on ``kill -9``.
+
+    Why the directory and not ``daemon.lock``: a file can be deleted and re-created
+    while its holder runs, and a second daemon's ``flock`` on the new inode would then
+    succeed (issue 18: it killed the first daemon's leg and took over ``daemon.json``).
+    The directory cannot be replaced under a daemon that has it open and works in it.
+    The lock is taken before anything in the home is touched; only then is our pid
+    written to ``daemon.lock``, which is now information for people, not the lock.
+    Raises `AlreadyRunning` naming the holder.
+    """
     make_home(home)
-    path = home / LOCK_FILE
-    fd = open_private(path, os.O_RDWR)
+    fd = os.open(home, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EACCES):
                 raise
-            raise AlreadyRunning(_describe_holder(home, path)) from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+            raise AlreadyRunning(_describe_holder(home, home / LOCK_FILE)) from None
+        _write_pid(home / LOCK_FILE)
         yield
     finally:
         os.close(fd)
+
+
+def _write_pid(path: Path) -> None:
+    """Leave our pid in ``daemon.lock`` for `_describe_holder` (held under the lock)."""
+    pid_fd = open_private(path, os.O_RDWR)
+    try:
+        os.ftruncate(pid_fd, 0)
+        os.write(pid_fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(pid_fd)
 
 
 def _describe_holder(home: Path, lock: Path) -> str:
@@ -393,26 +413,29 @@ async def _wait_for_stop(signals: AsyncIterator[int] | None, stop: trio.Event | 
 
 def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:
     """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
-    after a clean shutdown, 1 when another daemon holds the home or the address cannot
-    be bound."""
+    after a clean shutdown, 1 when another daemon holds the home, `STARTUP_EXIT` (2)
+    when it cannot start (home unwritable or read-only, disk full, corrupt store, port
+    in use): then one line on stderr names the path or port and the fix, no traceback.
+    """
     home = config.home_path
-    with ExitStack() as stack:
-        try:
-            stack.enter_context(instance_lock(home))
-        except AlreadyRunning as exc:
-            print(f"agentrio daemon: {exc}", file=sys.stderr)
-            return 1
-        stack.enter_context(_logging_to(home))
-        mark_children(home)
-        try:
+    bind_host = host or config.server.host
+    bind_port = config.server.port if port is None else port
+    try:
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(instance_lock(home))
+            except AlreadyRunning as exc:
+                print(f"agentrio daemon: {exc}", file=sys.stderr)
+                return 1
+            stack.enter_context(_logging_to(home))
+            mark_children(home)
             trio.run(partial(serve, config, host=host, port=port))
-        except (OSError, BaseExceptionGroup) as exc:
-            error = _os_error_in(exc)
-            if error is None:
-                raise
-            where = f"{host or config.server.host}:{config.server.port if port is None else port}"
-            log.error("cannot serve on %s: %s", where, error.strerror or error)
-            return 1
+    except (OSError, StoreError, BaseExceptionGroup) as exc:
+        line = startup_message(exc, home=home, host=bind_host, port=bind_port)
+        if line is None:
+            raise
+        print(f"agentrio daemon: {line}", file=sys.stderr)
+        return STARTUP_EXIT
     return 0
 
 
@@ -426,15 +449,3 @@ def _logging_to(home: Path) -> Iterator[None]:
         for handler in handlers:
             logger.removeHandler(handler)
             handler.close()
-
-
-def _os_error_in(exc: BaseException) -> OSError | None:
-    """The `OSError` (e.g. address in use) inside ``exc``, however deeply grouped."""
-    if isinstance(exc, OSError):
-        return exc
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            found = _os_error_in(inner)
-            if found is not None:
-                return found
-    return None

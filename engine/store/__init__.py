@@ -6,6 +6,7 @@ from __future__ import annotations
 from engine.store.base import HistoryRow as HistoryRow
 from engine.store.base import Store as Store
 from engine.store.base import StoreError as StoreError
+from engine.store.base import StoreFull as StoreFull
 from engine.store.base import StoreStatistics as StoreStatistics
 from engine.store.base import TaskRow as TaskRow
 from engine.store.base import marker_key as marker_key
@@ -18,6 +19,7 @@ __all__ = [
     "SqliteStore",
     "Store",
     "StoreError",
+    "StoreFull",
     "StoreStatistics",
     "TaskRow",
     "marker_key",

@@ -16,13 +16,16 @@ from typing import Any, Literal, Protocol
 import attrs
 
 from engine.errors import AgentrioError
+from protocol.errors import ErrorCode
 from protocol.events import Question
 
 __all__ = [
     "HistoryRow",
     "Store",
     "StoreError",
+    "StoreFull",
     "StoreStatistics",
+    "StoreUnreadable",
     "TaskRow",
     "marker_key",
 ]
@@ -37,6 +40,23 @@ class StoreError(AgentrioError):
     The message names the operation and the backend's own words, never a value that
     was being written: a secret cannot leak through it (R73).
     """
+
+
+class StoreFull(StoreError):
+    """The disk holding the store is full: nothing of the write was kept.
+
+    A 503, not a 500: the daemon is sound and recovers by itself once space returns
+    (SQLite rolls the transaction back and the next write simply succeeds), so a client
+    may retry later (issue 18).
+    """
+
+    code = ErrorCode.UNAVAILABLE
+    status = 503
+
+
+class StoreUnreadable(StoreError):
+    """The store file is not a database SQLite can read (corrupt, or another file):
+    a start-up error whose message names the file and the fix."""
 
 
 def marker_key(session_id: str, task_hash: str) -> str:

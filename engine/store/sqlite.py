@@ -44,7 +44,9 @@ from engine.store import sqlite_schema as schema
 from engine.store.base import (
     HistoryRow,
     StoreError,
+    StoreFull,
     StoreStatistics,
+    StoreUnreadable,
     TaskRow,
     marker_key,
 )
@@ -105,7 +107,7 @@ class SqliteStore:
                 else await trio.to_thread.run_sync(schema.connect, path)
             )
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open store {path.name}: {exc}") from None
+            raise _open_error(path, exc) from None
         return cls(path, conn, inline=inline)
 
     @property
@@ -472,6 +474,18 @@ class SqliteStore:
         Waits for a call already in the worker to finish first.
         """
         await self._worker.close()
+
+
+def _open_error(path: Path, exc: sqlite3.Error) -> StoreError:
+    """Why ``path`` could not be opened, as the `StoreError` subclass a start-up error
+    message is chosen by (`engine.server.startup`)."""
+    message = f"cannot open store {path.name}: {exc}"
+    code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    if code == sqlite3.SQLITE_FULL:
+        return StoreFull(message)
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
+        return StoreUnreadable(message)
+    return StoreError(message)
 
 
 async def open_sqlite_store(path: Path | str) -> SqliteStore:

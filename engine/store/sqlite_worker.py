@@ -22,9 +22,9 @@ import attrs
 import outcome
 import trio
 
-from engine.store.base import StoreError
+from engine.store.base import StoreError, StoreFull
 
-__all__ = ["MAX_BATCH", "SqliteWorker"]
+__all__ = ["MAX_BATCH", "SqliteWorker", "store_error"]
 
 T = TypeVar("T")
 
@@ -40,6 +40,17 @@ class _QueuedWrite:
     fn: Callable[[sqlite3.Connection], Any]
     turn: trio.Event = attrs.field(factory=trio.Event)
     result: outcome.Outcome[Any] | None = None
+
+
+def store_error(op: str, exc: sqlite3.Error) -> StoreError:
+    """The `StoreError` for a backend error of operation ``op``: `StoreFull` when the
+    disk is full (SQLite's ``SQLITE_FULL``, which it also gives for ``ENOSPC``), so
+    callers can answer 503 rather than 500."""
+    message = f"store {op} failed: {exc}"
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None and code & 0xFF == sqlite3.SQLITE_FULL:
+        return StoreFull(f"{message} (the disk holding the store is full)")
+    return StoreError(message)
 
 
 def _batch_transaction(batch: list[_QueuedWrite], conn: sqlite3.Connection) -> None:
@@ -58,7 +69,7 @@ def _batch_transaction(batch: list[_QueuedWrite], conn: sqlite3.Connection) -> N
                 conn.execute("ROLLBACK TO write")
                 conn.execute("RELEASE write")
                 if isinstance(exc, sqlite3.Error):
-                    exc = StoreError(f"store {write.op} failed: {exc}")
+                    exc = store_error(write.op, exc)
                 write.result = outcome.Error(exc)
             else:
                 conn.execute("RELEASE write")
@@ -74,7 +85,7 @@ def _whole_batch_failed(op: str, exc: BaseException) -> BaseException:
     """The exception one write of a batch gets when the batch itself failed: its own
     object (each waiting caller raises and chains its own), naming its operation."""
     if isinstance(exc, sqlite3.Error):
-        return StoreError(f"store {op} failed: {exc}")
+        return store_error(op, exc)
     if isinstance(exc, trio.ClosedResourceError):
         return trio.ClosedResourceError(str(exc))
     return StoreError(f"store {op} failed: {type(exc).__name__}: {exc}")
@@ -106,7 +117,7 @@ class SqliteWorker:
         try:
             return await self.run_raw(fn)
         except sqlite3.Error as exc:
-            raise StoreError(f"store {op} failed: {exc}") from None
+            raise store_error(op, exc) from None
 
     async def run_raw(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         def call() -> T:
