@@ -47,6 +47,15 @@ class ServerConfig:
     #: no background job, no open ask); then it is dropped with its replay buffer and
     #: rebuilt from the store on its next use. 0 keeps every session.
     session_idle_s: float = attrs.field(default=600.0, validator=attrs.validators.ge(0))
+    #: Bytes of a session's recent events kept for replay to new subscribers; the
+    #: oldest go first (also at most 512 events).
+    replay_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=attrs.validators.ge(0))
+    #: Bytes of events one subscriber may fall behind; past it the subscriber is
+    #: dropped (WebSocket close 4008, SSE a final ``: dropped`` comment) and may
+    #: resubscribe to replay.
+    subscriber_queue_bytes: int = attrs.field(
+        default=8 * 1024 * 1024, validator=attrs.validators.ge(64 * 1024)
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -124,6 +133,11 @@ class BackgroundConfig:
     settle_s: float = 2.0
     max_settle_s: float = 10.0
     report_interval_s: float = 30.0
+    #: Largest size of a leg's log file; past it the log keeps its first half and a
+    #: rolling tail, with a marker saying how many bytes were elided between them.
+    max_log_bytes: int = attrs.field(
+        default=64 * 1024 * 1024, validator=attrs.validators.ge(64 * 1024)
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -91,6 +91,8 @@ class Engine:
         self.sessions: SessionRegistry[TaskRun] = SessionRegistry(
             clock=services.clock,
             idle_s=self.config.server.session_idle_s,
+            replay_bytes=self.config.server.replay_bytes,
+            queue_bytes=self.config.server.subscriber_queue_bytes,
             leg_limit=self.config.background.max_tasks or None,
             holders=(self.registry, self.background),
         )

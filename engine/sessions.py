@@ -23,6 +23,7 @@ keeps its session alive.
 from __future__ import annotations
 
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
@@ -36,6 +37,8 @@ from engine.tools.allowed import AllowedCommands
 from protocol.events import Event
 
 __all__ = [
+    "DEFAULT_QUEUE_BYTES",
+    "DEFAULT_REPLAY_BYTES",
     "MAX_SESSION_TASKS",
     "EventHub",
     "HubStatistics",
@@ -45,14 +48,45 @@ __all__ = [
     "SessionRegistry",
     "SessionRegistryStatistics",
     "SessionStatistics",
+    "SlowConsumer",
     "Subscription",
     "default_leg_limit",
+    "event_bytes",
 ]
 
 #: Tasks of one session executing at once: CPU count × 4, a constant (R50).
 MAX_SESSION_TASKS: Final = (os.cpu_count() or 1) * 4
 
 E = TypeVar("E", bound=Event)
+
+#: ``[server] replay_bytes`` default: a session's recent events kept for replay.
+DEFAULT_REPLAY_BYTES: Final = 4 * 1024 * 1024
+#: ``[server] subscriber_queue_bytes`` default: events one subscriber may fall behind.
+DEFAULT_QUEUE_BYTES: Final = 8 * 1024 * 1024
+#: What one held event costs besides its strings (the objects around them).
+_EVENT_OVERHEAD: Final = 64
+
+
+def event_bytes(value: object) -> int:
+    """About the memory ``value`` (an event, or a field of one) holds: strings at
+    their real size, containers walked, anything else a fixed overhead. Events are
+    small trees of strings, so this is cheap and close enough to bound by bytes."""
+    if isinstance(value, str | bytes):
+        return sys.getsizeof(value)
+    if isinstance(value, dict):
+        return _EVENT_OVERHEAD + sum(event_bytes(k) + event_bytes(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return _EVENT_OVERHEAD + sum(event_bytes(item) for item in value)
+    fields: tuple[attrs.Attribute[Any], ...] | None = getattr(type(value), "__attrs_attrs__", None)
+    if fields is not None:
+        return _EVENT_OVERHEAD + sum(event_bytes(getattr(value, field.name)) for field in fields)
+    return _EVENT_OVERHEAD // 4
+
+
+class SlowConsumer(Exception):
+    """Raised by `Subscription.receive` once the subscriber fell more than its byte
+    budget behind: its queue was dropped (the memory is freed at once) and it must
+    resubscribe, replaying what the session still keeps."""
 
 
 def default_leg_limit() -> int:
@@ -66,44 +100,81 @@ class HubStatistics:
     subscribers: int
     replay_buffered: int
     dropped_total: int
+    replay_bytes: int = 0
 
 
 class Subscription:
     """A bounded queue of ``(task_hash, event)`` for one subscriber.
 
-    When the subscriber falls behind by more than its capacity the *oldest* events are
-    dropped and counted in ``dropped``: a slow consumer never slows a task down and
-    can tell from ``seq`` that it missed something.
+    Two bounds, so a slow consumer never slows a task down nor holds memory without
+    limit:
+
+    - by count: past ``capacity`` events the *oldest* are dropped and counted in
+      ``dropped`` (it can tell from ``seq`` that it missed something);
+    - by bytes: once more than ``max_bytes`` (`event_bytes`) are queued the whole
+      queue is dropped and the subscription is *over*: `receive` raises
+      `SlowConsumer`, and the transport ends the subscriber with a reason (WebSocket
+      close 4008, SSE a final ``: dropped`` comment). Many small events are thinned;
+      a flood of big ones ends the subscriber, who resubscribes and replays.
     """
 
-    def __init__(self, capacity: int) -> None:
-        self._queue: deque[tuple[str, Event]] = deque()
+    def __init__(self, capacity: int, max_bytes: int = DEFAULT_QUEUE_BYTES) -> None:
+        self._queue: deque[tuple[str, Event, int]] = deque()
         self._capacity = capacity
+        self._max_bytes = max_bytes
         self._wakeup = trio.Event()
+        self.queued_bytes = 0
         self.dropped = 0
         self.closed = False
+        self.overflowed = False
 
-    def _put(self, item: tuple[str, Event]) -> None:
-        if len(self._queue) >= self._capacity:
-            self._queue.popleft()
+    def _put(self, item: tuple[str, Event], size: int) -> None:
+        if self.overflowed:
             self.dropped += 1
-        self._queue.append(item)
+            return
+        if len(self._queue) >= self._capacity:
+            self.queued_bytes -= self._queue.popleft()[2]
+            self.dropped += 1
+        self._queue.append((item[0], item[1], size))
+        self.queued_bytes += size
+        if self.queued_bytes > self._max_bytes:
+            self.dropped += len(self._queue)
+            self._queue.clear()
+            self.queued_bytes = 0
+            self.overflowed = True
+            self.closed = True
         self._wakeup.set()
+
+    def _take(self) -> tuple[str, Event]:
+        task_hash, event, size = self._queue.popleft()
+        self.queued_bytes -= size
+        return task_hash, event
 
     async def receive(self) -> tuple[str, Event]:
         """The next ``(task_hash, event)``; raises `trio.EndOfChannel` once closed and
-        drained."""
+        drained, `SlowConsumer` once it fell more than its byte budget behind."""
         while not self._queue:
+            if self.overflowed:
+                raise SlowConsumer(self.overflow_reason)
             if self.closed:
                 raise trio.EndOfChannel
             self._wakeup = trio.Event()
             await self._wakeup.wait()
-        return self._queue.popleft()
+        return self._take()
 
     def receive_nowait(self) -> tuple[str, Event]:
+        if self.overflowed:
+            raise SlowConsumer(self.overflow_reason)
         if not self._queue:
             raise trio.WouldBlock
-        return self._queue.popleft()
+        return self._take()
+
+    @property
+    def overflow_reason(self) -> str:
+        return (
+            f"slow consumer: more than {self._max_bytes} bytes of events queued; "
+            "resubscribe to replay"
+        )
 
     def close(self) -> None:
         self.closed = True
@@ -124,15 +195,30 @@ class EventHub:
 
     `subscribe` copies the recent events into the new subscription and registers it in
     one synchronous step, so replay and live events join with no gap and no repeat.
+
+    The replay buffer keeps at most ``replay`` events and ``replay_bytes`` bytes
+    (`event_bytes`), the oldest going first: a session flooded with 1 MiB inputs keeps
+    a few of them, not hundreds. Each subscription gets ``queue_bytes`` (see
+    `Subscription`).
     """
 
     def __init__(
-        self, *, clock: Callable[[], float], replay: int = 512, queue_capacity: int = 2048
+        self,
+        *,
+        clock: Callable[[], float],
+        replay: int = 512,
+        queue_capacity: int = 2048,
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self._clock = clock
-        self._recent: deque[tuple[str, Event]] = deque(maxlen=replay)
+        self._recent: deque[tuple[str, Event, int]] = deque()
+        self._replay = replay
+        self._replay_bytes = replay_bytes
+        self._recent_bytes = 0
         self._subscribers: set[Subscription] = set()
         self._queue_capacity = queue_capacity
+        self._queue_bytes = queue_bytes
         self._seq = 0
         self._dropped_closed = 0
 
@@ -141,17 +227,23 @@ class EventHub:
         self._seq += 1
         event = kind(seq=self._seq, at=self._clock(), **fields)
         item = (task_hash, event)
-        self._recent.append(item)
+        size = event_bytes(event)
+        self._recent.append((task_hash, event, size))
+        self._recent_bytes += size
+        while self._recent and (
+            len(self._recent) > self._replay or self._recent_bytes > self._replay_bytes
+        ):
+            self._recent_bytes -= self._recent.popleft()[2]
         for subscription in self._subscribers:
-            subscription._put(item)
+            subscription._put(item, size)
         return event
 
     @contextmanager
     def subscribe(self, *, replay: bool = True) -> Iterator[Subscription]:
-        subscription = Subscription(self._queue_capacity)
+        subscription = Subscription(self._queue_capacity, self._queue_bytes)
         if replay:
-            for item in self._recent:
-                subscription._put(item)
+            for task_hash, event, size in self._recent:
+                subscription._put((task_hash, event), size)
         self._subscribers.add(subscription)
         try:
             yield subscription
@@ -167,13 +259,14 @@ class EventHub:
 
     def events_of(self, task_hash: str) -> list[Event]:
         """The recent events of one task (for tests and late joiners)."""
-        return [event for owner, event in self._recent if owner == task_hash]
+        return [event for owner, event, _ in self._recent if owner == task_hash]
 
     def statistics(self) -> HubStatistics:
         return HubStatistics(
             seq=self._seq,
             subscribers=len(self._subscribers),
             replay_buffered=len(self._recent),
+            replay_bytes=self._recent_bytes,
             dropped_total=self._dropped_closed + sum(s.dropped for s in self._subscribers),
         )
 
@@ -212,10 +305,12 @@ class Session(Generic[R]):
         clock: Callable[[], float],
         leg_limit: int | None = None,
         allowed: AllowedCommands | None = None,
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self.id = session_id
         self.origin = origin_of(session_id)
-        self.hub = EventHub(clock=clock)
+        self.hub = EventHub(clock=clock, replay_bytes=replay_bytes, queue_bytes=queue_bytes)
         self.slots = trio.Semaphore(MAX_SESSION_TASKS)
         self.leg_limiter = trio.CapacityLimiter(leg_limit or default_leg_limit())
         #: Runs of this session in this process, queued or executing, by task hash.
@@ -283,9 +378,13 @@ class SessionRegistry(Generic[R]):
         idle_s: float,
         leg_limit: int | None = None,
         holders: Sequence[SessionHolder] = (),
+        replay_bytes: int = DEFAULT_REPLAY_BYTES,
+        queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
         self._clock = clock
         self._idle_s = idle_s
+        self._replay_bytes = replay_bytes
+        self._queue_bytes = queue_bytes
         self._leg_limit = leg_limit
         self._holders = tuple(holders)
         self._live: dict[str, Session[R]] = {}
@@ -302,6 +401,8 @@ class SessionRegistry(Generic[R]):
                 clock=self._clock,
                 leg_limit=self._leg_limit,
                 allowed=self._kept_rules.pop(session_id, None),
+                replay_bytes=self._replay_bytes,
+                queue_bytes=self._queue_bytes,
             )
             self._live[session_id] = session
         session.idle_since = None

@@ -11,6 +11,7 @@ __all__ = [
     "CLOSE_AUTH_FAILED",
     "CLOSE_PROTOCOL_ERROR",
     "CLOSE_SHUTDOWN",
+    "CLOSE_SLOW_CONSUMER",
     "ErrorCode",
     "FrameDecodeError",
 ]
@@ -21,6 +22,9 @@ CLOSE_AUTH_FAILED: Final = 4401
 CLOSE_PROTOCOL_ERROR: Final = 4400
 #: Close code sent to every connection when the daemon shuts down.
 CLOSE_SHUTDOWN: Final = 4001
+#: Close code sent to a subscriber that fell more than ``[server]
+#: subscriber_queue_bytes`` behind; it may reconnect and resubscribe to replay.
+CLOSE_SLOW_CONSUMER: Final = 4008
 
 
 class ErrorCode:

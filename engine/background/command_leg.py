@@ -52,7 +52,7 @@ async def run_command_leg(
     assert leg.plan is not None
     try:
         async with trio.wrap_file(await trio.to_thread.run_sync(open_log, log_path)) as log_file:
-            log = LogWriter(log_file.wrapped)
+            log = LogWriter(log_file.wrapped, max_bytes=background.max_log_bytes)
 
             async def on_output(chunk: bytes) -> None:
                 await log.append(chunk)

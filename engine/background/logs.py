@@ -2,6 +2,10 @@
 
 The log is ``<home>/sessions/<session>/background/<leg id>.log``, created 0600 when the
 leg starts and removed when it ends (`engine.background.command_leg`).
+
+**Capped** at ``[background] max_log_bytes`` (R81): past it the log keeps its first half
+(the head) and a rolling tail, joined by one marker line saying how many bytes were
+elided (`CappedLog`); the watcher sees every byte regardless, so it keeps watching.
 """
 
 from __future__ import annotations
@@ -15,15 +19,34 @@ import trio
 
 from engine.store.files import open_private
 
-__all__ = ["LOG_BUFFER_BYTES", "LogWriter", "open_log"]
+__all__ = [
+    "DEFAULT_MAX_LOG_BYTES",
+    "LOG_BUFFER_BYTES",
+    "CappedLog",
+    "LogWriter",
+    "elision_marker",
+    "open_log",
+]
 
 #: A leg's output waiting for its log file, at most (`LogWriter`).
 LOG_BUFFER_BYTES: Final = 4 * 1024 * 1024
+#: ``[background] max_log_bytes`` default.
+DEFAULT_MAX_LOG_BYTES: Final = 64 * 1024 * 1024
+
+
+def elision_marker(elided: int) -> bytes:
+    """The line between a capped log's head and tail; fixed width, so rewriting it
+    with a larger count never moves the tail."""
+    return f"\n[agentrio: {elided:020d} bytes of output elided here]\n".encode()
+
+
+_MARKER_BYTES: Final = len(elision_marker(0))
 
 
 def open_log(path: Path) -> BinaryIO:
-    """Blocking: open a leg's log for appending, created 0600 (command output)."""
-    fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+    """Blocking: open a leg's log for appending, created 0600 (command output); read
+    access too, so `CappedLog` can keep its tail."""
+    fd = open_private(path, os.O_RDWR | os.O_APPEND)
     try:
         return os.fdopen(fd, "ab")
     except BaseException:
@@ -36,11 +59,55 @@ class _Appendable(Protocol):
 
     def flush(self) -> object: ...
 
+    def fileno(self) -> int: ...
 
-def _append(file: _Appendable, chunks: list[bytes]) -> None:
-    """Blocking: write ``chunks`` in order and push them to the file."""
-    file.writelines(chunks)
-    file.flush()
+
+class CappedLog:
+    """Blocking (run in a worker thread): appends to a log that never passes
+    ``max_bytes``.
+
+    Below the cap chunks are appended as they are. Once the next batch would pass it,
+    the file becomes: the first ``max_bytes // 2`` bytes as they were written, the
+    `elision_marker` with the count of bytes dropped so far, and the latest output —
+    half the tail room, so the next compaction is that far away (about two bytes
+    written per byte of output, and never more than ``max_bytes`` on disk).
+    """
+
+    def __init__(self, file: _Appendable, max_bytes: int) -> None:
+        self._file = file
+        self._max = max_bytes
+        self._head = max_bytes // 2
+        self._tail_room = max(1, max_bytes - self._head - _MARKER_BYTES)
+        self.size = 0
+        self.elided = 0
+
+    def append(self, chunks: list[bytes]) -> None:
+        incoming = sum(map(len, chunks))
+        if self.size + incoming <= self._max:
+            self._file.writelines(chunks)
+            self._file.flush()
+            self.size += incoming
+            return
+        self._compact(chunks, incoming)
+
+    def _compact(self, chunks: list[bytes], incoming: int) -> None:
+        self._file.flush()
+        fd = self._file.fileno()
+        if self.size < self._head:  # fill the head first
+            room = self._head - self.size
+            first = b"".join(chunks)
+            os.write(fd, first[:room])
+            self.size += min(room, len(first))
+            chunks, incoming = [first[room:]], max(0, len(first) - room)
+        tail_start = self._head + (_MARKER_BYTES if self.elided else 0)
+        keep = min(self._tail_room // 2 or 1, self.size - tail_start + incoming)
+        new = b"".join(chunks)[-keep:] if keep else b""
+        old_needed = keep - len(new)
+        old = os.pread(fd, old_needed, self.size - old_needed) if old_needed > 0 else b""
+        self.elided += self.size - tail_start + incoming - keep
+        os.ftruncate(fd, self._head)
+        os.write(fd, elision_marker(self.elided) + old + new)
+        self.size = self._head + _MARKER_BYTES + len(old) + len(new)
 
 
 class LogWriter:
@@ -58,8 +125,15 @@ class LogWriter:
     (the file is removed when the leg ends, R23).
     """
 
-    def __init__(self, file: _Appendable, *, limit: int = LOG_BUFFER_BYTES) -> None:
+    def __init__(
+        self,
+        file: _Appendable,
+        *,
+        limit: int = LOG_BUFFER_BYTES,
+        max_bytes: int = DEFAULT_MAX_LOG_BYTES,
+    ) -> None:
         self._file = file
+        self._log = CappedLog(file, max_bytes)
         self._limit = limit
         self._chunks: list[bytes] = []
         self._queued = 0
@@ -84,4 +158,4 @@ class LogWriter:
             chunks, self._chunks, self._queued = self._chunks, [], 0
             taken, self._taken = self._taken, trio.Event()
             taken.set()
-            await trio.to_thread.run_sync(_append, self._file, chunks)
+            await trio.to_thread.run_sync(self._log.append, chunks)

@@ -55,7 +55,9 @@ from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
+from engine.server.sockets import abort_connections
 from engine.server.startup import STARTUP_EXIT, startup_message
+from engine.server.ws import CLOSE_TIMEOUT_S
 from engine.store.base import StoreError
 from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
 
@@ -88,7 +90,8 @@ _LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
 GRACEFUL_S: Final = 1.0
 #: Largest WebSocket message hypercorn buffers. Messages above 1 MiB (the protocol
-#: limit) and up to this get an ``error`` frame; beyond it hypercorn closes with 1009.
+#: limit) and up to this get an ``error`` frame and the connection lives on; beyond it
+#: hypercorn closes the connection with 1009 (message too big), docs/protocol.md.
 WS_BUFFER_BYTES: Final = 16 * 1024 * 1024
 
 
@@ -278,16 +281,9 @@ async def open_server(
     )
     app = create_app(ctx)
     stop = trio.Event()
+    served = trio.Event()
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(
-            partial(
-                hypercorn.trio.serve,
-                app,  # type: ignore[arg-type]
-                _hypercorn_config(host, port),
-                shutdown_trigger=stop.wait,
-                mode="asgi",
-            )
-        )
+        binds: list[str] = await nursery.start(_serve_hypercorn, app, host, port, stop, served)
         bound = urlsplit(binds[0]).port
         assert bound is not None, binds
         ctx.own_origins = own_origins(host, bound)
@@ -296,6 +292,44 @@ async def open_server(
         finally:
             ctx.closing.set()
             stop.set()
+            nursery.start_soon(_abort_stuck_connections, bound, served)
+
+
+async def _serve_hypercorn(
+    app: Any,
+    host: str,
+    port: int,
+    stop: trio.Event,
+    served: trio.Event,
+    *,
+    task_status: trio.TaskStatus[list[str]],
+) -> None:
+    """hypercorn's Trio server until ``stop``; ``served`` is set once it returned."""
+    try:
+        await hypercorn.trio.serve(
+            app,
+            _hypercorn_config(host, port),
+            shutdown_trigger=stop.wait,
+            mode="asgi",
+            task_status=task_status,
+        )
+    finally:
+        served.set()
+
+
+async def _abort_stuck_connections(port: int, served: trio.Event) -> None:
+    """Once the graceful period is over, abort the connections still open (clients
+    that stopped reading hold hypercorn's shielded writes), until the server ended:
+    shutdown takes seconds whatever clients do (R53, R81)."""
+    delay = GRACEFUL_S + CLOSE_TIMEOUT_S
+    while not served.is_set():
+        with trio.move_on_after(delay):
+            await served.wait()
+            return
+        aborted = await trio.to_thread.run_sync(abort_connections, port)
+        if aborted:
+            log.info("shutdown: aborted %d connection(s) that stopped reading", aborted)
+        delay = 0.5
 
 
 async def serve(

@@ -19,7 +19,10 @@ confirmations (R8 B): a ``confirm`` event carries ``confirm_hash``, answered wit
 ``POST …/confirm/{confirm_hash}``. A ``: keepalive`` comment every 15 s lets both
 sides notice a dead peer. The stream ends when the client goes away or the daemon
 shuts down; a subscriber that falls too far behind loses the oldest events and can
-tell from the ``id`` gap.
+tell from the ``id`` gap. One that falls more than ``[server] subscriber_queue_bytes``
+behind is dropped: the stream ends with the comment ``: dropped: <reason>`` (a new
+request replays what the session still keeps). Every write to the client is
+time-boxed at shutdown by the server (`engine.server.sockets`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from engine.causes import Cause
 from engine.ids import check_session_id
 from engine.nursery_tasks import cancel_scope
 from engine.server.context import ServerContext
-from engine.sessions import Subscription
+from engine.sessions import SlowConsumer, Subscription
 from protocol.codec import unstructure
 from protocol.events import Event
 
@@ -69,7 +72,13 @@ async def event_stream(ctx: ServerContext, session_id: str) -> AsyncIterator[str
         ):
             yield ": subscribed\n\n"
             while True:
-                item = await _next_item(subscription, ctx.closing)
+                try:
+                    item = await _next_item(subscription, ctx.closing)
+                except* SlowConsumer as group:
+                    item = f": dropped: {group.exceptions[0]}\n\n"
+                if isinstance(item, str) and item.startswith(": dropped"):
+                    yield item
+                    return
                 if item is _CLOSING:
                     return
                 if item is _QUIET:

@@ -29,8 +29,12 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
 - **close.** The connection's runs are cancelled with cause ``disconnected`` (R43)
   and its listeners closed, which fails its claimed asks (R6: never an approval).
 
-Sends are serialised by one lock. A send to a socket that is gone raises
-`ConnectionGone`, which ends the connection quietly.
+Sends are serialised by one lock. A subscriber (a ``subscribe``, or a run's or window's
+forwarder) that falls more than ``[server] subscriber_queue_bytes`` behind ends the
+connection with close code 4008 and the reason (`engine.sessions.SlowConsumer`). Every
+close is time-boxed (`CLOSE_TIMEOUT_S`): a client that stopped reading cannot hold a
+connection, nor the daemon's shutdown (see `engine.server.sockets`). A send to a socket
+that is gone raises `ConnectionGone`, which ends the connection quietly.
 """
 
 from __future__ import annotations
@@ -67,8 +71,15 @@ from engine.server.ws_frames import (
     ref_of_text,
     verify_frame,
 )
+from engine.sessions import SlowConsumer
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
-from protocol.errors import CLOSE_AUTH_FAILED, CLOSE_SHUTDOWN, ErrorCode, FrameDecodeError
+from protocol.errors import (
+    CLOSE_AUTH_FAILED,
+    CLOSE_SHUTDOWN,
+    CLOSE_SLOW_CONSUMER,
+    ErrorCode,
+    FrameDecodeError,
+)
 from protocol.events import Canceled, Done, Failed, TaskStarted
 from protocol.events import Pending as PendingEvent
 from protocol.frames import (
@@ -91,6 +102,7 @@ from protocol.frames import Withdrawn as WithdrawnFrame
 from protocol.http import ResumeRequest
 
 __all__ = [
+    "CLOSE_TIMEOUT_S",
     "HELLO_TIMEOUT_S",
     "Connection",
     "ConnectionGone",
@@ -103,6 +115,9 @@ log = logging.getLogger("agentrio.server.ws")
 
 #: A client that has not said ``hello`` within this many seconds is closed (4401).
 HELLO_TIMEOUT_S: Final = 10.0
+#: Longest wait for a close frame to go out; a client that stopped reading is not
+#: waited for longer (its socket is then aborted by the server, R53/R81).
+CLOSE_TIMEOUT_S: Final = 1.0
 
 
 class ConnectionGone(Exception):
@@ -234,6 +249,9 @@ class Connection:
                 nursery.start_soon(self._close_on_shutdown)
                 await self._read_loop()
                 cancel_scope(nursery.cancel_scope, Cause.DISCONNECTED)
+        except* SlowConsumer as group:
+            log.warning("connection %s dropped: %s", self.id, group.exceptions[0])
+            await self._close(CLOSE_SLOW_CONSUMER, str(group.exceptions[0]))
         finally:
             cancelled = self.engine.disconnect(self.id)
             for listener in self.listeners:
@@ -244,12 +262,18 @@ class Connection:
     def _started_here(self, request: AskRequest) -> bool:
         return request.window_hash in self.window_hashes
 
+    async def _close(self, code: int, reason: str) -> None:
+        """Send a close frame, waiting at most `CLOSE_TIMEOUT_S` (a client that does
+        not read cannot take its close)."""
+        with trio.move_on_after(CLOSE_TIMEOUT_S):
+            try:
+                await self._ws.close(code=code, reason=reason[:120])
+            except (WebSocketDisconnect, RuntimeError, OSError):
+                pass
+
     async def _close_on_shutdown(self) -> None:
         await self._closing.wait()
-        try:
-            await self._ws.close(code=CLOSE_SHUTDOWN, reason="daemon shutting down")
-        except (WebSocketDisconnect, RuntimeError, OSError):
-            pass
+        await self._close(CLOSE_SHUTDOWN, "daemon shutting down")
         assert self._nursery is not None
         cancel_scope(self._nursery.cancel_scope, Cause.SHUTDOWN)
 

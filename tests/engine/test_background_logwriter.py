@@ -33,6 +33,9 @@ class SlowDisk:
     def flush(self) -> None:
         self.flushed += 1
 
+    def fileno(self) -> int:
+        raise AssertionError("a log below its cap is only appended to")
+
 
 async def until(condition: Callable[[], bool]) -> None:
     """Wait (bounded) for a worker thread's write to show."""
