@@ -117,3 +117,44 @@ def test_second_daemon_on_the_same_home_exits_1(daemon: Daemon) -> None:
     port = daemon.base_url.rsplit(":", 1)[1]
     assert "already running" in result.stderr
     assert f"http://127.0.0.1:{port}" in result.stderr
+
+
+async def _parked_then_latest(daemon: Daemon, session_id: str) -> str:
+    """A parked ``ask:`` task, then a finished one (now the session's latest)."""
+    async with client(daemon) as http:
+        sent = await http.post(
+            "/v1/send", json={"input": "ask: Which? | a, b", "session_id": session_id}
+        )
+        parked = decode(sent.content, SendStarted).task_hash
+        with trio.fail_after(15):
+            while parked not in await pending(daemon, session_id):
+                await trio.sleep(0.02)
+        later = await http.post("/v1/send", json={"input": "hello", "session_id": session_id})
+        latest = decode(later.content, SendStarted).task_hash
+        with trio.fail_after(15):
+            while True:
+                history = (await http.get(f"/v1/session/{session_id}/task/history")).json()
+                if any(task["task_hash"] == latest for task in history["tasks"]):
+                    return parked
+                await trio.sleep(0.02)
+
+
+async def test_an_older_task_moves_to_a_new_hash_after_a_restart(daemon_home: Path) -> None:
+    """R36 (issue 17 item 3): the session's latest task is kept in the store, so after
+    a daemon restart a resume of an older task still moves to a new task hash."""
+    first = DaemonProcess(daemon_home)
+    try:
+        parked = await _parked_then_latest(first.info, "chat-moved")
+    finally:
+        assert first.stop() == 0
+    second = DaemonProcess(daemon_home)
+    try:
+        async with client(second.info) as http:
+            response = await http.post(
+                f"/v1/session/chat-moved/task/{parked}/resume", json={"answers": ["a"]}
+            )
+        assert response.status_code == 202
+        moved = response.json()["task_hash"]
+        assert moved != parked
+    finally:
+        assert second.stop() == 0
