@@ -130,3 +130,80 @@ async def test_memory_bounded_by_bytes(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
     finally:
         assert process.stop() == 0
+
+
+async def test_a_slow_subscriber_is_dropped_with_4008_and_sse_says_why(tmp_path: Path) -> None:
+    """R81: a WebSocket subscriber whose queue passes ``subscriber_queue_bytes`` is
+    closed with 4008 (resubscribe to replay); an SSE stream ends with ``: dropped``."""
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text("[server]\nsubscriber_queue_bytes = 65536\n")
+    process = DaemonProcess(home)
+    info = process.info
+    try:
+        async with trio.open_nursery() as nursery:
+            ws = await _stalled_ws(info.ws_url, info.token, "cli-slow", nursery)
+            sse = await _stalled_sse(int(info.base_url.rsplit(":", 1)[1]), info.token, "cli-slow")
+            await _flood(info, ["cli-slow"], 12)
+            closed: trio_websocket.ConnectionClosed | None = None
+            with trio.fail_after(30):
+                while closed is None:
+                    try:
+                        await ws.get_message()
+                    except trio_websocket.ConnectionClosed as exc:
+                        closed = exc
+            assert closed.reason is not None
+            assert closed.reason.code == 4008
+            assert "resubscribe" in (closed.reason.reason or "")
+            received = b""
+            with trio.fail_after(30):
+                while chunk := await sse.receive_some(1 << 20):
+                    received += chunk
+                    if b": dropped" in received:
+                        break
+            assert b": dropped" in received
+            await sse.aclose()
+            await _close_all([ws])
+            nursery.cancel_scope.cancel()
+    finally:
+        assert process.stop() == 0
+
+
+async def test_a_leg_log_stays_capped_while_cat_dev_zero_runs(tmp_path: Path) -> None:
+    """R81, R23: ``bg: cat /dev/zero`` (read-only: it runs unasked in the sandbox, ended
+    by ``readonly_timeout_s``) never grows its leg log past ``max_log_bytes``, and the
+    log is removed when the leg ends (CI: 3 s; soak: 10 s)."""
+    cap, seconds = 1024 * 1024, size(3, 10)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    (home / "config.toml").write_text(
+        f"[background]\nmax_log_bytes = {cap}\n[tools]\nreadonly_timeout_s = {seconds}\n"
+    )
+    process = DaemonProcess(home)
+    info = process.info
+    try:
+        async with client(info) as http:
+            sent = await http.post(
+                "/v1/send", json={"input": "bg: cat /dev/zero", "session_id": "cli-zero"}
+            )
+            assert sent.status_code == 202, sent.text
+        folder = home / "sessions" / "cli-zero" / "background"
+        largest, seen, elided = 0, False, False
+        with trio.fail_after(seconds + 30):
+            while True:
+                logs = list(folder.glob("cmd_*.log")) if folder.is_dir() else []
+                for log in logs:
+                    try:
+                        data = log.read_bytes()
+                    except FileNotFoundError:
+                        continue
+                    seen, largest = True, max(largest, len(data))
+                    elided = elided or b"bytes of output elided here]" in data
+                if seen and not logs:
+                    break
+                await trio.sleep(0.05)
+        print(f"leg log: cat /dev/zero for {seconds} s, largest log {largest} B, cap {cap} B")
+        assert 0 < largest <= cap
+        assert elided  # the cap engaged: head, marker, rolling tail
+    finally:
+        assert process.stop() == 0
