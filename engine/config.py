@@ -47,6 +47,10 @@ class ServerConfig:
     #: no background job, no open ask); then it is dropped with its replay buffer and
     #: rebuilt from the store on its next use. 0 keeps every session.
     session_idle_s: float = attrs.field(default=600.0, validator=attrs.validators.ge(0))
+    #: Seconds a ``chat-``/``tg-``/``dc-`` question outlives the front-end it was
+    #: shown on (a reloaded web page) while it waits for another one; then it is
+    #: denied (R79). 0 denies at once. ``cli-`` questions never wait (R6, R43).
+    listener_grace_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
 
 
 @attrs.frozen(kw_only=True)
