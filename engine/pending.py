@@ -344,13 +344,9 @@ class PendingRegistry:
         passive: bool = False,
         windows: Iterable[str] = (),
     ) -> Listener:
-        """Register a listener for sessions whose id starts with ``prefix`` (R2).
-
-        ``passive=True`` makes an event subscriber: it counts for `has_listener` (R8 B)
-        but never picks entries. ``windows`` are window hashes it owns from the start
-        (`Listener.own_window`; `Forbidden` if another open listener owns one).
-        An ask waiting out a grace (R79) that the new listener accepts waits no more.
-        """
+        """Register a listener for sessions starting with ``prefix`` (R2). ``passive``:
+        an event subscriber (counts for `has_listener`, R8 B; never picks). ``windows``:
+        hashes it owns (`Listener.own_window`). Asks it accepts stop their grace (R79)."""
         listener = Listener(prefix=prefix, match=match, passive=passive, registry=self)
         windows = set(windows)
         if any(self._window_owners.get(window) for window in windows):
