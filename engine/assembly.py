@@ -66,7 +66,7 @@ async def open_engine(
         services = Services(
             config=config,
             store=store,
-            registry=PendingRegistry(),
+            registry=PendingRegistry(listener_grace_s=config.server.listener_grace_s),
             model=model,
             verifier=verifier or SudoVerifier(),
             sandbox=await Sandbox.probe(config),

@@ -56,6 +56,10 @@ class ServerConfig:
     subscriber_queue_bytes: int = attrs.field(
         default=8 * 1024 * 1024, validator=attrs.validators.ge(64 * 1024)
     )
+    #: Seconds a ``chat-``/``tg-``/``dc-`` question outlives the front-end it was
+    #: shown on (a reloaded web page) while it waits for another one; then it is
+    #: denied (R79). 0 denies at once. ``cli-`` questions never wait (R6, R43).
+    listener_grace_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
 
 
 @attrs.frozen(kw_only=True)

@@ -133,6 +133,9 @@ class Engine:
             self.sessions.run_sweeps, handle=TaskHandle(name="idle-session sweep")
         )
         await self._upkeep.start(_maintain, self.store, handle=TaskHandle(name="store upkeep"))
+        await self._upkeep.start(
+            self.registry.run_graces, handle=TaskHandle(name="ask graces (R79)")
+        )
 
     # ------------------------------------------------------------------ sessions
 
@@ -505,8 +508,13 @@ class Engine:
 
     async def reoffer_parked(self) -> int:
         """Offer the questions of tasks parked before this engine started to listeners
-        again (R11: a reply from a listener resumes the task). Returns how many."""
-        rows = await self.store.list_parked()
+        again (R11: a reply from a listener resumes the task). Returns how many.
+
+        ``cli-`` questions are not offered: the store does not keep the window that
+        asked, and offered without one a script's ``listen("cli-")`` could take a REPL
+        window's question (R78). They are asked again when a window resumes the task
+        (``/pending``, R42)."""
+        rows = [row for row in await self.store.list_parked() if row.origin != "cli-"]
         for row in rows:
             if row.ask_id and self.registry.get(row.ask_id) is not None:
                 continue

@@ -28,27 +28,40 @@ Semantics worth knowing before using it:
   (``resolve(..., by=None)``).
 * **Answered elsewhere.** When an entry one listener claimed is resolved by someone
   else (an HTTP caller) or failed, that listener is told with a `Withdrawn` notice too.
+* **Windows (R78) and grace (R79)**: see `engine.asks`. Only the listener owning a
+  window hash (`Listener.own_window`) takes, counts for or answers that window's
+  ``cli-`` asks; a ``chat-``/``tg-``/``dc-`` ask whose listener closes waits
+  ``listener_grace_s`` in the pool for another one before it fails.
 
-Everything is synchronous except `PendingRegistry.ask` and `Listener.next_notice`; the
-registry starts no tasks of its own.
+Everything is synchronous except `PendingRegistry.ask`, `Listener.next_notice` and
+`PendingRegistry.run_graces`; the registry starts no tasks of its own (its owner runs
+`run_graces`, the loop that ends graces).
 """
 
 from __future__ import annotations
 
 import secrets
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Literal
 
 import attrs
 import trio
 
+from engine.ask_graces import Graces
+from engine.asks import (
+    ANSWERED_ELSEWHERE,
+    CLIENT_DISCONNECTED,
+    TASK_CANCELED,
+    AskKind,
+    AskReply,
+    AskRequest,
+    RegistryStatistics,
+    Verified,
+    Withdrawn,
+)
 from engine.errors import AlreadyResolved, AskFailed, Forbidden
-from engine.ids import new_ask_id, origin_of
-from protocol.events import Question
-from protocol.frames import Reply
-from protocol.http import ConfirmRequest
+from engine.ids import new_ask_id
 
 __all__ = [
     "AskKind",
@@ -63,66 +76,6 @@ __all__ = [
     "Verified",
     "Withdrawn",
 ]
-
-AskKind = Literal["tool_confirm", "ask_user", "secret"]
-
-#: The reason a claimer is given when the producer of its entry was cancelled (R3).
-TASK_CANCELED = "task canceled"
-#: The default reason of `Listener.close` (R6).
-CLIENT_DISCONNECTED = "client disconnected"
-#: The reason a claimer is given when someone else answered its entry.
-ANSWERED_ELSEWHERE = "answered elsewhere"
-
-
-@attrs.frozen(kw_only=True)
-class AskRequest:
-    """What a task asks. ``window_hash`` names the REPL window that started the task
-    (R5); ``restricted``/``need_password`` mark a confirmation that touches a restricted
-    path and needs the system password (R7)."""
-
-    kind: AskKind
-    session_id: str
-    task_hash: str
-    window_hash: str = ""
-    tool_name: str = ""
-    tool_args: dict[str, Any] = attrs.field(factory=dict)
-    questions: list[Question] = attrs.field(factory=list)
-    restricted: bool = False
-    need_password: bool = False
-    #: The in-process sub-agent asking (R80), shown to the person; "" for the task.
-    subagent: str = ""
-
-    @property
-    def origin(self) -> str:
-        """The session's origin prefix (``cli-``, ``chat-``, …) or ``""``."""
-        return origin_of(self.session_id)
-
-
-@attrs.frozen(kw_only=True)
-class AskReply:
-    """One reply to an ask. ``password`` and ``answers`` never show in ``repr``: the
-    answer to a ``secret`` ask is a secret (R73)."""
-
-    approve: bool | None = None
-    answers: list[str] | None = attrs.field(default=None, repr=False)
-    password: str | None = attrs.field(default=None, repr=False)
-    remember: bool = False
-    allow_turn: bool = False
-    reason: str = ""
-    action: Literal["cancel_task", "abort_task"] | None = None
-
-    @classmethod
-    def from_wire(cls, answer: ConfirmRequest | Reply) -> AskReply:
-        """The reply carried by a ``reply`` frame or a ``POST …/confirm`` body."""
-        return cls(
-            approve=answer.approve,
-            answers=answer.answers,
-            password=answer.password,
-            remember=answer.remember,
-            allow_turn=answer.allow_turn,
-            reason=answer.reason,
-            action=answer.action,
-        )
 
 
 @attrs.define(eq=False, kw_only=True)
@@ -167,50 +120,15 @@ class Offered:
     entry: Entry
 
 
-@attrs.frozen
-class Withdrawn:
-    """A listener's notice: the entry it claimed is gone (``"task canceled"`` when its
-    producer was cancelled, R3); stop showing it, a reply would be refused."""
-
-    entry_id: str
-    reason: str
-
-
-@attrs.frozen
-class Verified:
-    """A listener's notice: the system password it passed along for entry
-    ``entry_id`` was checked (R7); ``ok`` false means the call was denied."""
-
-    entry_id: str
-    ok: bool
-    error: str = ""
-
-
 Notice = Offered | Withdrawn | Verified
-
-
-@attrs.frozen(kw_only=True)
-class RegistryStatistics:
-    """``entries``/``claimed``/``parked`` count open entries now; ``listeners`` counts
-    registered listeners, passive ones included. The ``*_total`` counters only grow:
-    ``asked_total`` counts `ask` and `offer_parked` registrations, ``answered_total``
-    accepted replies, ``withdrawn_total`` producer cancellations and `remove` calls,
-    ``failed_total`` entries resolved with an error."""
-
-    entries: int
-    claimed: int
-    parked: int
-    listeners: int
-    asked_total: int
-    answered_total: int
-    withdrawn_total: int
-    failed_total: int
 
 
 @attrs.define(eq=False, kw_only=True)
 class Listener:
     """A front-end's claim on asks (R2): sessions whose id starts with ``prefix`` and,
-    if ``match`` is given, requests it accepts.
+    if ``match`` is given, requests it accepts. Windowed ``cli-`` asks it takes only
+    when it owns their window hash (`own_window`, R78), whatever ``prefix`` and
+    ``match`` say.
 
     Use it as a context manager or call `close` when the front-end goes away. A passive
     listener (R8 B) never picks entries, so its `next_notice` only returns when it is
@@ -225,6 +143,7 @@ class Listener:
     _claimed: set[str] = attrs.field(factory=set, init=False, repr=False)
     _notices: deque[Withdrawn | Verified] = attrs.field(factory=deque, init=False, repr=False)
     _wakeup: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
+    _windows: set[str] = attrs.field(factory=set, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False)
 
     @property
@@ -236,9 +155,27 @@ class Listener:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def windows(self) -> frozenset[str]:
+        """The window hashes this listener owns (R5, R78)."""
+        return frozenset(self._windows)
+
+    def own_window(self, window_hash: str) -> None:
+        """Take the asks of window ``window_hash`` (R5): from now on its windowed
+        ``cli-`` asks come to this listener and to no other.
+
+        A window has one owner at a time: `Forbidden` while another open listener owns
+        it (a connection cannot take over a live window's questions); once that one is
+        closed, a replacement (the same window reconnected) may own it. Idempotent.
+        """
+        self._registry._own_window(self, window_hash)
+
     def accepts(self, request: AskRequest) -> bool:
-        """Whether ``request`` falls under this listener's prefix and match."""
+        """Whether ``request`` falls under this listener's prefix and match; a windowed
+        ``cli-`` request needs, besides, an active listener owning its window (R78)."""
         if not request.session_id.startswith(self.prefix):
+            return False
+        if request.windowed and (self.passive or request.window_hash not in self._windows):
             return False
         return self.match is None or self.match(request)
 
@@ -305,15 +242,23 @@ class Listener:
 
 
 class PendingRegistry:
-    """Open asks and the listeners that answer them (R1-R6, R8 B, R11)."""
+    """Open asks and the listeners that answer them (R1-R6, R8 B, R11, R78, R79).
 
-    def __init__(self) -> None:
+    ``listener_grace_s`` is how long a ``chat-``/``tg-``/``dc-`` ask outlives its
+    listener (R79); 0 fails it at once. Above 0 the owner must run `run_graces`, the
+    loop that fails the asks whose grace ran out.
+    """
+
+    def __init__(self, *, listener_grace_s: float = 0.0) -> None:
+        self._graces = Graces(listener_grace_s)
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
         # The open entries nobody has claimed, also in age order: what `pick_next`
         # scans, so a wake-up never walks the claimed asks waiting on a person.
         self._unclaimed: dict[str, Entry] = {}
         self._listeners: dict[str, Listener] = {}
+        #: Window hash -> the open listener that owns it (R5, R78).
+        self._window_owners: dict[str, Listener] = {}
         self._asked_total = 0
         self._answered_total = 0
         self._withdrawn_total = 0
@@ -397,14 +342,21 @@ class PendingRegistry:
         match: Callable[[AskRequest], bool] | None = None,
         *,
         passive: bool = False,
+        windows: Iterable[str] = (),
     ) -> Listener:
-        """Register a listener for sessions whose id starts with ``prefix`` (R2).
-
-        ``passive=True`` makes an event subscriber: it counts for `has_listener` (R8 B)
-        but never picks entries.
-        """
+        """Register a listener for sessions starting with ``prefix`` (R2). ``passive``:
+        an event subscriber (counts for `has_listener`, R8 B; never picks). ``windows``:
+        hashes it owns (`Listener.own_window`). Asks it accepts stop their grace (R79)."""
         listener = Listener(prefix=prefix, match=match, passive=passive, registry=self)
+        windows = set(windows)
+        if any(self._window_owners.get(window) for window in windows):
+            raise Forbidden("this window is open on another connection")
+        for window_hash in windows:
+            self._own_window(listener, window_hash)
         self._listeners[listener.id] = listener
+        for entry in self._entries.values():
+            if entry.id in self._graces and listener.accepts(entry.request):
+                self._graces.end(entry.id)
         return listener
 
     def has_listener(self, origin_or_session_id_prefix: str, request: AskRequest) -> bool:
@@ -412,7 +364,8 @@ class PendingRegistry:
         ``request`` (R4).
 
         A listener counts when ``request.session_id`` starts with its prefix (``""``
-        matches all) and its match, if any, accepts the request. The first argument
+        matches all) and its match, if any, accepts the request; for a windowed
+        ``cli-`` request only the owner of its window counts (R78). The first argument
         narrows the question to sessions starting with it (an origin such as ``"cli-"``,
         or the session id itself); a request outside it has no listener there. There is
         no global "someone is listening" flag.
@@ -444,6 +397,7 @@ class PendingRegistry:
             if accept is not None and not accept(entry):
                 continue
             entry.claimed_by = listener
+            self._graces.end(entry.id)
             listener._claimed.add(entry.id)
             del self._unclaimed[entry.id]
             return entry
@@ -457,14 +411,20 @@ class PendingRegistry:
         A live producer resumes with ``reply``; for a parked entry the caller acts on
         the returned entry (resumes its task). ``by`` is the listener answering: it must
         be the one that claimed the entry, since a connection may only answer what it
-        was shown (`Forbidden` otherwise). ``by=None`` is an authenticated HTTP caller,
-        allowed for any open entry; the entry's claimer, if any, is then told
-        ``"answered elsewhere"``. Raises `AlreadyResolved` for an entry that already
-        has its reply, was withdrawn, or never existed.
+        was shown (`Forbidden` otherwise). ``by=None`` is an authenticated HTTP caller
+        (or a session subscriber), allowed for any open entry but a windowed ``cli-``
+        one, which only its window answers (R78: `Forbidden`); the entry's claimer, if
+        any, is then told ``"answered elsewhere"``. Raises `AlreadyResolved` for an
+        entry that already has its reply, was withdrawn, or never existed.
         """
         entry = self._open(entry_id)
         if by is not None and entry.claimed_by is not by:
             raise Forbidden(f"ask {entry_id} was not offered to this connection")
+        if by is None and entry.request.windowed:
+            raise Forbidden(
+                f"ask {entry_id} belongs to the REPL window that started its task; "
+                "only that window can answer it"
+            )
         entry._reply = reply
         self._answered_total += 1
         self._finish(entry, notify=ANSWERED_ELSEWHERE, skip=by)
@@ -511,6 +471,7 @@ class PendingRegistry:
             entries=len(entries),
             claimed=sum(entry.claimed_by is not None for entry in entries),
             parked=sum(entry.parked for entry in entries),
+            in_grace=len(self._graces),
             listeners=len(self._listeners),
             asked_total=self._asked_total,
             answered_total=self._answered_total,
@@ -541,6 +502,7 @@ class PendingRegistry:
         """Take ``entry`` out of the registry, tell its claimer (unless it is ``skip``)
         and reschedule its producer, which then reads ``_reply``/``_error``."""
         entry.resolved = True
+        self._graces.end(entry.id)
         del self._entries[entry.id]
         self._unclaimed.pop(entry.id, None)
         claimer = entry.claimed_by
@@ -565,15 +527,29 @@ class PendingRegistry:
         self._withdrawn_total += 1
         self._finish(entry, notify=reason, skip=None)
 
+    def _own_window(self, listener: Listener, window_hash: str) -> None:
+        """`Listener.own_window`'s work: one open owner per window hash (R78)."""
+        if listener.closed:
+            raise trio.ClosedResourceError("listener is closed")
+        owner = self._window_owners.get(window_hash)
+        if owner is not None and owner is not listener and not owner.closed:
+            raise Forbidden("this window is open on another connection")
+        self._window_owners[window_hash] = listener
+        if window_hash not in listener._windows:
+            listener._windows.add(window_hash)
+            if any(e.request.window_hash == window_hash for e in self._unclaimed.values()):
+                listener._wakeup.set()
+
     def _drop_listener(self, listener: Listener, reason: str) -> None:
-        """`Listener.close`'s work: unregister, then fail closed (R6)."""
+        """`Listener.close`'s work: unregister, then fail closed (R6) -- or, for asks of
+        the grace origins, wait for another listener first (R79)."""
         del self._listeners[listener.id]
         claimed = [entry for entry in self._entries.values() if entry.id in listener._claimed]
-        released = False
+        released: list[Entry] = []
         for entry in claimed:
-            if entry.parked:
+            if entry.parked or self._starts_grace(entry, reason):
                 entry.claimed_by = None
-                released = True
+                released.append(entry)
             else:
                 self._fail(entry, reason, skip=listener)
         listener._claimed.clear()
@@ -582,14 +558,42 @@ class PendingRegistry:
             self._unclaimed = {
                 entry.id: entry for entry in self._entries.values() if entry.claimed_by is None
             }
-            for entry in claimed:
-                if entry.parked:
-                    self._wake_for(entry)
+            for entry in released:
+                self._wake_for(entry)
         # A live ask this listener could have taken and that nobody else can take
-        # would otherwise wait forever: fail it rather than let it hang.
+        # would otherwise wait forever: fail it (or start its grace) rather than let
+        # it hang.
         for entry in list(self._unclaimed.values()):
-            if entry.parked:
+            if entry.parked or entry.id in self._graces:
                 continue
             request = entry.request
             if listener.accepts(request) and not self.has_listener("", request):
-                self._fail(entry, reason, skip=listener)
+                if not self._starts_grace(entry, reason):
+                    self._fail(entry, reason, skip=listener)
+        for window_hash in listener._windows:
+            if self._window_owners.get(window_hash) is listener:
+                del self._window_owners[window_hash]
+
+    def _starts_grace(self, entry: Entry, reason: str) -> bool:
+        """Start ``entry``'s grace (R79) if its origin has one; False: fail it now."""
+        if not self._graces.enabled or not entry.request.has_grace:
+            return False
+        self._graces.start(entry.id, reason)
+        return True
+
+    # -- graces (R79) -------------------------------------------------------------
+
+    async def run_graces(self, *, task_status: trio.TaskStatus[None]) -> None:
+        """The loop that ends graces, until cancelled (the engine's shutdown, cause
+        ``shutdown``); returns at once when there are none (``listener_grace_s`` 0).
+
+        At each deadline an ask that still has no listener fails with the reason of
+        the close that started its wait; one that has a listener again (a passive
+        subscriber came back) waits no more."""
+        task_status.started()
+        while self._graces.enabled:
+            await self._graces.wait_due()
+            for entry_id, grace in self._graces.due(trio.current_time()).items():
+                entry = self._entries.get(entry_id)
+                if entry is not None and not self.has_listener("", entry.request):
+                    self._fail(entry, grace.reason, skip=None)

@@ -427,8 +427,10 @@ class ReplState:
                     self.set_notice(text)
             case DoneFrame():
                 self._done(message)
-            case ErrorFrame(code=code, message=text):
+            case ErrorFrame(code=code, message=text, ref=ref):
                 self.set_notice(f"daemon error ({code}): {text}")
+                if ref in self.runs:  # a refused run/pending: no done will come (§8)
+                    self._done(DoneFrame(request_id=ref, task_hash="", status="failed", error=text))
             case PendingList():
                 self.lists.pending_list(message)
             case LegList():

@@ -8,15 +8,20 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
 - **run / pending.** Each starts a forwarder task: it subscribes to the session's hub
   *before* the engine starts the task (so no event is missed), answers ``accepted``
   with the task hash, forwards that task's events as ``event`` frames, then sends
-  exactly one ``done``. Start errors (a bad session id, `Conflict` R37, `NotFound`)
-  still end in that one ``done``, with status ``failed`` and the message.
-- **asks (R5).** The connection's ``cli-`` listener accepts only requests carrying a
-  window hash this connection sent in ``run``/``pending``; its asks arrive as ``ask``
-  frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for script
-  front-ends. A ``reply`` is accepted only for an ask shown to this connection (by the
-  listener that showed it), or for an ask of a session it ``subscribe``\\d to (R8 B).
-  A password check of a restricted confirmation answered here comes back as
-  ``verify`` (R7).
+  exactly one ``done``. A request with a bad field (session id, task hash, empty
+  input: `BadRequest`) or a window open on another connection (`Forbidden`) is
+  refused with one ``error`` frame (``ref`` = its ``request_id``) and nothing else:
+  no task was made. A well-formed request that cannot be carried out (`Conflict`
+  R37, `NotFound`) still ends in its one ``done``, status ``failed``.
+- **asks (R5, R78).** The connection's ``cli-`` listener owns the window hashes this
+  connection sent in ``run``/``pending`` (`engine.pending.Listener.own_window`): the
+  registry gives a window's asks to it and to no other listener. They arrive as
+  ``ask`` frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for
+  script front-ends (never a window's asks). A ``reply`` is accepted only for an ask
+  shown to this connection (by the listener that showed it), or for an ask of a
+  session it ``subscribe``\\d to (R8 B) that is not a window's (the registry refuses
+  that, R78). A password check of a restricted confirmation answered here comes back
+  as ``verify`` (R7).
 - **commands.** Every other frame is decoded, authorized here (R46: only runs this
   connection started may be cancelled; R5/R8: only asks it was shown, or of sessions
   it subscribed to, may be answered) and handed to the command layer
@@ -48,8 +53,8 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from engine.causes import Cause
 from engine.core import Engine
-from engine.errors import AgentrioError, AlreadyResolved, Forbidden
-from engine.ids import check_session_id
+from engine.errors import AgentrioError, AlreadyResolved, BadRequest, Forbidden
+from engine.ids import check_session_id, check_task_hash
 from engine.nursery_tasks import cancel_scope
 from engine.pending import (
     AskRequest,
@@ -202,6 +207,8 @@ class Connection:
         self.default_window = f"w_{self.id}"
         #: Ask id → the listener that showed it here.
         self.shown: dict[str, Listener] = {}
+        #: The listener owning this connection's windows (R5, R78), from `serve`.
+        self._window_listener: Listener | None = None
         self.listeners: list[Listener] = []
         self.listen_prefixes: set[str] = set()
         self.subscribed: set[str] = set()
@@ -241,6 +248,7 @@ class Connection:
         """Read frames until the client leaves or the daemon shuts down; then cancel
         this connection's runs (``disconnected``, R43) and close its listeners (R6)."""
         cli = self.engine.registry.listen("cli-", match=self._started_here)
+        self._window_listener = cli
         self.listeners.append(cli)
         try:
             async with trio.open_nursery() as nursery:
@@ -377,21 +385,24 @@ class Connection:
         """One ``run``/``pending``: ``accepted``, the task's events, one ``done``.
 
         `task_status.started` is called once the run exists (or failed to start), so
-        the reader handles the next frame — e.g. a ``cancel`` — only after that.
+        the reader handles the next frame — e.g. a ``cancel`` — only after that. A bad
+        field or a window owned elsewhere raises before that, and the reader answers
+        it with an ``error`` frame (no ``done``: there is no run).
         """
         window = frame.window_hash or self.default_window
+        session = self.engine.session(check_session_id(frame.session_id))
+        if isinstance(frame, PendingFrame):
+            check_task_hash(frame.task_hash)
+        assert self._window_listener is not None
+        self._window_listener.own_window(window)  # R78: Forbidden if open elsewhere
         self.window_hashes.add(window)
         origin = RunOrigin(connection_id=self.id, window_hash=window)
-        try:
-            session = self.engine.session(frame.session_id)
-        except AgentrioError as exc:
-            task_status.started()
-            await self._done(frame, "", "failed", str(exc))
-            return
         await self._watch(session.id)
         with session.hub.subscribe(replay=False) as subscription:
             try:
                 run = await self._start(frame, origin)
+            except BadRequest:
+                raise
             except AgentrioError as exc:
                 task_status.started()
                 await self._done(frame, getattr(frame, "task_hash", ""), "failed", str(exc))

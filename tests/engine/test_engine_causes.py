@@ -166,10 +166,11 @@ async def test_abort_task_from_a_confirmation_keeps_it(
     wall_clock: Callable[[], float],
     tmp_path: object,
 ) -> None:
-    """R41: "Abort task" in a confirmation → user_aborted, the command never runs."""
+    """R41, R78: "Abort task" in a confirmation (shown to the window owning the task's
+    window) → user_aborted, the command never runs."""
     target = f"{tmp_path}/never-created"
     async with open_engine(config, clock=wall_clock, verifier=FakeVerifier("pw")) as engine:
-        with engine.registry.listen("cli-") as listener:
+        with engine.registry.listen("cli-", windows={"w1"}) as listener:
             run = await engine.start_task(
                 "cli-abort", f"run: touch {target}", origin=RunOrigin("c1", "w1")
             )

@@ -85,7 +85,7 @@ async def test_cli_ask_user_is_answered_inline(
 ) -> None:
     """R10: from a cli- task with its window connected the same run continues."""
     async with open_engine(config, clock=wall_clock) as engine:
-        with engine.registry.listen("cli-", lambda r: r.window_hash == "w1") as listener:
+        with engine.registry.listen("cli-", windows={"w1"}) as listener:
             run = await engine.start_task(
                 "cli-inline", "ask: Which colour? | red, blue", origin=RunOrigin("c1", "w1")
             )

@@ -6,7 +6,6 @@ task to rest ("parked") before each assertion, so no test depends on timing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -95,11 +94,6 @@ async def notice_now(listener: Listener) -> Notice | None:
         await trio.testing.wait_all_tasks_blocked()
         nursery.cancel_scope.cancel()
     return got[0] if got else None
-
-
-def windows_match(started: set[str]) -> Callable[[AskRequest], bool]:
-    """The REPL's match (R5): only requests carrying a window hash it started."""
-    return lambda req: req.window_hash in started
 
 
 # -- R1 ------------------------------------------------------------------------------
@@ -315,9 +309,9 @@ async def test_has_listener_needs_prefix_and_match() -> None:
     assert registry.has_listener("cli-", req) is False
     chat = registry.listen("chat-")
     assert registry.has_listener("cli-", req) is False
-    other_window = registry.listen("cli-", windows_match({"w2"}))
+    other_window = registry.listen("cli-", windows={"w2"})
     assert registry.has_listener("cli-", req) is False
-    own_window = registry.listen("cli-", windows_match({"w1"}))
+    own_window = registry.listen("cli-", windows={"w1"})
     assert registry.has_listener("cli-", req) is True
     assert registry.has_listener("cli-s1", req) is True
     assert registry.has_listener("", req) is True
@@ -325,7 +319,8 @@ async def test_has_listener_needs_prefix_and_match() -> None:
     own_window.close()
     assert registry.has_listener("cli-", req) is False
     everyone = registry.listen("")
-    assert registry.has_listener("cli-", req) is True
+    assert registry.has_listener("cli-", req) is False  # R78: a window's ask
+    assert registry.has_listener("cli-", request("cli-s1")) is True  # no window
     assert registry.has_listener("tg-", request("tg-1")) is True
     for listener in (chat, other_window, everyone):
         listener.close()
@@ -356,8 +351,8 @@ async def test_passive_listener_counts_but_never_picks() -> None:
 async def test_question_from_one_window_never_reaches_another() -> None:
     """R5: each REPL connection matches only the window hashes it started."""
     registry = PendingRegistry()
-    conn_a = registry.listen("cli-", windows_match({"wa"}))
-    conn_b = registry.listen("cli-", windows_match({"wb1", "wb2"}))
+    conn_a = registry.listen("cli-", windows={"wa"})
+    conn_b = registry.listen("cli-", windows={"wb1", "wb2"})
     async with trio.open_nursery() as nursery:
         ask_b = await start_producer(nursery, registry, request("cli-1", window_hash="wb2"))
         ask_a = await start_producer(nursery, registry, request("cli-1", window_hash="wa"))
@@ -406,7 +401,7 @@ async def test_close_fails_unclaimed_asks_left_without_listener() -> None:
     """R6: a live ask the closed listener could take and that no one else can take is
     failed, not left hanging; asks others can still take, or it never matched, stay."""
     registry = PendingRegistry()
-    conn = registry.listen("cli-", windows_match({"w1"}))
+    conn = registry.listen("cli-", windows={"w1"})
     registry.listen("chat-")
     async with trio.open_nursery() as nursery:
         orphan = await start_producer(nursery, registry, request("cli-1", window_hash="w1"))

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import attrs
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, settings
@@ -100,7 +101,14 @@ class MListener:
     def accepts(self, request: AskRequest) -> bool:
         if not request.session_id.startswith(self.prefix):
             return False
+        if windowed(request):  # R78: only the window's owner, never a passive one
+            return not self.passive and request.window_hash in (self.windows or ())
         return self.windows is None or request.window_hash in self.windows
+
+
+def windowed(request: AskRequest) -> bool:
+    """R78: a cli- ask that carries the hash of the window that started its task."""
+    return bool(request.window_hash) and request.session_id.startswith("cli-")
 
 
 @attrs.define(eq=False)
@@ -223,10 +231,16 @@ class RegistryMachine(RuleBasedStateMachine):
 
     @rule(spec=LISTENER)
     def listen(self, spec: tuple[str, frozenset[str] | None, bool]) -> None:
-        """R2/R5/R8 B: a listener with a prefix, maybe a window-hash match, maybe passive."""
+        """R2/R5/R8 B: a listener with a prefix, maybe owning windows (with the REPL's
+        match), maybe passive. R78: a window has one open owner; a second is refused."""
         prefix, windows, passive = spec
         match = None if windows is None else (lambda req: req.window_hash in windows)
-        listener = self.registry.listen(prefix, match, passive=passive)
+        owned = {w for ml in self._live_listeners() for w in (ml.windows or ())}
+        if windows and owned & windows:
+            with pytest.raises(Forbidden):
+                self.registry.listen(prefix, match, passive=passive, windows=windows)
+            return
+        listener = self.registry.listen(prefix, match, passive=passive, windows=windows or ())
         self.listeners.append(MListener(listener, prefix, windows, passive))
 
     def _choose_listener(self, i: int, ready: bool) -> MListener:
@@ -354,7 +368,10 @@ class RegistryMachine(RuleBasedStateMachine):
 
         async def settle() -> Entry | bool | None:
             if how == "http":
-                return self.registry.resolve(m.entry.id, reply)
+                try:
+                    return self.registry.resolve(m.entry.id, reply)
+                except Forbidden:  # R78: only its window answers a windowed ask
+                    return False
             if how == "fail":
                 self.registry.fail(m.entry.id, "boom")
                 return None
@@ -365,7 +382,9 @@ class RegistryMachine(RuleBasedStateMachine):
             return True
 
         got = self._run(settle)
-        if how == "http":
+        if how == "http" and windowed(m.request):
+            assert got is False
+        elif how == "http":
             assert got is m.entry
             m.reply = reply
             self._finish(m, "answered", "answered elsewhere", skip=None)

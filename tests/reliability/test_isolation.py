@@ -17,6 +17,7 @@ import trio
 
 from agentrio import AuthRefused
 from agentrio.transport import FrameConnection, open_frame_connection
+from engine.testing import RunningDaemon
 from protocol.codec import decode
 from protocol.frames import (
     Accepted,
@@ -32,7 +33,7 @@ from protocol.frames import (
     ServerFrame,
 )
 from protocol.http import PendingTasks, SendStarted
-from tests.e2e.conftest import Daemon
+from tests.e2e.conftest import Daemon, DaemonProcess
 from tests.reliability.conftest import client
 
 #: Every authenticated route, with a method (ids well-formed, so only auth can refuse).
@@ -177,8 +178,8 @@ async def test_one_connection_cannot_cancel_pause_or_answer_anothers_task(
 
 async def test_hostile_session_ids_are_refused_and_touch_no_file(daemon: Daemon) -> None:
     """R71: traversal (``../``, ``%2e%2e``), over-long and unicode session ids are
-    refused on every HTTP route (4xx JSON error) and in ``run`` frames (``done``
-    failed); nothing is created outside ``<home>/sessions`` or inside it."""
+    refused on every HTTP route (4xx JSON error) and in ``run`` frames (an ``error``
+    naming the run, §8); nothing is created outside ``<home>/sessions`` or inside it."""
     before = sorted(p.relative_to(daemon.home.parent) for p in daemon.home.parent.rglob("*"))
     checked = 0
     async with client(daemon) as http:
@@ -204,10 +205,10 @@ async def test_hostile_session_ids_are_refused_and_touch_no_file(daemon: Daemon)
     async with open_frame_connection(daemon.ws_url, daemon.token) as conn:
         for session in HOSTILE_IDS:
             await conn.send(Run(request_id="r", session_id=session, input="bg: echo x"))
-            done = await conn.receive()
-            assert isinstance(done, DoneFrame), (session, done)
-            assert done.status == "failed"
-            assert "session id" in done.error
+            refused = await conn.receive()
+            assert isinstance(refused, ErrorFrame), (session, refused)
+            assert (refused.code, refused.ref) == ("bad_request", "r")
+            assert "session id" in refused.message
             checked += 1
     after = sorted(p.relative_to(daemon.home.parent) for p in daemon.home.parent.rglob("*"))
     created = {str(p) for p in set(after) - set(before)}
@@ -245,13 +246,22 @@ async def test_closing_a_connection_with_a_confirmation_pending_never_runs_it(
     assert not never.exists()
 
 
-async def test_a_listener_that_closes_with_a_claimed_ask_denies_it(
-    daemon: Daemon, tmp_path: Path
-) -> None:
-    """R6, R8: a script listening on ``chat-`` that is shown a confirmation and closes
-    without answering resolves it with an error, which is never an approval: the
-    command is not run and the task ends reporting it was not run."""
-    never = tmp_path / "never-run"
+async def test_a_listener_that_closes_with_a_claimed_ask_denies_it(tmp_path: Path) -> None:
+    """R6, R8, R79: a script listening on ``chat-`` that is shown a confirmation and
+    closes without answering, with no other listener coming within
+    ``listener_grace_s`` (1 s here), resolves it with an error, which is never an
+    approval: the command is not run and the task ends reporting it was not run."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text("[server]\nlistener_grace_s = 1.0\n")
+    process = await trio.to_thread.run_sync(DaemonProcess, home)
+    try:
+        await _listener_closes_with_a_claimed_ask(process.info, tmp_path / "never-run")
+    finally:
+        assert process.stop() == 0
+
+
+async def _listener_closes_with_a_claimed_ask(daemon: RunningDaemon, never: Path) -> None:
     with trio.fail_after(30):
         async with client(daemon) as http:
             async with open_frame_connection(daemon.ws_url, daemon.token) as script:
@@ -267,11 +277,13 @@ async def test_a_listener_that_closes_with_a_claimed_ask_denies_it(
                 ask = await _until(script, Ask)
                 assert isinstance(ask, Ask)
                 assert ask.task_hash == task_hash
+            closed_at = trio.current_time()
             while True:
                 history = (await http.get("/v1/session/chat-listen/task/history")).json()["tasks"]
                 if history:
                     break
                 await trio.sleep(0.02)
+            assert trio.current_time() - closed_at >= 0.9  # it waited out the grace
             record = (await http.get(f"/v1/session/chat-listen/task/{task_hash}/history")).json()
     assert history[0]["task_hash"] == task_hash
     assert "not run" in record["content"] or "denied" in record["content"]

@@ -679,3 +679,14 @@ def test_allowed_lists_and_forgets_remembered_commands() -> None:
     assert state.notice == "no remembered command 7: see /allowed"
     state.submit("/allowed nonsense")
     assert state.notice == "usage: /allowed [forget N | forget all]"
+
+
+def test_a_refused_run_ends_without_a_done() -> None:
+    """§8, R78: a ``run`` refused by an ``error`` naming it (a bad field, a window
+    open elsewhere) gets no ``done``; the window stops waiting for it."""
+    state, sent = connected_state()
+    state.submit("run: echo hello")
+    (frame,) = sent
+    assert isinstance(frame, Run)
+    state.handle(ErrorFrame(code="forbidden", message="window in use", ref=frame.request_id))
+    assert frame.request_id not in state.runs

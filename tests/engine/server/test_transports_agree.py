@@ -329,18 +329,28 @@ async def test_answering_a_confirmation_agrees(served: Served, tmp_path: Path) -
     assert (tmp_path / "w").exists()
 
 
-async def failed_start(conn: FrameConnection, frame: Run | PendingFrame) -> str:
+async def failed_start(conn: FrameConnection, frame: Run | PendingFrame) -> tuple[str, str]:
+    """The code and message a ``run``/``pending`` that cannot start comes to: a bad
+    field is refused by an ``error`` naming the request (and no ``done``, §8); a
+    well-formed request that cannot be carried out ends in ``done{failed}``. Either
+    way no ``accepted`` comes first."""
     await conn.send(frame)
-    done = await receive_type(conn, DoneFrame)
-    assert isinstance(done, DoneFrame)
-    assert (done.request_id, done.status) == (frame.request_id, "failed")
-    return done.error
+    while True:
+        answer = await conn.receive()
+        assert not isinstance(answer, Accepted)
+        match answer:
+            case ErrorFrame(ref=ref, code=code, message=message) if ref == frame.request_id:
+                return code, message
+            case DoneFrame(request_id=rid, status=status, error=error) if rid == frame.request_id:
+                assert status == "failed"
+                return "done", error
 
 
 async def test_start_and_resume_failures_agree(served: Served) -> None:
     """R35, R37, R71, §8: a start or resume that cannot happen fails with the same
-    message over both transports (HTTP error body; the ``done`` of ``run``/``pending``):
-    empty input, a bad session id, an unknown pending task, a task a run holds."""
+    message over both transports (HTTP error body; over WS an ``error`` frame for a
+    bad field, else the ``done`` of ``run``/``pending``): empty input, a bad session
+    id, a malformed task hash, an unknown pending task, a task a run holds."""
     async with served.connect() as conn:
         running = await start_sleep_ws(conn, "chat-fail", "sleep")
         cases: list[tuple[tuple[str, str, Any], Run | PendingFrame, str]] = [
@@ -352,6 +362,11 @@ async def test_start_and_resume_failures_agree(served: Served) -> None:
             (
                 ("POST", "/v1/send", {"input": "hi", "session_id": "a.b"}),
                 Run(request_id="2", session_id="a.b", input="hi"),
+                "bad_request",
+            ),
+            (
+                ("POST", "/v1/session/chat-fail/task/xyz/resume", {}),
+                PendingFrame(request_id="2b", session_id="chat-fail", task_hash="xyz"),
                 "bad_request",
             ),
             (
@@ -369,5 +384,6 @@ async def test_start_and_resume_failures_agree(served: Served) -> None:
             response = await served.http.request(method, path, json=body)
             error = response.json()["error"]
             assert error["code"] == code
-            assert await failed_start(conn, frame) == error["message"]
+            by_ws = (code if code == "bad_request" else "done", error["message"])
+            assert await failed_start(conn, frame) == by_ws
         await over_ws(conn, Cancel(task_hash=running), "stop")

@@ -225,14 +225,18 @@ async def test_bad_frames_get_errors_and_the_connection_lives(served: Served) ->
     assert frames[-1].status == "finished"
 
 
-async def test_run_with_a_bad_session_still_gets_one_done(served: Served) -> None:
-    """§8: a ``run`` that cannot start gets exactly one ``done`` with status failed."""
+async def test_run_with_a_bad_session_gets_an_error_and_no_done(served: Served) -> None:
+    """§8, R71 (issue 17, item 5): a ``run`` with a bad field is refused by one
+    ``error`` whose ``ref`` is its ``request_id``: no ``accepted``, no ``done``."""
     async with served.connect() as conn:
         await conn.send(Run(request_id="bad", session_id="no/slash", input="hi"))
-        done = await conn.receive()
-    assert isinstance(done, DoneFrame)
-    assert (done.request_id, done.task_hash, done.status) == ("bad", "", "failed")
-    assert "invalid session id" in done.error
+        error = await conn.receive()
+        await conn.send(Run(request_id="ok", session_id="chat-after", input="hi"))
+        frames = await receive_until_done(conn, "ok")
+    assert isinstance(error, ErrorFrame)
+    assert (error.code, error.ref) == ("bad_request", "bad")
+    assert "invalid session id" in error.message
+    assert not [f for f in frames if getattr(f, "request_id", "") == "bad"]
 
 
 async def send_chat(served: Served, session_id: str, text: str) -> str:

@@ -145,7 +145,7 @@ async def test_confirmation_is_labelled_and_approval_runs_it(
     the ask and on the ``confirm`` event); approving it runs the command."""
     made = tmp_path / "made"
     async with open_engine(config, clock=wall_clock) as engine:
-        with engine.registry.listen("cli-", lambda r: r.window_hash == "w1") as listener:
+        with engine.registry.listen("cli-", windows=["w1"]) as listener:
             run = await engine.start_task(
                 "cli-subs1",
                 f"subs: run: touch {made} ;; history:",
