@@ -59,6 +59,7 @@ def test_question_open_when_the_repl_closes_is_asked_in_the_next_one(daemon_home
         second("send-keys", "-t", "repl", "2")  # blue
         wait_for(lambda: "Resumed with your answers:" in second.screen(), "the answered resume")
         wait_for(lambda: "A: blue" in second.screen(), "the answer given")
+        assert "A: blue" in second.screen()
     finally:
         second("kill-server")
 
@@ -103,5 +104,6 @@ def test_paused_task_is_found_after_reopening_the_repl(daemon_home: Path) -> Non
         wait_for(
             lambda: "no pending tasks in your cli- sessions" in second.lines(), "an empty list"
         )
+        assert "no pending tasks in your cli- sessions" in second.lines()
     finally:
         second("kill-server")
