@@ -22,6 +22,7 @@ A model-chosen ``timeout_s`` is clamped to ``[tools] command_timeout_s``.
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -145,8 +146,13 @@ class RunCommandTool(ServiceTool):
             raise ValueError("argument 'cwd' must be a string")
         tools = self._services.config.tools
         timeout = call.args.get("timeout_s", tools.command_timeout_s)
-        if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-            raise ValueError("argument 'timeout_s' must be a positive number")
+        if (
+            not isinstance(timeout, (int, float))
+            or isinstance(timeout, bool)
+            or not math.isfinite(timeout)  # NaN passes every comparison (JSON allows it)
+            or timeout <= 0
+        ):
+            raise ValueError("argument 'timeout_s' must be a positive finite number")
         plan = await self.plan(ctx, call, command, cwd)
         if isinstance(plan, ToolOutcome):
             return plan

@@ -544,3 +544,32 @@ async def test_a_home_reached_through_a_symlink_is_hidden_under_both_names(
     outcome = await attempt(config, f"grep -r the-daemon-token {scratch}")
     assert outcome.asked == []
     assert "the-daemon-token" not in outcome.results[0]
+
+
+@pytest.mark.parametrize("bad_timeout", [float("nan"), float("inf"), -1.0, 0])
+async def test_a_timeout_that_is_not_a_positive_finite_number_runs_nothing(
+    bad_timeout: float, config: Config, scratch: Path
+) -> None:
+    """Issue 15 item 4: a model-chosen ``timeout_s`` of NaN (which JSON can carry and
+    every comparison lets through), infinity, zero or less is refused before anything
+    runs -- even an approved command: the file is absent."""
+    mark = scratch / "MARK"
+    turns = [
+        ModelReply(
+            text="",
+            tool_calls=[
+                ToolCallRequest(
+                    id="c0",
+                    name="run_command",
+                    args={"command": f"touch {mark}", "timeout_s": bad_timeout},
+                )
+            ],
+        ),
+        ModelReply(text="done"),
+    ]
+    async with gate(config, turns, _approve()) as (engine, model, asked):
+        run = await engine.start_task("chat-gate", "go")
+        await run.wait_done()
+    assert asked == []
+    assert "positive finite number" in _tool_results(model, 1)[0]
+    assert not mark.exists()
