@@ -13,6 +13,7 @@ from typing import Final
 
 import attrs
 
+from protocol import wording
 from protocol.frames import BackgroundCancel, Cancel, Reply
 
 __all__ = [
@@ -243,8 +244,9 @@ def help_text() -> str:
     keys = [
         "",
         "  Enter sends; text typed while a task runs steers it (injected at its next turn).",
-        "  Esc: close the picker / notice, cancel the running task (asks first once it has",
-        "  shown output: No / Pause / Yes), clear the input, or open the background-leg menu.",
+        "  Esc: close the picker / notice, stop the running task (asks first once it has",
+        f"  shown output: {wording.ESC_KEEP_RUNNING} / {wording.STOP_KEEP} /",
+        f"  {wording.STOP_DISCARD}), clear the input, or open the background-leg menu.",
         "  Ctrl+C cancels the running task at once; Ctrl+D on an empty line quits.",
     ]
     return "\n".join(["Commands:", *lines, *keys])
@@ -256,12 +258,12 @@ def help_text() -> str:
 class ConfirmChoice(enum.Enum):
     """The six answers of a tool confirmation (SPEC §11), in dialog order."""
 
-    APPROVE = "Approve"
-    DENY = "Deny with reason"
-    ALWAYS = "Always allow this exact command"
-    TURN = "Allow this turn"
-    CANCEL_TASK = "Cancel task"
-    ABORT_TASK = "Abort task"
+    APPROVE = wording.APPROVE
+    DENY = wording.DENY
+    ALWAYS = wording.ALWAYS_ALLOW
+    TURN = wording.ALLOW_TURN
+    CANCEL_TASK = wording.STOP_DISCARD
+    ABORT_TASK = wording.STOP_KEEP
 
 
 def confirm_reply(
@@ -295,9 +297,9 @@ def question_reply(ask_id: str, answers: list[str]) -> Reply:
 class CancelChoice(enum.Enum):
     """The Esc popup of a run that has shown output (R47)."""
 
-    NO = "No"
-    PAUSE = "Pause"
-    YES = "Yes"
+    NO = wording.ESC_KEEP_RUNNING
+    PAUSE = wording.STOP_KEEP
+    YES = wording.STOP_DISCARD
 
 
 def cancel_frame(task_hash: str, choice: CancelChoice) -> Cancel | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from protocol import wording
 from protocol.events import (
     Canceled,
     Confirm,
@@ -120,9 +121,8 @@ def render_event(event: Event) -> list[Line]:
         case JobSettled(job_id=job, followup_task=followup):
             tail = f"; follow-up task {followup[:8]}" if followup else ""
             return [("class:dim", f"⧗ {job} settled{tail}")]
-        case Canceled(cause=cause, kept=kept):
-            tail = " — kept: resume it with /pending" if kept else ""
-            return [("class:warn", f"✗ canceled ({cause}){tail}")]
+        case Canceled(cause=cause):
+            return [("class:warn", wording.ended_line(cause))]
         case Failed(error=error):
             return [("class:error", f"✗ failed: {clip(error)}")]
         case Done(text=text):
@@ -134,15 +134,8 @@ def render_done_status(status: str, error: str) -> list[Line]:
     match status:
         case "finished":
             return []
-        case "canceled":
-            return [("class:warn", "✗ task canceled")]
-        case "paused":
-            return [("class:warn", "⏸ task paused — resume it with /pending")]
-        case "parked":
-            return [("class:warn", "? task waits for answers — answer it with /pending")]
-        case "aborted":
-            reason = f": {clip(error)}" if error else ""
-            return [("class:warn", f"✗ task aborted{reason} — kept: resume it with /pending")]
         case "failed":
-            return [("class:error", f"✗ task failed: {clip(error) or 'unknown error'}")]
+            return [("class:error", wording.ended_line(status, reason=clip(error)))]
+        case "canceled" | "paused" | "parked" | "aborted":
+            return [("class:warn", wording.ended_line(status, reason=clip(error)))]
     return [("class:dim", f"task ended: {status} {error}".rstrip())]

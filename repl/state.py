@@ -283,7 +283,7 @@ class ReplState:
                 return EscAction.CANCEL_NOW
             self.popup = Popup(
                 kind="cancel",
-                title=f"Cancel the running task ({clip(run.input, 40)})?",
+                title=f"Stop the running task ({clip(run.input, 40)})?",
                 choices=tuple(c.value for c in CancelChoice),
                 target=run.request_id,
             )

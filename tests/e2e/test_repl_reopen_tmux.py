@@ -77,9 +77,9 @@ def test_paused_task_is_found_after_reopening_the_repl(daemon_home: Path) -> Non
         first("send-keys", "-t", "repl", "Enter")
         wait_for(lambda: "  → Approve (run_command)" in first.lines(), "the approval")
         first("send-keys", "-t", "repl", "Escape")
-        wait_for(lambda: "2. Pause" in first.screen(), "the Pause choice")
+        wait_for(lambda: "2. Stop, keep to resume" in first.screen(), "the Pause choice")
         first("send-keys", "-t", "repl", "2")
-        wait_for(lambda: "✗ canceled (paused)" in first.screen(), "the paused task")
+        wait_for(lambda: "⏸ paused — kept" in first.screen(), "the paused task")
         first("send-keys", "-t", "repl", "/quit", "Enter")
         wait_for(lambda: "REPL-EXITED 0" in first.lines(), "the REPL to exit")
     finally:
@@ -98,8 +98,8 @@ def test_paused_task_is_found_after_reopening_the_repl(daemon_home: Path) -> Non
         wait_for(lambda: "Recovered the interrupted task" in second.screen(), "the resumed run")
         wait_for(lambda: "Confirm tool call" in second.screen(), "the re-run's confirmation")
         wait_armed(second)
-        second("send-keys", "-t", "repl", "5")  # Cancel task
-        wait_for(lambda: "✗ canceled (user_canceled)" in second.lines(), "the canceled task")
+        second("send-keys", "-t", "repl", "5")  # Stop and discard
+        wait_for(lambda: "✗ stopped and discarded" in second.lines(), "the canceled task")
         second("send-keys", "-t", "repl", "/pending", "Enter")
         wait_for(
             lambda: "no pending tasks in your cli- sessions" in second.lines(), "an empty list"

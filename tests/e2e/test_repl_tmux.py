@@ -125,7 +125,7 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
         wait_armed(tmux)
         wait_for(lambda: "1. Approve" in tmux.screen(), "the Approve choice")
-        wait_for(lambda: "6. Abort task" in tmux.screen(), "the Abort task choice")
+        wait_for(lambda: "6. Stop, keep to resume" in tmux.screen(), "the keep-to-resume choice")
         tmux("send-keys", "-t", "repl", "Enter")
         wait_for(lambda: "    hello" in tmux.lines(), "hello in the tool result")
         for line in ("> run: echo hello", "  → Approve (run_command)", "  ✓ run_command"):
@@ -159,11 +159,11 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         tmux("send-keys", "-t", "repl", "Enter")
         wait_for(lambda: "  → Approve (run_command)" in tmux.lines(), "the approval")
         tmux("send-keys", "-t", "repl", "Escape")
-        wait_for(lambda: "Cancel the running task" in tmux.screen(), "the cancel popup")
-        wait_for(lambda: "2. Pause" in tmux.screen(), "the Pause choice")
+        wait_for(lambda: "Stop the running task" in tmux.screen(), "the cancel popup")
+        wait_for(lambda: "2. Stop, keep to resume" in tmux.screen(), "the Pause choice")
         tmux("send-keys", "-t", "repl", "2")
         wait_for(
-            lambda: "✗ canceled (paused) — kept: resume it with /pending" in tmux.lines(),
+            lambda: "⏸ paused — kept: resume it with /pending" in tmux.lines(),
             "the paused task",
         )
         tmux("send-keys", "-t", "repl", "/pending", "Enter")
@@ -175,8 +175,8 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         wait_for(lambda: "Recovered the interrupted task" in tmux.screen(), "the resumed run")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the re-run's confirmation")
         wait_armed(tmux)
-        tmux("send-keys", "-t", "repl", "5")  # Cancel task
-        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
+        tmux("send-keys", "-t", "repl", "5")  # Stop and discard
+        wait_for(lambda: "✗ stopped and discarded" in tmux.lines(), "the canceled task")
         tmux("send-keys", "-t", "repl", "/pending", "Enter")
         wait_for(lambda: "no pending tasks in your cli- sessions" in tmux.lines(), "an empty list")
     finally:
@@ -260,8 +260,8 @@ def test_padded_command_shows_its_tail(daemon_home: Path) -> None:
             "the whole command in the dialog",
         )
         wait_armed(tmux)
-        tmux("send-keys", "-t", "repl", "5")  # Cancel task
-        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
+        tmux("send-keys", "-t", "repl", "5")  # Stop and discard
+        wait_for(lambda: "✗ stopped and discarded" in tmux.lines(), "the canceled task")
     finally:
         tmux("kill-server")
 
@@ -301,7 +301,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         wait_for(lambda: f"from sub-agent 1/1: run: touch {never}" in tmux.screen(), "dialog")
         wait_armed(tmux)
         tmux("send-keys", "-t", "repl", "C-c")
-        wait_for(lambda: "✗ canceled (user_canceled)" in tmux.lines(), "the canceled task")
+        wait_for(lambda: "✗ stopped and discarded" in tmux.lines(), "the canceled task")
         wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog withdrawn")
         assert not never.exists()
 
@@ -310,11 +310,11 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         _approve_each(tmux, ["sub-agent 1/2: run: sleep 30", f"sub-agent 2/2: run: {slow}"])
         approved_at = time.monotonic()
         tmux("send-keys", "-t", "repl", "Escape")
-        wait_for(lambda: "Cancel the running task" in tmux.screen(), "the cancel popup")
-        wait_for(lambda: "3. Yes" in tmux.screen(), "the Yes choice")
+        wait_for(lambda: "Stop the running task" in tmux.screen(), "the cancel popup")
+        wait_for(lambda: "3. Stop and discard" in tmux.screen(), "the discard choice")
         tmux("send-keys", "-t", "repl", "3")
         wait_for(
-            lambda: sum("✗ canceled (user_canceled)" in line for line in tmux.lines()) >= 2,
+            lambda: sum("✗ stopped and discarded" in line for line in tmux.lines()) >= 2,
             "the second canceled task",
         )
         time.sleep(max(0.0, approved_at + 9 - time.monotonic()))

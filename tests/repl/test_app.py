@@ -17,6 +17,7 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
+from protocol import wording
 from protocol.events import Question, Text
 from protocol.frames import (
     BackgroundCancel,
@@ -213,7 +214,11 @@ def test_cancel_popup_choices(keys: str, frames: list[Outgoing]) -> None:
         await shown_run(h)
         await h.esc()
         assert isinstance(h.app.dialog, PopupDialog)
-        assert h.app.dialog.popup.choices == ("No", "Pause", "Yes")
+        assert h.app.dialog.popup.choices == (
+            wording.ESC_KEEP_RUNNING,
+            wording.STOP_KEEP,
+            wording.STOP_DISCARD,
+        )
         assert h.app.application.layout.has_focus(h.app.dialog.menu)
         await h.press(keys)
         await h.until(lambda: h.state.popup is None, "popup closed")

@@ -5,6 +5,7 @@ SPEC §11, R5, R7, R40–R47. Frames go to a list; every test asserts the exact 
 
 from __future__ import annotations
 
+from protocol import wording
 from protocol.events import (
     Canceled,
     Done,
@@ -183,7 +184,7 @@ def test_esc_opens_popup_once_something_was_shown() -> None:
     assert state.popup is not None
     assert (state.popup.kind, state.popup.choices, state.popup.target) == (
         "cancel",
-        ("No", "Pause", "Yes"),
+        (wording.ESC_KEEP_RUNNING, wording.STOP_KEEP, wording.STOP_DISCARD),
         rid,
     )
     assert sent == []
@@ -366,9 +367,9 @@ def test_done_text_shown_when_nothing_streamed() -> None:
 def test_done_statuses() -> None:
     """R41, R42: paused/parked/aborted runs point at /pending and refresh the list."""
     for status, line in [
-        ("paused", "⏸ task paused — resume it with /pending"),
-        ("parked", "? task waits for answers — answer it with /pending"),
-        ("aborted", "✗ task aborted: disconnected — kept: resume it with /pending"),
+        ("paused", "⏸ paused — kept: resume it with /pending"),
+        ("parked", "? waits for answers — answer it with /pending"),
+        ("aborted", "⏸ stopped: disconnected — kept: resume it with /pending"),
     ]:
         state, sent = connected_state()
         rid = start_run(state, sent)
@@ -387,7 +388,7 @@ def test_canceled_event_is_not_repeated_by_done() -> None:
     count = len(state.output)
     state.handle(done(rid, "canceled"))
     assert len(state.output) == count
-    assert state.output[-1] == ("class:warn", "✗ canceled (user_canceled)")
+    assert state.output[-1] == ("class:warn", "✗ stopped and discarded")
 
 
 def test_done_closes_its_popup_and_asks() -> None:
@@ -399,7 +400,7 @@ def test_done_closes_its_popup_and_asks() -> None:
     state.handle(done(rid, "failed", "boom"))
     assert state.popup is None
     assert state.asks == {}
-    assert state.output[-1] == ("class:error", "✗ task failed: boom")
+    assert state.output[-1] == ("class:error", "✗ failed: boom")
 
 
 def test_disconnect_ends_runs_and_reconnect_says_so() -> None:

@@ -1,0 +1,71 @@
+"""The words every front-end shows for the same action, in one place.
+
+A person who learns "Stop and discard" in the REPL must read the same words on the web
+page and in the docs, and each word must say what the action does to the task: the
+confirmation's ``cancel_task`` deletes the pending task, its ``abort_task`` (like Esc's
+pause) stops it and keeps it resumable. The REPL imports these names; the web page
+(``engine/server/static/app.js``) spells the same strings, and a test holds the two
+equal.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ALLOW_TURN",
+    "ALWAYS_ALLOW",
+    "APPROVE",
+    "DENY",
+    "ESC_KEEP_RUNNING",
+    "STOP_DISCARD",
+    "STOP_KEEP",
+    "confirm_title",
+    "ended_line",
+]
+
+#: Run the proposed call once.
+APPROVE: Final = "Approve"
+#: Refuse the call; the reason goes to the model.
+DENY: Final = "Deny with reason"
+#: Remember this exact command for the session (R76).
+ALWAYS_ALLOW: Final = "Always allow this exact command"
+#: Approve simple commands for the rest of this model turn.
+ALLOW_TURN: Final = "Allow this turn"
+#: Stop the task and delete it (cause ``user_canceled``, R40).
+STOP_DISCARD: Final = "Stop and discard"
+#: Stop the task and keep it resumable in /pending (cause ``paused``/``aborted``, R41).
+STOP_KEEP: Final = "Stop, keep to resume"
+#: The harmless choice of the Esc popup.
+ESC_KEEP_RUNNING: Final = "Keep running"
+
+
+def confirm_title(tool_name: str, *, restricted: bool = False) -> str:
+    """The first line of a confirmation, the same in every front-end."""
+    tail = " (restricted path: needs the system password)" if restricted else ""
+    return f"Allow {tool_name}?{tail}"
+
+
+def ended_line(status: str, *, reason: str = "") -> str:
+    """How a run that did not finish ended, by what it did to the task.
+
+    ``status`` is a ``done`` status or a ``canceled`` event's cause. Every kept status
+    says where the task waits; only ``user_canceled``/``canceled`` says it is gone.
+    """
+    why = f": {reason}" if reason else ""
+    match status:
+        case "user_canceled" | "canceled":
+            return "✗ stopped and discarded"
+        case "paused":
+            return "⏸ paused — kept: resume it with /pending"
+        case "aborted" | "user_aborted":
+            return f"⏸ stopped{why} — kept: resume it with /pending"
+        case "disconnected":
+            return "⏸ stopped (window closed) — kept: resume it with /pending"
+        case "parked":
+            return "? waits for answers — answer it with /pending"
+        case "failed":
+            return f"✗ failed{why or ': unknown error'}"
+        case "shutdown":
+            return "⏸ stopped (daemon shut down) — kept: resume it with /pending"
+    return f"⏸ stopped ({status}){why} — kept: resume it with /pending"
