@@ -5,9 +5,11 @@ once with its answer; what the answer *means* (which frame goes out) is decided 
 `repl.state.ReplState` and `repl.commands`, so these classes only collect input.
 
 Keys: Up/Down (or Tab/Shift+Tab) move, Enter picks, a digit picks that entry, Space
-toggles in multi-select. Esc in a popup picks its harmless first entry ("No"); a
-confirmation or question cannot be dismissed by Esc (it needs an answer, and Ctrl+C
-still cancels the whole task), except that Esc leaves the deny-reason field.
+toggles in multi-select. Esc in a popup picks its harmless first entry ("Keep running",
+"No"). Esc in a confirmation or question never answers it: it calls the dialog's
+``on_escape``, which opens the stop popup of the task that asks (R47; choosing "Keep
+running" there comes back to the dialog untouched), except that Esc leaves the
+deny-reason field. Each dialog ends with a line of key hints (`repl.hints`).
 
 Asks arrive unbidden, so a confirmation or question is *armed* before it takes a key
 (R77): `repl.app.ReplApp` keeps the keyboard on the input line until the dialog has
@@ -30,7 +32,12 @@ from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.key_binding import ConditionalKeyBindings, KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import (
+    ConditionalKeyBindings,
+    KeyBindings,
+    KeyPressEvent,
+    merge_key_bindings,
+)
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
@@ -49,6 +56,7 @@ from protocol.events import Question
 from protocol.frames import Ask
 from repl.commands import ConfirmChoice
 from repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
+from repl.hints import confirm_hint, popup_hint, question_hint
 from repl.render import clip
 from repl.views import Popup
 
@@ -93,6 +101,26 @@ def focus(target: AnyContainer | Buffer) -> bool:
 
 def _text(fragments: StyleAndTextTuples) -> Window:
     return Window(FormattedTextControl(fragments), dont_extend_height=True, wrap_lines=True)
+
+
+def _hint_line(text: Callable[[], str]) -> Window:
+    """The dialog's last line: its key hints (`repl.hints`)."""
+    return Window(
+        FormattedTextControl(lambda: [("class:dialog.hint", text())]),
+        dont_extend_height=True,
+        wrap_lines=True,
+    )
+
+
+def _escape_keys(on_escape: Callable[[], None], armed: Callable[[], bool]) -> KeyBindings:
+    """Esc of an armed confirmation or question: ``on_escape`` (the stop popup)."""
+    keys = KeyBindings()
+
+    @keys.add("escape", eager=True, filter=Condition(armed))
+    def _escape(event: KeyPressEvent) -> None:
+        on_escape()
+
+    return keys
 
 
 class Menu:
@@ -172,8 +200,6 @@ class Menu:
             style = "class:menu.selected" if current else "class:menu"
             number = f"{index + 1}. " if index < 9 else "   "
             out.append((style, f"{mark}{number}{box}{choice}\n"))
-        if self.multi:
-            out.append(("class:dim", "  Space toggles, Enter confirms\n"))
         if out:
             last = out[-1]
             out[-1] = (last[0], last[1].removesuffix("\n"))
@@ -194,7 +220,13 @@ class PopupDialog:
             popup.choices, lambda picked: choose(picked[0]), on_escape=lambda: choose(0)
         )
         self.container = Frame(
-            HSplit([_text([("class:dialog.title", popup.title)]), self.menu]),
+            HSplit(
+                [
+                    _text([("class:dialog.title", popup.title)]),
+                    self.menu,
+                    _hint_line(lambda: popup_hint(popup.choices)),
+                ]
+            ),
             style="class:dialog",
         )
 
@@ -288,12 +320,6 @@ class CommandView(UIControl):
         return False
 
 
-#: Shown while a dialog is not armed yet.
-_ARMING_HINT: Final[StyleAndTextTuples] = [
-    ("class:dialog.hint", "(arming… what you type still goes to the input line)")
-]
-
-
 def _command_rows() -> int:
     return max(3, min(COMMAND_ROWS, get_app().output.get_size().rows - _SCREEN_CHROME))
 
@@ -307,9 +333,11 @@ class ConfirmDialog:
         self,
         ask: Ask,
         on_answer: Callable[[ConfirmChoice, str, str | None], None],
+        on_escape: Callable[[], None] = lambda: None,
     ) -> None:
         self.ask = ask
         self._on_answer = on_answer
+        self._on_escape = on_escape
         self.armed = False
         self.asking_reason = False
         self.error = ""
@@ -388,9 +416,14 @@ class ConfirmDialog:
                         filter=Condition(lambda: self.asking_reason),
                     ),
                     ConditionalContainer(error, filter=Condition(lambda: bool(self.error))),
-                    Window(FormattedTextControl(self._hint), height=1),
+                    _hint_line(self._hint),
                 ],
-                key_bindings=ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
+                key_bindings=merge_key_bindings(
+                    [
+                        ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
+                        _escape_keys(self._on_escape, self._armed),
+                    ]
+                ),
             ),
             title="Confirm tool call",
             style="class:dialog",
@@ -419,10 +452,11 @@ class ConfirmDialog:
         parts.append("PgDn/PgUp/Home/End scroll")
         return [("class:command.more", " " + " · ".join(parts))]
 
-    def _hint(self) -> StyleAndTextTuples:
-        if not self.armed:
-            return _ARMING_HINT
-        return [("class:dialog.hint", "↑↓ choose · Enter or 1–6 picks · Ctrl+C cancels the task")]
+    def _hint(self) -> str:
+        in_password = self.ask.need_password and get_app().layout.has_focus(self.password)
+        return confirm_hint(
+            armed=self.armed, asking_reason=self.asking_reason, in_password=in_password
+        )
 
     def focus_target(self) -> AnyContainer:
         return self.password if self.ask.need_password else self.menu
@@ -464,7 +498,12 @@ class QuestionDialog:
     text field (free text; hidden for secrets). Answers go back together, in order.
     Like a confirmation it takes keys only once `arm` was called (R77)."""
 
-    def __init__(self, ask: Ask, on_answer: Callable[[list[str]], None]) -> None:
+    def __init__(
+        self,
+        ask: Ask,
+        on_answer: Callable[[list[str]], None],
+        on_escape: Callable[[], None] = lambda: None,
+    ) -> None:
         self.ask = ask
         self.armed = False
         self.questions = list(ask.questions) or [
@@ -480,11 +519,9 @@ class QuestionDialog:
                         FormattedTextControl(self._header), dont_extend_height=True, wrap_lines=True
                     ),
                     DynamicContainer(lambda: self.element),
-                    ConditionalContainer(
-                        Window(FormattedTextControl(_ARMING_HINT), height=1),
-                        filter=Condition(lambda: not self.armed),
-                    ),
-                ]
+                    _hint_line(self._hint),
+                ],
+                key_bindings=_escape_keys(on_escape, lambda: self.armed),
             ),
             title="Secret" if ask.kind == "secret" else "Question",
             style="class:dialog",
@@ -493,6 +530,10 @@ class QuestionDialog:
     def arm(self) -> None:
         """Let the form take keys (called by the app once the arming delay passed)."""
         self.armed = True
+
+    def _hint(self) -> str:
+        question = self.questions[min(len(self.answers), len(self.questions) - 1)]
+        return question_hint(question, armed=self.armed, secret=self.ask.kind == "secret")
 
     @property
     def current(self) -> Question:
