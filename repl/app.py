@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Final
 
 from prompt_toolkit.application import Application
@@ -145,15 +146,17 @@ class ReplApp:
             print_lines(rest)
 
     async def _tick(self) -> None:
-        """Redraw every `TICK_S` while something moves; an idle REPL sleeps."""
+        """Redraw every `TICK_S` while something moves (a spinner, a hint until it
+        expires); an idle REPL sleeps."""
         while True:
             await asyncio.sleep(TICK_S)
-            if self.application.is_running and self._moving():
+            state = self.state
+            if state.hint is not None and time.monotonic() >= state.hint[1]:
+                state.hint = None  # drawn once more, without it
+            elif not (state.runs or state.legs or state.hint or state.connection != "connected"):
+                continue
+            if self.application.is_running:
                 self.application.invalidate()
-
-    def _moving(self) -> bool:
-        state = self.state
-        return bool(state.runs or state.legs or state.hint or state.connection == "reconnecting")
 
     def exit(self) -> None:
         app = self.application
