@@ -35,6 +35,7 @@ def load_repl_bindings(repl: ReplApp) -> KeyBindings:
         repl.on_escape()
 
     @kb.add("escape", "enter", filter=input_focused)
+    @kb.add("escape", "c-j", filter=input_focused)  # terminals whose Alt+Enter sends \n
     @kb.add("c-j", filter=input_focused)
     def _newline(event: KeyPressEvent) -> None:
         repl.buffer.cancel_completion()

@@ -1,10 +1,11 @@
 """The REPL's state: a plain object the UI reads and the two halves feed.
 
 `ReplState` owns everything a screen is drawn from (transcript lines, runs, open asks,
-legs, popup, notice, connection) and every decision: what Esc does (R47), when a cancel
-is held (R46), which frame a choice sends. It imports no prompt_toolkit and does no
-I/O: outgoing frames go to the ``send`` callable it was given, so tests hand it a list's
-``append`` and assert the exact frames.
+legs, popup, notice, connection) and every decision: what Esc, Ctrl+C and quitting do
+(R47, made by its `repl.keys.KeyChain`), when a cancel is held (R46), which frame a
+choice sends. It imports no prompt_toolkit and does no I/O: outgoing frames go to the
+``send`` callable it was given, so tests hand it a list's ``append`` and assert the
+exact frames.
 
 It is driven from one thread (the asyncio side of `repl.bridge`); nothing here locks.
 """

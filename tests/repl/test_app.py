@@ -299,12 +299,16 @@ def test_background_menu(
 
 
 def test_esc_with_nothing_to_do() -> None:
-    """R47: with nothing open, no run, empty input and no legs, Esc changes nothing."""
+    """R47: with nothing open, no run, empty input and no legs, Esc changes nothing but
+    says so in a hint, which the next key clears."""
 
     async def scenario(h: Harness) -> None:
         await h.esc()
+        assert h.state.hint is not None
+        assert h.state.hint[0] == "nothing to stop: no task running, no background legs"
         await h.press("x")
         await h.until(lambda: h.app.buffer.text == "x", "key after Esc")
+        assert h.state.hint is None
         assert h.state.popup is None
         assert h.frames() == []
 
