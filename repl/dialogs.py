@@ -1,4 +1,5 @@
-"""Modal pieces drawn between the live text and the input: menus, confirmations, forms.
+"""Modal pieces drawn between the live text and the input: confirmations and forms
+(the menus and popups they share are in `repl.menus`, re-exported here).
 
 Each is an object with ``__pt_container__`` (as ptpython's dialogs are) that calls back
 once with its answer; what the answer *means* (which frame goes out) is decided by
@@ -41,7 +42,6 @@ from prompt_toolkit.key_binding import (
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
-    Container,
     DynamicContainer,
     FormattedTextControl,
     HSplit,
@@ -56,9 +56,9 @@ from protocol.events import Question
 from protocol.frames import Ask
 from repl.commands import ConfirmChoice
 from repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
-from repl.hints import confirm_hint, popup_hint, question_hint
+from repl.hints import confirm_hint, question_hint
+from repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
 from repl.render import clip
-from repl.views import Popup
 
 __all__ = [
     "COMMAND_ROWS",
@@ -83,161 +83,6 @@ _PIECE_STYLE: Final = {
     "mark": "class:command.mark",
     "key": "class:command.key",
 }
-
-
-def focus(target: AnyContainer | Buffer) -> bool:
-    """Focus ``target``; False when it cannot take the focus yet.
-
-    prompt_toolkit only focuses windows that were visible at the last render, so a
-    dialog that was just swapped in can be focused only after it is drawn once: the
-    caller retries after the next render.
-    """
-    try:
-        get_app().layout.focus(target)
-    except ValueError:
-        return False
-    return True
-
-
-def _text(fragments: StyleAndTextTuples) -> Window:
-    return Window(FormattedTextControl(fragments), dont_extend_height=True, wrap_lines=True)
-
-
-def _hint_line(text: Callable[[], str]) -> Window:
-    """The dialog's last line: its key hints (`repl.hints`)."""
-    return Window(
-        FormattedTextControl(lambda: [("class:dialog.hint", text())]),
-        dont_extend_height=True,
-        wrap_lines=True,
-    )
-
-
-def _escape_keys(on_escape: Callable[[], None], armed: Callable[[], bool]) -> KeyBindings:
-    """Esc of an armed confirmation or question: ``on_escape`` (the stop popup)."""
-    keys = KeyBindings()
-
-    @keys.add("escape", eager=True, filter=Condition(armed))
-    def _escape(event: KeyPressEvent) -> None:
-        on_escape()
-
-    return keys
-
-
-class Menu:
-    """A vertical list of choices. ``on_done`` gets ``[index]`` (single) or the sorted
-    checked indexes (``multi``, Enter confirms)."""
-
-    def __init__(
-        self,
-        choices: Sequence[str],
-        on_done: Callable[[list[int]], None],
-        *,
-        multi: bool = False,
-        on_escape: Callable[[], None] | None = None,
-        enabled: Callable[[], bool] | None = None,
-    ) -> None:
-        self.choices = list(choices)
-        self.selected = 0
-        self.checked: set[int] = set()
-        self.multi = multi
-        self._on_done = on_done
-        kb = KeyBindings()
-
-        @kb.add("up")
-        @kb.add("s-tab")
-        def _up(event: KeyPressEvent) -> None:
-            self.selected = (self.selected - 1) % len(self.choices)
-
-        @kb.add("down")
-        @kb.add("tab")
-        def _down(event: KeyPressEvent) -> None:
-            self.selected = (self.selected + 1) % len(self.choices)
-
-        @kb.add("enter")
-        def _enter(event: KeyPressEvent) -> None:
-            self._done(self.selected)
-
-        @kb.add(" ")
-        def _space(event: KeyPressEvent) -> None:
-            if self.multi:
-                self.checked ^= {self.selected}
-            else:
-                self._done(self.selected)
-
-        for digit in range(1, min(len(self.choices), 9) + 1):
-
-            @kb.add(str(digit))
-            def _digit(event: KeyPressEvent, index: int = digit - 1) -> None:
-                self.selected = index
-                if self.multi:
-                    self.checked ^= {index}
-                else:
-                    self._done(index)
-
-        if on_escape is not None:
-            escape = on_escape
-
-            @kb.add("escape", eager=True)
-            def _escape(event: KeyPressEvent) -> None:
-                escape()
-
-        # An unarmed dialog's menu takes no key even if it somehow had the focus.
-        keys = kb if enabled is None else ConditionalKeyBindings(kb, Condition(enabled))
-        self.control = FormattedTextControl(
-            self._fragments, focusable=True, key_bindings=keys, show_cursor=False
-        )
-        self.window = Window(self.control, dont_extend_height=True)
-
-    def _done(self, index: int) -> None:
-        self._on_done(sorted(self.checked) if self.multi else [index])
-
-    def _fragments(self) -> StyleAndTextTuples:
-        out: StyleAndTextTuples = []
-        for index, choice in enumerate(self.choices):
-            current = index == self.selected
-            mark = "> " if current else "  "
-            box = ("[x] " if index in self.checked else "[ ] ") if self.multi else ""
-            style = "class:menu.selected" if current else "class:menu"
-            number = f"{index + 1}. " if index < 9 else "   "
-            out.append((style, f"{mark}{number}{box}{choice}\n"))
-        if out:
-            last = out[-1]
-            out[-1] = (last[0], last[1].removesuffix("\n"))
-        return out
-
-    def __pt_container__(self) -> Container:
-        return self.window
-
-
-class PopupDialog:
-    """The cancel popup, the background-leg menu, or its confirmation (R47). It opens
-    only on the person's own key, so it is armed from the start."""
-
-    def __init__(self, popup: Popup, choose: Callable[[int], None]) -> None:
-        self.popup = popup
-        self.armed = True
-        self.menu = Menu(
-            popup.choices, lambda picked: choose(picked[0]), on_escape=lambda: choose(0)
-        )
-        self.container = Frame(
-            HSplit(
-                [
-                    _text([("class:dialog.title", popup.title)]),
-                    self.menu,
-                    _hint_line(lambda: popup_hint(popup.choices)),
-                ]
-            ),
-            style="class:dialog",
-        )
-
-    def arm(self) -> None:
-        """Nothing to do: a popup is armed from the start."""
-
-    def focus_target(self) -> AnyContainer:
-        return self.menu
-
-    def __pt_container__(self) -> AnyContainer:
-        return self.container
 
 
 class CommandView(UIControl):
@@ -404,7 +249,7 @@ class ConfirmDialog:
         return Frame(
             HSplit(
                 [
-                    _text(title),
+                    text_window(title),
                     Window(self.command, style="class:command", dont_extend_height=True),
                     ConditionalContainer(more, filter=Condition(self._overflows)),
                     ConditionalContainer(
@@ -416,12 +261,12 @@ class ConfirmDialog:
                         filter=Condition(lambda: self.asking_reason),
                     ),
                     ConditionalContainer(error, filter=Condition(lambda: bool(self.error))),
-                    _hint_line(self._hint),
+                    hint_line(self._hint),
                 ],
                 key_bindings=merge_key_bindings(
                     [
                         ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
-                        _escape_keys(self._on_escape, self._armed),
+                        escape_keys(self._on_escape, self._armed),
                     ]
                 ),
             ),
@@ -519,9 +364,9 @@ class QuestionDialog:
                         FormattedTextControl(self._header), dont_extend_height=True, wrap_lines=True
                     ),
                     DynamicContainer(lambda: self.element),
-                    _hint_line(self._hint),
+                    hint_line(self._hint),
                 ],
-                key_bindings=_escape_keys(on_escape, lambda: self.armed),
+                key_bindings=escape_keys(on_escape, lambda: self.armed),
             ),
             title="Secret" if ask.kind == "secret" else "Question",
             style="class:dialog",
