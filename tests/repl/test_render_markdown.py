@@ -45,7 +45,14 @@ def test_markup_inside_code_spans_is_kept() -> None:
 
 def test_headings_bullets_numbers_and_rules() -> None:
     lines = render_markdown("# Title\n## Sub ##\n- one\n  * two\n3. three\n---")
-    assert [plain(line) for line in lines] == ["Title", "Sub", "• one", "  • two", "3. three", "───"]
+    assert [plain(line) for line in lines] == [
+        "Title",
+        "Sub",
+        "• one",
+        "  • two",
+        "3. three",
+        "───",
+    ]
     assert "underline" in lines[0][0][0]
     assert "md.heading" in lines[1][0][0]
 
@@ -61,7 +68,9 @@ def test_fenced_code_is_highlighted_and_fences_stay_visible() -> None:
     ]
     assert lines[0] == ((FENCE, "```python"),)
     keyword = styles_of(lines[1], "def")
-    assert keyword and keyword[0].startswith(CODE_BLOCK) and "#" in keyword[0]
+    assert keyword
+    assert keyword[0].startswith(CODE_BLOCK)
+    assert "#" in keyword[0]
     # Markdown is not read inside a code block.
     (inside,) = render_markdown("```\n**not bold**\n")[1:2]
     assert inside == ((CODE_BLOCK, "**not bold**"),)
@@ -81,7 +90,8 @@ def test_a_half_streamed_fence_renders_as_code() -> None:
     assert all(style.startswith(CODE_BLOCK) for style, _ in fragments)
     assert fence is not None
     fragments, fence = render_line("````", fence)
-    assert fence is None and plain(fragments) == "````"
+    assert fence is None
+    assert plain(fragments) == "````"
 
 
 def test_a_longer_fence_is_not_closed_by_a_shorter_one() -> None:
@@ -106,9 +116,7 @@ def _visible(text: str) -> str:
 
 @given(
     st.lists(
-        st.sampled_from(
-            list("ab1 *_`#-+~>.\n\t") + ["```", "```py\n", "\x1b", "\u202e", "\u200b", "é"]
-        ),
+        st.sampled_from([*"ab1 *_`#-+~>.\n\t", "```", "```py\n", "\x1b", "\u202e", "\u200b", "é"]),
         max_size=40,
     ).map("".join)
 )
