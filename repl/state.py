@@ -59,6 +59,7 @@ from repl.commands import (
     new_session_id,
     parse_line,
     question_reply,
+    verbs_text,
 )
 from repl.lists import SessionLists
 from repl.messages import (
@@ -210,6 +211,8 @@ class ReplState:
                 self.send(ListLegs(session_id=self.session_id))
             case Help():
                 self.write(help_text(), "class:dim")
+                if self.model.partition(":")[0] in ("builtin", ""):
+                    self.write(verbs_text(), "class:dim")
             case Quit():
                 self.quit_requested = True
             case Unknown(message=message):

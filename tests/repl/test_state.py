@@ -608,7 +608,8 @@ def test_legs_session_new_help_quit() -> None:
     assert state.legs == {}
     assert sent == [ListLegs(session_id=state.session_id)]
     state.submit("/help")
-    assert state.output[-1][1].startswith("  Ctrl+C")
+    assert any(str(text).startswith("  Ctrl+C") for _, text in state.output)
+    assert state.output[-1][1].startswith("  fail: MESSAGE")
     state.submit("/nope")
     assert state.notice is not None
     assert state.notice.startswith("unknown command /nope")
