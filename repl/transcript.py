@@ -96,6 +96,8 @@ class Transcript:
             if not run.streamed and event.text:
                 run.shown = True
                 self._markdown(run.request_id, event.text.rstrip("\n").split("\n"))
+            elif run.streamed:
+                self._split_last_turn(run, event.text.rstrip("\n"))
             return
         lines = render_event(event)
         if lines:
@@ -104,6 +106,15 @@ class Transcript:
             self.lines(lines)
         if isinstance(event, Canceled | Failed):
             run.end_shown = True
+
+    def _split_last_turn(self, run: RunView, final: str) -> None:
+        """No event marks a new model turn, so the text of a turn that a report gave the
+        run (R26) streams on after the last line of the turn before. A ``done`` names
+        the last turn's text: when the unfinished line ends with it but holds more,
+        the part before was the earlier turn's last line — print it on its own."""
+        if final and "\n" not in final and run.partial.endswith(final) and run.partial != final:
+            self._markdown(run.request_id, [run.partial[: -len(final)]])
+            run.partial = final
 
     def end_message(self, run: RunView) -> None:
         """Print ``run``'s unfinished line, if any: its message ended."""

@@ -60,6 +60,25 @@ def test_a_notice_never_cuts_a_runs_unfinished_line() -> None:
     ]
 
 
+def test_a_turn_given_by_a_report_starts_its_own_line() -> None:
+    """Issue 19: a report gives the run one more turn; its text, streamed straight after
+    the earlier turn's last line, is printed on a line of its own."""
+    state, sent = connected_state()
+    rid = start(state, sent)
+    mark = len(state.output)
+    state.handle(event(Text(seq=2, at=0.0, text="Line one.\nThat is all.")))
+    state.handle(event(leg_finished(3)))
+    state.handle(event(Text(seq=4, at=0.0, text="Noted the report.")))
+    state.handle(event(Done(seq=5, at=0.0, text="Noted the report.")))
+    state.handle(done(rid))
+    assert texts(state, mark) == [
+        "Line one.",
+        "⧗ background cmd_0000000a finished",
+        "That is all.",
+        "Noted the report.",
+    ]
+
+
 def test_notices_of_other_tasks_do_not_land_inside_a_follow_up_answer() -> None:
     """Issue 19: a follow-up's answer prints as one block under one header; a notice
     arriving while it streams goes above it, and no line carries a task tag."""
