@@ -116,7 +116,20 @@ def _visible(text: str) -> str:
 
 @given(
     st.lists(
-        st.sampled_from([*"ab1 *_`#-+~>.\n\t", "```", "```py\n", "\x1b", "\u202e", "\u200b", "é"]),
+        st.sampled_from(
+            [
+                *"ab1 *_`#-+~>.\n\t\r",
+                "```",
+                "```py\n",
+                "~~~",
+                "**",
+                "\x1b",
+                "\u202e",
+                "\u200b",
+                "\xa0",
+                "é",
+            ]
+        ),
         max_size=40,
     ).map("".join)
 )
