@@ -46,7 +46,7 @@ from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
 from repl.key_bindings import load_repl_bindings
 from repl.layout import STYLE, SlashCompleter, make_layout
 from repl.messages import Incoming
-from repl.render import Line
+from repl.render import Line, line_fragments
 from repl.state import ReplState
 from repl.views import EscAction, Popup
 
@@ -66,10 +66,7 @@ Dialog = PopupDialog | ConfirmDialog | QuestionDialog
 
 
 def _fragments(lines: list[Line]) -> FormattedText:
-    fragments: list[tuple[str, str]] = []
-    for style, text in lines:
-        fragments += [(style, text), ("", "\n")]
-    return FormattedText(fragments)
+    return FormattedText(line_fragments(lines))
 
 
 def print_lines(lines: list[Line]) -> None:

@@ -17,6 +17,7 @@ from protocol import wording
 from protocol.frames import BackgroundCancel, Cancel, Reply
 
 __all__ = [
+    "BUILTIN_VERBS",
     "COMMANDS",
     "AllowedCmd",
     "CancelChoice",
@@ -45,6 +46,7 @@ __all__ = [
     "new_window_hash",
     "parse_line",
     "question_reply",
+    "verbs_text",
 ]
 
 #: Slash commands and their one-line help, in picker order.
@@ -57,6 +59,19 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/new", "start a new session"),
     ("/help", "show this help"),
     ("/quit", "leave the REPL (running tasks are kept in /pending)"),
+)
+
+#: What the built-in offline model understands, typed as a message (its help reply,
+#: ``HELP_TEXT`` in engine/models/builtin.py, says the same; a test keeps them in step).
+BUILTIN_VERBS: Final[tuple[tuple[str, str], ...]] = (
+    ("run: CMD", "run a command (read-only ones at once, others ask first)"),
+    ("ask: Q options: a, b", "ask you a question with options (or Q | a, b); ;; adds one"),
+    ("bg: CMD ;; CMD", "run commands as background legs; their reports come back"),
+    ("sub: OBJ ;; OBJ", "start background sub-agents, each on an objective"),
+    ("subs: OBJ ;; OBJ", "run sub-agents now, inside this task, and wait for them"),
+    ("secret: KEY", "ask you for a secret (hidden) and store it"),
+    ("history: WORD", "search the finished tasks (history: alone lists them)"),
+    ("fail: MESSAGE", "fail with MESSAGE, to see how a failed task looks"),
 )
 
 
@@ -254,6 +269,13 @@ def help_text() -> str:
         "  Quitting keeps running tasks: they wait in /pending.",
     ]
     return "\n".join(["Commands:", *lines, *keys])
+
+
+def verbs_text() -> str:
+    """The `/help` section on the built-in model's verbs."""
+    width = max(len(verb) for verb, _ in BUILTIN_VERBS)
+    lines = [f"  {verb.ljust(width)}  {doc}" for verb, doc in BUILTIN_VERBS]
+    return "\n".join(["", "Built-in model verbs (type them as a message):", *lines])
 
 
 # ---------------------------------------------------------------- frames

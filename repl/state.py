@@ -13,17 +13,9 @@ It is driven from one thread (the asyncio side of `repl.bridge`); nothing here l
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
-from protocol.events import (
-    Canceled,
-    Done,
-    Failed,
-    LegFinished,
-    LegStarted,
-    Pending,
-    Text,
-)
+from protocol.events import LegFinished, LegStarted
 from protocol.frames import (
     Accepted,
     AllowedList,
@@ -67,6 +59,7 @@ from repl.commands import (
     new_session_id,
     parse_line,
     question_reply,
+    verbs_text,
 )
 from repl.keys import KeyChain
 from repl.lists import SessionLists
@@ -78,8 +71,9 @@ from repl.messages import (
     Outgoing,
     Status,
 )
-from repl.render import Line, clip, render_done_status, render_event
-from repl.views import FOREIGN_VIEWS_KEPT, EscAction, Popup, RunView
+from repl.render import Line, clip, render_done_status
+from repl.transcript import Transcript
+from repl.views import EscAction, Popup, RunView
 
 __all__ = ["ReplState"]
 
@@ -106,15 +100,12 @@ class ReplState:
         self.connection: ConnectionState = "connecting"
         self.url = ""
         self.daemon_version = ""
-        #: Transcript lines; the UI prints those past `flushed` and advances it.
-        self.output: list[Line] = []
-        self.flushed = 0
+        #: What is printed above the prompt (`repl.transcript`).
+        self.transcript = Transcript()
         self.notice: str | None = None
         self.popup: Popup | None = None
         self.runs: dict[str, RunView] = {}
         self._by_hash: dict[str, str] = {}
-        #: Streaming state of tasks shown here that this window did not request.
-        self._foreign: dict[str, RunView] = {}
         #: Open asks in arrival order; the first is shown, the rest wait (toolbar count).
         self.asks: dict[str, Ask] = {}
         #: The session's pending tasks, legs and remembered commands (`repl.lists`).
@@ -127,12 +118,24 @@ class ReplState:
 
     # ------------------------------------------------------------ output
 
+    @property
+    def output(self) -> list[Line]:
+        """Transcript lines; the UI prints those past `flushed` and advances it."""
+        return self.transcript.output
+
+    @property
+    def flushed(self) -> int:
+        return self.transcript.flushed
+
+    @flushed.setter
+    def flushed(self, value: int) -> None:
+        self.transcript.flushed = value
+
     def write(self, text: str, style: str = "") -> None:
-        for line in text.split("\n"):
-            self.output.append((style, line))
+        self.transcript.write(text, style)
 
     def _lines(self, lines: list[Line]) -> None:
-        self.output.extend(lines)
+        self.transcript.lines(lines)
 
     def set_notice(self, text: str) -> None:
         self.notice = text
@@ -214,6 +217,8 @@ class ReplState:
                 self.send(ListLegs(session_id=self.session_id))
             case Help():
                 self.write(help_text(), "class:dim")
+                if self.model.partition(":")[0] in ("builtin", ""):
+                    self.write(verbs_text(), "class:dim")
             case Quit():
                 self.quit()
             case Unknown(message=message):
@@ -418,7 +423,7 @@ class ReplState:
         if was != "connected":
             return
         for run in self.runs.values():
-            self._flush_partial(run)
+            self.transcript.end_message(run)
         cut = len(self.runs)
         self._cut_runs += cut
         tail = f"; {cut} running task(s) kept in /pending" if cut else ""
@@ -459,53 +464,9 @@ class ReplState:
             case LegFinished():
                 self.legs.pop(event.leg_id, None)
         if run is None:
-            self._foreign_event(frame.task_hash, event)
-            return
-        if isinstance(event, Text):
-            run.shown = run.shown or bool(event.text)
-            run.streamed = True
-            run.partial += event.text
-            *complete, run.partial = run.partial.split("\n")
-            self._lines([("", clip(line)) for line in complete])
-            return
-        if isinstance(event, Done) and run.streamed:
-            return
-        lines = render_event(event)
-        if lines:
-            self._flush_partial(run)
-            run.shown = True
-            self._lines(lines)
-        if isinstance(event, Canceled | Failed):
-            run.end_shown = True
-
-    def _foreign_event(self, task_hash: str, event: Any) -> None:
-        """An event of a task this window did not request (a background job's
-        follow-up, a late leg report): shown with its task hash, text streamed whole."""
-        view = self._foreign.get(task_hash)
-        if view is None:
-            if len(self._foreign) >= FOREIGN_VIEWS_KEPT:
-                self._foreign.pop(next(iter(self._foreign)))
-            view = self._foreign[task_hash] = RunView(request_id="", input="", task_hash=task_hash)
-        prefix = f"[{task_hash[:8]}] "
-        if isinstance(event, Text):
-            view.streamed = True
-            view.partial += event.text
-            *complete, view.partial = view.partial.split("\n")
-            self._lines([("", prefix + clip(line)) for line in complete])
-            return
-        final = isinstance(event, Done | Failed | Canceled | Pending)
-        lines = [] if isinstance(event, Done) and view.streamed else render_event(event)
-        if view.partial and (lines or final):
-            self._lines([("", prefix + clip(view.partial))])
-            view.partial = ""
-        self._lines([(style, prefix + text) for style, text in lines])
-        if final:
-            self._foreign.pop(task_hash, None)
-
-    def _flush_partial(self, run: RunView) -> None:
-        if run.partial:
-            self._lines([("", clip(run.partial))])
-            run.partial = ""
+            self.transcript.foreign_event(frame.task_hash, event)
+        else:
+            self.transcript.run_event(run, event)
 
     def _done(self, frame: DoneFrame) -> None:
         run = self.runs.pop(frame.request_id, None)
@@ -514,7 +475,7 @@ class ReplState:
         self._by_hash.pop(frame.task_hash, None)
         if run.task_hash is not None:
             self._by_hash.pop(run.task_hash, None)
-        self._flush_partial(run)
+        self.transcript.end_message(run)
         if not run.end_shown:
             self._lines(render_done_status(frame.status, frame.error))
         if self.popup is not None and self.popup.kind == "cancel":

@@ -611,8 +611,8 @@ def test_legs_session_new_help_quit() -> None:
     assert state.legs == {}
     assert sent == [ListLegs(session_id=state.session_id)]
     state.submit("/help")
-    keys = [text.strip() for _, text in state.output[-5:]]
-    assert any(text.startswith("Ctrl+C") for text in keys), keys
+    assert any(str(text).startswith("  Ctrl+C") for _, text in state.output)
+    assert state.output[-1][1].startswith("  fail: MESSAGE")
     state.submit("/nope")
     assert state.notice is not None
     assert state.notice.startswith("unknown command /nope")
@@ -632,8 +632,8 @@ def test_lists_of_other_sessions_are_ignored() -> None:
 
 
 def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
-    """R26: a background job's follow-up (no request of this window) is shown with its
-    task hash, streamed text joined into whole lines, its done not repeating it."""
+    """R26: a background job's follow-up (no request of this window) is shown under one
+    header naming its task, streamed text as one block, its done not repeating it."""
     from protocol.events import Done, TaskStarted, Text
 
     state, _ = connected_state()
@@ -644,9 +644,10 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
         state.handle(event(Text(seq=seq, at=0.0, text=piece), other))
     state.handle(event(Done(seq=9, at=0.0, text="The work finished:\nexit 0\ndone"), other))
     assert state.output[start:] == [
-        ("", "[abababab] The work finished:"),
-        ("", "[abababab] exit 0"),
-        ("", "[abababab] done"),
+        ("class:leg", "⧗ follow-up task abababab:"),
+        ("", "The work finished:"),
+        ("", "exit 0"),
+        ("", "done"),
     ]
 
 
