@@ -229,7 +229,7 @@ class ReplState:
         if run is not None and run.task_hash is not None:
             frame = Steer(session_id=self.session_id, task_hash=run.task_hash, input=text)
             if self.send(frame):
-                self.write(f"↪ {text}", "class:user")
+                self.write("↪ " + text.replace("\n", "\n  "), "class:user")
             return
         request_id = new_request_id()
         frame_run = Run(
@@ -238,8 +238,8 @@ class ReplState:
             input=text,
             window_hash=self.window_hash,
         )
-        if self.send(frame_run):
-            self.write(f"> {text}", "class:user")
+        if self.send(frame_run):  # further lines of a message line up under its first
+            self.write("> " + text.replace("\n", "\n  "), "class:user")
             self.runs[request_id] = RunView(request_id=request_id, input=text)
 
     def _resume(self, ref: str) -> None:

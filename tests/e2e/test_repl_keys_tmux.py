@@ -111,13 +111,16 @@ def test_alt_enter_and_ctrl_j_make_several_lines_and_esc_still_clears(
         _keys(tmux, "-l", "third line")
         wait_for(lambda: "  third line" in tmux.lines(), "three lines in the input")
         _keys(tmux, "Enter")
-        wait_for(
-            lambda: any(
-                tmux.lines()[i : i + 3] == ["> first line", "second line", "third line"]
-                for i in range(len(tmux.lines()))
-            ),
-            "the message echoed whole",
-        )
+
+        def echoed() -> bool:
+            """The three lines in the scrollback, and the input line empty again (the
+            input showed the same three lines before Enter)."""
+            lines = tmux.lines()
+            block = ["> first line", "  second line", "  third line"]
+            sent = any(lines[i : i + 3] == block for i in range(len(lines)))
+            return sent and ">" in lines
+
+        wait_for(echoed, "the message echoed whole")
         _keys(tmux, "-l", "zzz-not-sent")
         wait_for(lambda: "> zzz-not-sent" in tmux.lines(), "the typed line")
         _keys(tmux, "Escape")

@@ -159,7 +159,7 @@ def test_a_message_of_several_lines_is_echoed_whole() -> None:
     (frame,) = sent
     assert isinstance(frame, Run)
     assert frame.input == "first line\nsecond line"
-    assert state.output[-2:] == [("class:user", "> first line"), ("class:user", "second line")]
+    assert state.output[-2:] == [("class:user", "> first line"), ("class:user", "  second line")]
 
 
 def test_elapsed_text() -> None:
