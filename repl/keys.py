@@ -36,7 +36,7 @@ QUIT_WINDOW_S: Final = 2.0
 #: How long a one-line key hint stays under the input (any key clears it sooner).
 HINT_S: Final = 4.0
 NOTHING_TO_STOP: Final = "nothing to stop: no task running, no background legs"
-PRESS_AGAIN: Final = "press Ctrl+C again to quit (running tasks are kept in /pending)"
+PRESS_AGAIN: Final = "press Ctrl+C again to quit"
 
 
 def quit_line(task_input: str, session_id: str) -> str:
