@@ -259,10 +259,14 @@ def help_text() -> str:
     keys = [
         "",
         "  Enter sends; text typed while a task runs steers it (injected at its next turn).",
+        "  Alt+Enter or Ctrl+J: new line (the message is sent whole with Enter).",
         "  Esc: close the picker / notice, stop the running task (asks first once it has",
         f"  shown output: {wording.ESC_KEEP_RUNNING} / {wording.STOP_KEEP} /",
         f"  {wording.STOP_DISCARD}), clear the input, or open the background-leg menu.",
-        "  Ctrl+C cancels the running task at once; Ctrl+D on an empty line quits.",
+        "  Esc in a confirmation or question opens the same stop menu; it never answers.",
+        "  Ctrl+C stops the running task at once; on an empty line, twice quits.",
+        "  Ctrl+R searches earlier inputs; Ctrl+D on an empty line quits.",
+        "  Quitting keeps running tasks: they wait in /pending.",
     ]
     return "\n".join(["Commands:", *lines, *keys])
 

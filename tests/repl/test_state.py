@@ -290,11 +290,14 @@ def test_ctrl_c_cancels_shown_run_without_popup() -> None:
 
 
 def test_ctrl_c_without_run() -> None:
-    """SPEC §11: Ctrl+C with no run clears the input, or says how to leave."""
+    """SPEC §11: Ctrl+C with no run clears the input, or asks for a second one to quit
+    (tests/repl/test_keys.py: the second quits)."""
     state, sent = connected_state()
-    assert state.ctrl_c(input_text="abc") is EscAction.CLEAR_INPUT
-    assert state.ctrl_c(input_text="") is EscAction.NOTHING
-    assert state.notice == "nothing to cancel — /quit or Ctrl+D leaves"
+    assert state.ctrl_c(input_text="abc", now=0.0) is EscAction.CLEAR_INPUT
+    assert state.ctrl_c(input_text="", now=1.0) is EscAction.NOTHING
+    assert state.hint is not None
+    assert state.hint[0].startswith("press Ctrl+C again to quit")
+    assert not state.quit_requested
     assert sent == []
 
 
