@@ -700,3 +700,78 @@ async def test_page_words_are_the_repls(page: Page, daemon: Daemon) -> None:
 def page_line(line: str) -> str:
     """An end line as the page words it: the REPL's ``/pending`` is the Pending tab."""
     return line.replace(" with /pending", " from the Pending tab")
+
+
+#: The reviewed text of the page after the tour (tests/e2e/golden/web_tour.txt); set
+#: this variable to 1 to write it anew from a run, then review the diff.
+GOLDEN_ENV = "AGENTRIO_UPDATE_GOLDEN"
+WEB_TOUR_GOLDEN = Path(__file__).parent / "golden" / "web_tour.txt"
+
+
+def masked(text: str) -> str:
+    """The page's text with what changes from run to run masked: task hashes, session
+    ids, clock times, temporary paths."""
+    text = re.sub(r"\bchat-[0-9a-f]{12}\b", "chat-<session>", text)
+    text = re.sub(r"\b[0-9a-f]{8}(?:[0-9a-f]{24})?\b", "<hash>", text)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?", "<date>", text)
+    text = re.sub(r"\b\d{1,2}:\d{2}:\d{2}(?: [AP]M)?", "<time>", text)
+    return re.sub(r"/tmp/[^\s'\"`]+/agentrio-demo", "<tmp>/agentrio-demo", text)
+
+
+@needs_chromium
+async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Path) -> None:
+    """R8, R11, R20, R41, §7: the README tour, typed into the page (every command asks
+    here: the home allows none unasked), reads as the reviewed golden text: a command
+    approved, one denied with a reason, a question answered, the background verbs
+    refused for a ``chat-`` session, a command stopped and kept, resumed from Pending
+    and stopped and discarded, and a history search."""
+    await sign_in(page, daemon.token)
+    hello = await send(page, "run: echo hello")
+    await page.wait_present(armed(hello, "approve"), "the echo confirmation")
+    await page.click(armed(hello, "approve"))
+    await wait_state(page, hello, "finished")
+
+    demo = tmp_path / "agentrio-demo"
+    touch = await send(page, f"run: touch {demo}")
+    await page.wait_present(armed(touch, "deny"), "the touch confirmation")
+    await page.fill(in_task(touch, ".confirm .reason"), "not now")
+    await page.click(armed(touch, "deny"))
+    await wait_state(page, touch, "finished")
+    assert not demo.exists()
+
+    ask = await send(page, "ask: Which branch? | main, release")
+    await wait_state(page, ask, "parked")
+    await page.click(in_task(ask, '.questions [data-option="main"]'))
+    await page.wait_for(
+        f"[...document.querySelectorAll({json.dumps(in_task(ask, '.user-text'))})]"
+        ".map((n) => n.textContent).includes('main') && "
+        f"document.querySelector({json.dumps(in_task(ask, '.badge'))}).textContent"
+        " === 'finished'",
+        "the answered question's task to finish",
+    )
+
+    for verb in ("bg: sleep 3 && echo built ;; ls", "sub: run: ls"):
+        refused = await send(page, verb)
+        await wait_state(page, refused, "finished")
+
+    sleeper = await send(page, "run: sleep 30")
+    await page.wait_present(armed(sleeper, "abort-in-confirm"), "the sleep confirmation")
+    await page.click(armed(sleeper, "abort-in-confirm"))
+    await wait_state(page, sleeper, "paused")
+    resume = f'#pending-list [data-task="{sleeper}"] [data-action=resume]'
+    await page.wait_present(resume, "the kept task in Pending")
+    await page.click(resume)
+    again = await resumed_task(page, sleeper)
+    await page.wait_present(armed(again, "cancel-in-confirm"), "the re-run's confirmation")
+    await page.click(armed(again, "cancel-in-confirm"))
+    await wait_state(page, again, "canceled")
+
+    history = await send(page, "history: echo")
+    await wait_state(page, history, "finished")
+    await header(page, r"· 0 task\(s\)", "no task counted", 5)
+
+    shown = masked(await page.evaluate("document.querySelector('main').innerText")) + "\n"
+    if os.environ.get(GOLDEN_ENV) == "1":
+        WEB_TOUR_GOLDEN.parent.mkdir(exist_ok=True)
+        WEB_TOUR_GOLDEN.write_text(shown)
+    assert shown == WEB_TOUR_GOLDEN.read_text()

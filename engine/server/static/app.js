@@ -7,7 +7,11 @@
 // - Events stream with fetch() + a ReadableStream reader of the SSE format, because
 //   EventSource cannot send headers.
 // - Every piece of daemon or event text reaches the page through textContent (the
-//   `el` helper appends strings as text nodes); innerHTML is never used.
+//   `el` helper appends strings as text nodes); innerHTML is never used. The model's
+//   Markdown is parsed into plain data (parseMarkdown) and built as elements holding
+//   text nodes, so markup in model text stays text; invisible characters in it show as
+//   escapes, by the confirmation's rule (R77).
+// - Every action is worded as in the REPL (the `wording` section, protocol/wording.py).
 
 const TOKEN_KEY = "agentrio.token";
 const SESSIONS_KEY = "agentrio.sessions";
@@ -236,6 +240,7 @@ const ALWAYS_ALLOW = "Always allow this exact command";
 const ALLOW_TURN = "Allow this turn";
 const STOP_DISCARD = "Stop and discard";
 const STOP_KEEP = "Stop, keep to resume";
+// The page has no Esc popup; kept so this twin of protocol/wording.py is whole.
 const ESC_KEEP_RUNNING = "Keep running";
 
 /** The first line of a confirmation: wording.confirm_title. */
