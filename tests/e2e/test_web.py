@@ -702,6 +702,26 @@ def page_line(line: str) -> str:
     return line.replace(" with /pending", " from the Pending tab")
 
 
+@needs_chromium
+async def test_secret_ask_says_the_page_cannot_take_it(page: Page, daemon: Daemon) -> None:
+    """R60, §7: ``secret: KEY`` from the page says that the page cannot take a secret
+    value (the daemon sends it no event for the hidden field) instead of waiting in
+    silence, and "Stop and discard" ends the task."""
+    await sign_in(page, daemon.token)
+    task = await send(page, "secret: DEPLOY_TOKEN")
+    note = await page.wait_for(
+        f"[...document.querySelectorAll({json.dumps(in_task(task, '.note.warn'))})]"
+        ".map((n) => n.textContent).find((t) => t.includes('secret'))",
+        "the note about the secret",
+    )
+    assert note == (
+        "This page cannot take a secret value yet: the task waits for one. "
+        f"{wording.STOP_DISCARD} ends it."
+    )
+    await page.click(in_task(task, "[data-action=cancel-task]"))
+    await wait_state(page, task, "canceled")
+
+
 #: The reviewed text of the page after the tour (tests/e2e/golden/web_tour.txt); set
 #: this variable to 1 to write it anew from a run, then review the diff.
 GOLDEN_ENV = "AGENTRIO_UPDATE_GOLDEN"

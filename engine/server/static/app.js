@@ -808,6 +808,11 @@ class ChatView {
         this.add(task, el("div", { class: "tool-call" },
           el("span", { class: "tool", text: `→ ${event.tool_name}` }),
           el("pre", { text: faithfulText(event.args) })));
+        if (event.tool_name === "store_secret") {
+          // The daemon sends the page no event for a secret's hidden field: say so
+          // rather than leave the task waiting in silence.
+          this.add(task, el("div", { class: "note warn", text: SECRET_NOTE }));
+        }
         break;
       case "tool_result":
         this.add(task, el("div", { class: event.ok ? "tool-result" : "tool-result bad" },
@@ -1284,6 +1289,9 @@ async function send() {
     $("send-error").textContent = `send failed: ${error.message}`;
   }
 }
+
+/** What a task asking for a secret value shows: the page cannot take one yet. */
+const SECRET_NOTE = `This page cannot take a secret value yet: the task waits for one. ${STOP_DISCARD} ends it.`;
 
 /** Events after which the header's counts change (a run starts or ends, a leg too). */
 const COUNTED = new Set(["task_started", "done", "failed", "canceled", "pending", "leg_started", "leg_finished", "job_settled"]);
