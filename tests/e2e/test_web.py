@@ -744,7 +744,7 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
     here: the home allows none unasked), reads as the reviewed golden text: a command
     approved, one denied with a reason, a question answered, the background verbs
     refused for a ``chat-`` session, a command stopped and kept, resumed from Pending
-    and stopped and discarded, and a history search."""
+    and stopped and discarded, a history search, a failure and the verbs' list."""
     await sign_in(page, daemon.token)
     hello = await send(page, "run: echo hello")
     await page.wait_present(armed(hello, "approve"), "the echo confirmation")
@@ -759,7 +759,7 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
     await wait_state(page, touch, "finished")
     assert not demo.exists()
 
-    ask = await send(page, "ask: Which branch? | main, release")
+    ask = await send(page, "ask: Which branch? options: main, release")
     await wait_state(page, ask, "parked")
     await page.click(in_task(ask, '.questions [data-option="main"]'))
     await page.wait_for(
@@ -788,6 +788,10 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
 
     history = await send(page, "history: echo")
     await wait_state(page, history, "finished")
+    failed = await send(page, "fail: boom")
+    await wait_state(page, failed, "failed")
+    hello = await send(page, "hello")
+    await wait_state(page, hello, "finished")
     await header(page, r"· 0 task\(s\)", "no task counted", 5)
 
     shown = masked(await page.evaluate("document.querySelector('main').innerText")) + "\n"
