@@ -27,6 +27,7 @@ from protocol.events import (
     LegReport,
     LegStarted,
     Pending,
+    SecretAsk,
     SteerInjected,
     TaskStarted,
     Text,
@@ -142,7 +143,7 @@ def render_event(event: Event) -> list[Line]:
             return [mark, *fold(output, style="class:result", indent="    ")]
         case ToolSkipped(tool_name=name, reason=reason):
             return [("class:warn", f"  ⊘ {name} not run: {clip(reason)}")]
-        case Confirm():
+        case Confirm() | SecretAsk():
             return []
         case Pending(questions=questions):
             asked = "; ".join(q.text for q in questions) or "questions"

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -702,24 +703,40 @@ def page_line(line: str) -> str:
     return line.replace(" with /pending", " from the Pending tab")
 
 
+#: A secret typed into the page's hidden field in the test below.
+SECRET_VALUE = "s3cr3t-" + secrets.token_hex(8)
+
+
 @needs_chromium
-async def test_secret_ask_says_the_page_cannot_take_it(page: Page, daemon: Daemon) -> None:
-    """R60, §7: ``secret: KEY`` from the page says that the page cannot take a secret
-    value (the daemon sends it no event for the hidden field) instead of waiting in
-    silence, and "Stop and discard" ends the task."""
+async def test_secret_ask_takes_the_value_in_a_hidden_field(
+    page: Page, daemon: Daemon, daemon_home: Path
+) -> None:
+    """R60, R73, §7: ``secret: KEY`` from the page shows a hidden field (a
+    ``secret_ask`` event that names only the key); the value typed there is stored and
+    appears nowhere on the page or in the session's events. A second secret ask ends
+    with "Stop and discard" and stores nothing."""
     await sign_in(page, daemon.token)
     task = await send(page, "secret: DEPLOY_TOKEN")
-    note = await page.wait_for(
-        f"[...document.querySelectorAll({json.dumps(in_task(task, '.note.warn'))})]"
-        ".map((n) => n.textContent).find((t) => t.includes('secret'))",
-        "the note about the secret",
+    field = in_task(task, ".secret-ask[data-armed] input.secret")
+    await page.wait_present(field, "the armed hidden field")
+    assert await page.evaluate(f"document.querySelector({json.dumps(field)}).type") == "password"
+    await page.fill(field, SECRET_VALUE)
+    await page.click(in_task(task, ".secret-ask[data-armed] [data-action=store-secret]"))
+    await wait_state(page, task, "finished")
+    with sqlite3.connect(daemon_home / "agentrio.db") as db:
+        stored = db.execute("SELECT value FROM secrets WHERE key = 'DEPLOY_TOKEN'").fetchall()
+    assert stored == [(SECRET_VALUE,)]
+    assert SECRET_VALUE not in await page.evaluate("document.body.innerText")
+    assert SECRET_VALUE not in await page.evaluate(
+        f"document.querySelector({json.dumps(field)}).value"
     )
-    assert note == (
-        "This page cannot take a secret value yet: the task waits for one. "
-        f"{wording.STOP_DISCARD} ends it."
-    )
-    await page.click(in_task(task, "[data-action=cancel-task]"))
-    await wait_state(page, task, "canceled")
+
+    other = await send(page, "secret: OTHER_TOKEN")
+    await page.wait_present(in_task(other, ".secret-ask[data-armed]"), "the second field")
+    await page.click(in_task(other, ".secret-ask[data-armed] [data-action=cancel-in-confirm]"))
+    await wait_state(page, other, "canceled")
+    with sqlite3.connect(daemon_home / "agentrio.db") as db:
+        assert db.execute("SELECT key FROM secrets WHERE key = 'OTHER_TOKEN'").fetchall() == []
 
 
 #: The reviewed text of the page after the tour (tests/e2e/golden/web_tour.txt); set

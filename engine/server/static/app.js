@@ -808,11 +808,6 @@ class ChatView {
         this.add(task, el("div", { class: "tool-call" },
           el("span", { class: "tool", text: `→ ${event.tool_name}` }),
           el("pre", { text: faithfulText(event.args) })));
-        if (event.tool_name === "store_secret") {
-          // The daemon sends the page no event for a secret's hidden field: say so
-          // rather than leave the task waiting in silence.
-          this.add(task, el("div", { class: "note warn", text: SECRET_NOTE }));
-        }
         break;
       case "tool_result":
         this.add(task, el("div", { class: event.ok ? "tool-result" : "tool-result bad" },
@@ -826,6 +821,9 @@ class ChatView {
         break;
       case "confirm":
         this.add(task, confirmCard(this.sessionId, hash, event));
+        break;
+      case "secret_ask":
+        this.add(task, secretCard(this.sessionId, event));
         break;
       case "pending":
         this.add(task, questionsCard(this.sessionId, hash, event.questions));
@@ -1030,6 +1028,57 @@ function confirmCard(sessionId, taskHash, event) {
     if (password && body.approve) body.password = password.value;
     try {
       await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
+      closeCard(card, done, true);
+      healthSoon();
+    } catch (error) {
+      if (error.status === 410) closeCard(card, "already answered or gone");
+      else outcome.textContent = `failed: ${error.message}`;
+    }
+  }
+  return card;
+}
+
+/** A hidden field for one `secret_ask` event: the value goes to the daemon once (as
+ *  the ask's answer) and is never shown, kept or echoed by the page. Armed like a
+ *  confirmation, so a stray Enter cannot send an empty or half-typed value. */
+function secretCard(sessionId, event) {
+  const field = el("input", { class: "secret", type: "password", autocomplete: "off", "aria-label": event.text });
+  const outcome = el("div", { class: "outcome", role: "status" });
+  const store = button("Store secret", "store-secret", () => answer({ approve: true, answers: [field.value] }, "stored"),
+    { title: "Send the value to the daemon, which stores it 0600; the model never sees it" });
+  const stops = [
+    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
+      { title: "Stop the task and delete it" }),
+    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "stopped, kept to resume"),
+      { title: "Stop the task; it waits in Pending to be resumed" }),
+  ];
+  const card = el(
+    "div",
+    { class: "confirm secret-ask", "data-open": true, "data-confirm": event.confirm_hash },
+    el("div", { class: "confirm-title", text: event.text }),
+    event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
+    el("div", { class: "buttons" }, field, store),
+    el("div", { class: "buttons" }, ...stops),
+    outcome,
+  );
+  for (const control of [store, ...stops]) control.disabled = true;
+  setTimeout(() => {
+    if (!card.hasAttribute("data-open")) return;
+    for (const control of [store, ...stops]) control.disabled = false;
+    card.setAttribute("data-armed", "");
+  }, ARM_MS);
+  field.addEventListener("keydown", (key) => {
+    if (key.key === "Enter") store.click();
+  });
+  async function answer(body, done) {
+    if (!card.hasAttribute("data-armed")) return;
+    if (body.approve && !field.value) {
+      outcome.textContent = "type the value first";
+      return;
+    }
+    try {
+      await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
+      field.value = "";
       closeCard(card, done, true);
       healthSoon();
     } catch (error) {
@@ -1290,8 +1339,6 @@ async function send() {
   }
 }
 
-/** What a task asking for a secret value shows: the page cannot take one yet. */
-const SECRET_NOTE = `This page cannot take a secret value yet: the task waits for one. ${STOP_DISCARD} ends it.`;
 
 /** Events after which the header's counts change (a run starts or ends, a leg too). */
 const COUNTED = new Set(["task_started", "done", "failed", "canceled", "pending", "leg_started", "leg_finished", "job_settled"]);
