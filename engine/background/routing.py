@@ -21,6 +21,13 @@ finished]`` (`engine.messages.followup_message`) and carries the objective, next
 every report of the job and the starting task's hash. ``job_settled`` names that
 follow-up task (or none). A job whose starting task was ``user_canceled`` settles
 without a follow-up, and so does every job once the engine is closing.
+
+**Commands the sub-agents could not run (R84).** A job whose sub-agent legs kept
+commands that needed approval (``Leg.proposals``) also gets a follow-up, even when its
+reports all reached the starting task: before its model's first turn, the follow-up
+offers them to the user in one confirmation (`engine.tools.run_commands`, at most
+`MAX_PROPOSALS`, in leg order), and its first message gains a section with the result
+(`engine.messages.proposals_section`).
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ import trio
 from engine.background.jobs import Job, save_job
 from engine.background.starter import TaskStarter
 from engine.causes import Cause
-from engine.messages import followup_message
-from engine.runs import RunOrigin, TaskRun
+from engine.messages import followup_message, proposals_label, proposals_section
+from engine.models.base import ToolCallRequest
+from engine.runs import PreludeCall, RunOrigin, TaskRun
 from engine.snapshot import Snapshot, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.tools.base import Services
+from engine.tools.run_commands import MAX_PROPOSALS, RunCommandsTool, proposal_args
 from protocol import events as ev
 
 __all__ = ["ReportRouter"]
@@ -146,7 +155,8 @@ class ReportRouter:
         if job.task_hash in self._tasks.session(job.session_id).runs:
             return  # the run's end hook settles it
         job.settled = True
-        if job.held and not job.cancelled and not self.closing:
+        proposed = any(leg.proposals for leg in job.legs)
+        if (job.held or proposed) and not job.cancelled and not self.closing:
             await self._start_followup(job)
         try:
             await save_job(job, self._services.clock)
@@ -167,9 +177,27 @@ class ReportRouter:
                 text,
                 origin=RunOrigin(window_hash=job.window_hash),
                 objective=job.objective or "background group finished",
+                prelude=self._offer(job),
             )
         except Exception:
             log.exception("could not start the follow-up task of job %s", job.id)
         else:
             job.followup_task = followup.task_hash
             self.followups_started += 1
+
+    def _offer(self, job: Job) -> list[PreludeCall]:
+        """The follow-up's one ``run_commands`` call offering the commands the job's
+        sub-agents could not run (R84), or nothing when there are none."""
+        proposals = [proposal for leg in job.legs for proposal in leg.proposals]
+        if not proposals:
+            return []
+        offered = proposals[:MAX_PROPOSALS]
+        legs = [(leg.id, leg.label) for leg in job.legs if leg.proposals]
+        tool = RunCommandsTool(self._services, proposed_by=proposals_label(job.id, legs))
+        call = ToolCallRequest(id=f"offer_{job.id}", name=tool.name, args=proposal_args(offered))
+        left_out = len(proposals) - len(offered)
+
+        def section(result: str) -> str:
+            return proposals_section(result, offered=len(offered), left_out=left_out)
+
+        return [PreludeCall(tool=tool, call=call, section=section)]

@@ -1,0 +1,92 @@
+"""A background sub-agent's command approved in its job's follow-up, through the real
+daemon and the agentrio client (R84, with R26, R30, R78).
+
+``sub: run: touch X`` starts one background sub-agent; it may not ask, so ``touch X``
+is not run (R30). Once the job settles, its follow-up task raises one ``run_commands``
+confirmation in the starting ``cli-`` session, to the window that started the job:
+the script listens on ``cli-`` and answers it as a front-end would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import trio
+
+from agentrio import Client
+from agentrio.handles import Listener, Subscription
+from protocol.events import Done, ToolResult
+from protocol.frames import Ask
+
+DEADLINE_S = 60
+
+
+async def _next_ask(listener: Listener) -> Ask:
+    while True:
+        notice = await listener.receive()
+        if isinstance(notice, Ask):
+            return notice
+
+
+async def _done(subscription: Subscription, task_hash: str) -> tuple[Done, list[ToolResult]]:
+    """The ``done`` event of ``task_hash``, and its tool results before it."""
+    results: list[ToolResult] = []
+    while True:
+        frame = await subscription.receive()
+        if frame.task_hash != task_hash:
+            continue
+        if isinstance(frame.event, ToolResult):
+            results.append(frame.event)
+        if isinstance(frame.event, Done):
+            return frame.event, results
+
+
+async def _offer(client: Client, session: str, text: str) -> tuple[Ask, Subscription, str]:
+    """Run ``text`` from window ``w1`` to its end; return the follow-up's confirmation,
+    the session's subscription and the starting task's hash."""
+    listener = await client.listen("cli-")
+    subscription = await client.subscribe(session)
+    run = await client.run(session, text, window_hash="w1")
+    assert (await run.wait_done()).status == "finished"
+    return await _next_ask(listener), subscription, run.task_hash
+
+
+async def test_approving_the_followups_confirmation_runs_the_command(
+    agentrio_client: Client, tmp_path: Path
+) -> None:
+    """R84, R30, R26, R78: the follow-up's one confirmation names the sub-agent's
+    command whole, in the starting session, for a new task (the follow-up); nothing
+    ran before it; approving it runs the command there and the task finishes."""
+    target = tmp_path / "made-after-approval"
+    session = "cli-e2e-offer"
+    with trio.fail_after(DEADLINE_S):
+        ask, subscription, started = await _offer(
+            agentrio_client, session, f"sub: run: touch {target}"
+        )
+        assert (ask.kind, ask.tool_name) == ("tool_confirm", "run_commands")
+        assert ask.tool_args == {"command 1": f"touch {target}"}
+        assert (ask.session_id, ask.restricted, ask.need_password) == (session, False, False)
+        assert ask.task_hash != started
+        assert ask.subagent.startswith("background sub-agent sub_")
+        assert not target.exists()
+        await agentrio_client.reply(ask.id, approve=True)
+        done, results = await _done(subscription, ask.task_hash)
+    assert target.exists()
+    assert [(r.tool_name, r.ok) for r in results] == [("run_commands", True)]
+    assert f'command 1: "touch {target}"\nexit 0' in done.text
+
+
+async def test_denying_it_runs_nothing_and_the_followup_says_why(
+    agentrio_client: Client, tmp_path: Path
+) -> None:
+    """R84, R26: Deny with a reason: the command does not run, and the follow-up's
+    answer carries the reason."""
+    target = tmp_path / "never-made"
+    session = "cli-e2e-offer-deny"
+    with trio.fail_after(DEADLINE_S):
+        ask, subscription, _ = await _offer(agentrio_client, session, f"sub: run: touch {target}")
+        await agentrio_client.reply(ask.id, approve=False, reason="not today")
+        done, results = await _done(subscription, ask.task_hash)
+    assert not target.exists()
+    assert results == []
+    assert "denied by the user: not today; none of the commands was run" in done.text
