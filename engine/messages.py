@@ -310,7 +310,9 @@ def subagent_result(*, path: str, status: str, error: str, final: str, needs: Se
     if needs:
         lines.append(
             "still needs approval (not run: background legs never ask for "
-            "confirmation):\n" + "\n".join(needs)
+            "confirmation; once the job's legs are done its follow-up offers the "
+            "commands to the user in one confirmation, so do not propose them "
+            "again):\n" + "\n".join(needs)
         )
     return "\n".join(lines)
 

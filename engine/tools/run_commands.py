@@ -19,10 +19,10 @@ simple command as the argv it was judged to be, anything else through ``/bin/sh 
 as shown, outside the sandbox, bounded by ``[tools] command_timeout_s``. A command that
 fails does not stop the later ones; the result lists each command with how it ended.
 
-**The choices.** Approve runs them all. Always allow runs them all and remembers each
-command exactly, as `run_command` remembers one (R76): never a program, never a
-pattern. Allow this turn runs them all and allows nothing more: this call is the
-whole of its turn. Deny with reason runs none, and the model reads the reason. Stop
+**The choices.** Approve runs them all. "Always allow this exact command" runs them
+all and remembers each command exactly, as `run_command` remembers one (R76): never a
+program, never a pattern. "Allow this turn" runs them all and allows nothing more:
+this call is the whole of its turn. Deny with reason runs none, and the model reads the reason. Stop
 and discard / Stop, keep to resume end the follow-up; none ran (a kept follow-up lists
 the call as interrupted). A command touching a restricted path marks the ask
 ``restricted`` and asks for the system password (R7) unless sudo's credentials are
