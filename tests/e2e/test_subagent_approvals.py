@@ -15,7 +15,7 @@ import trio
 
 from agentrio import Client
 from agentrio.handles import Listener, Subscription
-from protocol.events import Done, ToolResult
+from protocol.events import Done, ToolResult, ToolSkipped
 from protocol.frames import Ask
 
 DEADLINE_S = 60
@@ -28,14 +28,16 @@ async def _next_ask(listener: Listener) -> Ask:
             return notice
 
 
-async def _done(subscription: Subscription, task_hash: str) -> tuple[Done, list[ToolResult]]:
-    """The ``done`` event of ``task_hash``, and its tool results before it."""
-    results: list[ToolResult] = []
+async def _done(
+    subscription: Subscription, task_hash: str
+) -> tuple[Done, list[ToolResult | ToolSkipped]]:
+    """The ``done`` event of ``task_hash``, and its tool results (or skips) before it."""
+    results: list[ToolResult | ToolSkipped] = []
     while True:
         frame = await subscription.receive()
         if frame.task_hash != task_hash:
             continue
-        if isinstance(frame.event, ToolResult):
+        if isinstance(frame.event, ToolResult | ToolSkipped):
             results.append(frame.event)
         if isinstance(frame.event, Done):
             return frame.event, results
@@ -72,15 +74,18 @@ async def test_approving_the_followups_confirmation_runs_the_command(
         await agentrio_client.reply(ask.id, approve=True)
         done, results = await _done(subscription, ask.task_hash)
     assert target.exists()
-    assert [(r.tool_name, r.ok) for r in results] == [("run_commands", True)]
-    assert f'command 1: "touch {target}"\nexit 0' in done.text
+    [result] = results
+    assert isinstance(result, ToolResult)
+    assert (result.tool_name, result.ok) == ("run_commands", True)
+    assert result.output == f'command 1: "touch {target}"\nexit 0'
+    assert done.text  # the follow-up's model answered after the commands ran
 
 
 async def test_denying_it_runs_nothing_and_the_followup_says_why(
     agentrio_client: Client, tmp_path: Path
 ) -> None:
     """R84, R26: Deny with a reason: the command does not run, and the follow-up's
-    answer carries the reason."""
+    call says so with the reason (which its model reads)."""
     target = tmp_path / "never-made"
     session = "cli-e2e-offer-deny"
     with trio.fail_after(DEADLINE_S):
@@ -88,5 +93,8 @@ async def test_denying_it_runs_nothing_and_the_followup_says_why(
         await agentrio_client.reply(ask.id, approve=False, reason="not today")
         done, results = await _done(subscription, ask.task_hash)
     assert not target.exists()
-    assert results == []
-    assert "denied by the user: not today; none of the commands was run" in done.text
+    [skipped] = results
+    assert isinstance(skipped, ToolSkipped)
+    assert skipped.tool_name == "run_commands"
+    assert skipped.reason == "denied by the user: not today; none of the commands was run"
+    assert done.text
