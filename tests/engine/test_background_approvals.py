@@ -274,13 +274,18 @@ async def test_nobody_at_the_window_means_nothing_runs(config: Config, tmp_path:
 class Scene:
     """A model for a parent, its one sub-agent and the follow-up, told apart by their
     first message: the sub-agent proposes ``child_calls`` one per turn, then ends; the
-    follow-up's first message is kept in ``followup``."""
+    follow-up's first message is kept in ``followup``. The parent's later turns wait
+    for ``parent_gate`` when one is given (and keep the messages they were given)."""
 
     name = "scene"
 
-    def __init__(self, child_calls: Sequence[dict[str, Any]]) -> None:
+    def __init__(
+        self, child_calls: Sequence[dict[str, Any]], parent_gate: trio.Event | None = None
+    ) -> None:
         self.child_calls = list(child_calls)
+        self.parent_gate = parent_gate
         self.parent_turns = 0
+        self.parent_seen: list[str] = []
         self.followup: list[str] = []
 
     async def complete(
@@ -306,6 +311,9 @@ class Scene:
             return ModelReply(text="child done")
         self.parent_turns += 1
         if self.parent_turns > 1:
+            if self.parent_gate is not None:
+                await self.parent_gate.wait()
+            self.parent_seen = [m.content for m in messages]
             return ModelReply(text="bye")
         args = {"objectives": ["child"], "objective": "Make files", "next": "Say so"}
         return ModelReply(
@@ -363,3 +371,35 @@ def test_the_arguments_round_trip_and_nothing_else_is_read_as_a_command() -> Non
     for make in bad:
         with pytest.raises(ValueError, match="command"):
             proposals_from_args(make(args))
+
+
+async def test_the_commands_are_offered_even_when_the_report_reached_the_running_task(
+    config: Config, tmp_path: Path
+) -> None:
+    """R84, R26: the sub-agent ends while its starting task still runs, so its report
+    (naming the command) goes into that task's next turn and no report is held; the job
+    still gets a follow-up, and the follow-up offers the command."""
+    target = tmp_path / "late"
+    gate = trio.Event()
+    model = Scene([{"command": f"touch {target}"}], parent_gate=gate)
+    with trio.fail_after(DEADLINE_S):
+        async with open_engine(config, model=model) as engine:
+            with engine.registry.listen("cli-", windows={WINDOW}) as listener:
+                with engine.session(SESSION).hub.subscribe() as subscription:
+                    run = await engine.start_task(SESSION, "go", origin=RunOrigin("c", WINDOW))
+                    async for _, event in subscription:
+                        if isinstance(event, ev.LegFinished):
+                            break
+                gate.set()
+                assert (await run.wait_done()).status == "finished"
+                notice = await listener.next_notice()
+                assert isinstance(notice, Offered)
+                assert notice.entry.request.tool_args == {"command 1": f"touch {target}"}
+                job = engine.background.jobs()[0]
+                followup = engine.find_run(notice.entry.request.task_hash, SESSION)
+                assert followup is not None
+                await engine.answer(notice.entry.id, AskReply(approve=True), by=listener)
+                assert (await followup.wait_done()).status == "finished"
+    assert job.held == 0
+    assert any(f"touch {target}" in text for text in model.parent_seen)
+    assert target.exists()
