@@ -23,6 +23,7 @@ import attrs
 import trio
 
 from engine.background.manager import BackgroundManager
+from engine.background.routing import reoffers
 from engine.causes import Cause
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
@@ -403,6 +404,7 @@ class Engine:
             run.resume_snapshot = snapshot
         else:
             run.input = resume_input(run, snapshot, answers)
+            run.prelude = reoffers(self.services, snapshot)  # R84
         await self._launch(run)
         return run
 

@@ -47,6 +47,7 @@ __all__ = [
     "legs_started",
     "proposals_label",
     "proposals_section",
+    "reoffer_label",
     "resume_message",
     "subagent_label",
     "subagent_needs_approval",
@@ -325,6 +326,12 @@ def proposals_label(job_id: str, legs: Sequence[tuple[str, str]]) -> str:
         leg_id, objective = legs[0]
         return f"background sub-agent {leg_id}: {_one_line(objective)}"
     return f"background sub-agents {', '.join(leg_id for leg_id, _ in legs)} of job {job_id}"
+
+
+def reoffer_label(job_id: str) -> str:
+    """The ``subagent`` label of an offer made again when its follow-up is resumed
+    (R84): the legs are gone by then, the job's id is kept in the call's id."""
+    return f"background sub-agents of job {job_id} (offered again on resume)"
 
 
 def proposals_section(result: str, *, offered: int, left_out: int) -> str:

@@ -27,7 +27,8 @@ commands that needed approval (``Leg.proposals``) also gets a follow-up, even wh
 reports all reached the starting task: before its model's first turn, the follow-up
 offers them to the user in one confirmation (`engine.tools.run_commands`, at most
 `MAX_PROPOSALS`, in leg order), and its first message gains a section with the result
-(`engine.messages.proposals_section`).
+(`engine.messages.proposals_section`). A follow-up stopped and kept while offering
+makes the offer again when it is resumed (`reoffers`).
 """
 
 from __future__ import annotations
@@ -42,19 +43,27 @@ import trio
 from engine.background.jobs import Job, save_job
 from engine.background.starter import TaskStarter
 from engine.causes import Cause
-from engine.messages import followup_message, proposals_label, proposals_section
+from engine.messages import followup_message, proposals_label, proposals_section, reoffer_label
 from engine.models.base import ToolCallRequest
 from engine.runs import PreludeCall, RunOrigin, TaskRun
-from engine.snapshot import Snapshot, snapshot_from_json, snapshot_to_json
+from engine.snapshot import Snapshot, has_elided, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.tools.base import Services
-from engine.tools.run_commands import MAX_PROPOSALS, RunCommandsTool, proposal_args
+from engine.tools.run_commands import (
+    MAX_PROPOSALS,
+    Proposal,
+    RunCommandsTool,
+    proposal_args,
+    proposals_from_args,
+)
 from protocol import events as ev
 
-__all__ = ["ReportRouter"]
+__all__ = ["ReportRouter", "reoffers"]
 
 log = logging.getLogger("agentrio.background")
 
+#: How the id of a follow-up's ``run_commands`` call starts (then the job id).
+_OFFER_PREFIX: Final = "offer_"
 #: Run outcomes after which the task is pending (resumable), not ended.
 _PENDING_STATUSES: Final = frozenset({"parked", "paused", "aborted"})
 
@@ -193,11 +202,38 @@ class ReportRouter:
             return []
         offered = proposals[:MAX_PROPOSALS]
         legs = [(leg.id, leg.label) for leg in job.legs if leg.proposals]
-        tool = RunCommandsTool(self._services, proposed_by=proposals_label(job.id, legs))
-        call = ToolCallRequest(id=f"offer_{job.id}", name=tool.name, args=proposal_args(offered))
+        label = proposals_label(job.id, legs)
+        call_id = f"{_OFFER_PREFIX}{job.id}"
         left_out = len(proposals) - len(offered)
+        return [_offer_call(self._services, call_id, offered, label, left_out=left_out)]
 
-        def section(result: str) -> str:
-            return proposals_section(result, offered=len(offered), left_out=left_out)
 
-        return [PreludeCall(tool=tool, call=call, section=section)]
+def reoffers(services: Services, snapshot: Snapshot) -> list[PreludeCall]:
+    """The offers (R84) a stopped follow-up had not finished, made again when it is
+    resumed: each interrupted ``run_commands`` call whose arguments were kept whole (an
+    elided command, R11, is never offered: the model reads it as interrupted)."""
+    preludes: list[PreludeCall] = []
+    for call in snapshot.interrupted:
+        if call.tool_name != RunCommandsTool.name or not call.call_id.startswith(_OFFER_PREFIX):
+            continue
+        if has_elided(Snapshot(objective="", messages=[], interrupted=[call])):
+            continue
+        try:
+            proposals = proposals_from_args(call.args)
+        except ValueError:
+            continue
+        label = reoffer_label(call.call_id.removeprefix(_OFFER_PREFIX))
+        preludes.append(_offer_call(services, call.call_id, proposals, label, left_out=0))
+    return preludes
+
+
+def _offer_call(
+    services: Services, call_id: str, proposals: list[Proposal], label: str, *, left_out: int
+) -> PreludeCall:
+    tool = RunCommandsTool(services, proposed_by=label)
+    call = ToolCallRequest(id=call_id, name=tool.name, args=proposal_args(proposals))
+
+    def section(result: str) -> str:
+        return proposals_section(result, offered=len(proposals), left_out=left_out)
+
+    return PreludeCall(tool=tool, call=call, section=section)

@@ -22,10 +22,11 @@ fails does not stop the later ones; the result lists each command with how it en
 **The choices.** Approve runs them all. "Always allow this exact command" runs them
 all and remembers each command exactly, as `run_command` remembers one (R76): never a
 program, never a pattern. "Allow this turn" runs them all and allows nothing more:
-this call is the whole of its turn. Deny with reason runs none, and the model reads the reason. Stop
-and discard / Stop, keep to resume end the follow-up; none ran (a kept follow-up lists
-the call as interrupted). A command touching a restricted path marks the ask
-``restricted`` and asks for the system password (R7) unless sudo's credentials are
+this call is the whole of its turn. Deny with reason runs none, and the model reads
+the reason. Stop and discard / Stop, keep to resume end the follow-up; none ran (a
+kept follow-up makes the offer again when it is resumed,
+`engine.background.routing.reoffers`). A command touching a restricted path marks the
+ask ``restricted`` and asks for the system password (R7) unless sudo's credentials are
 cached; a wrong password runs none. Nobody listening, a closed connection or any other
 failure of the ask runs none (R6, R8).
 """

@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import trio
 
 from engine.assembly import open_engine
+from engine.background.routing import reoffers
 from engine.causes import Cause
 from engine.config import Config, ToolsConfig
 from engine.core import Engine
@@ -27,7 +28,8 @@ from engine.messages import FOLLOWUP_HEADER, PROPOSALS_TITLE
 from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
 from engine.pending import AskReply, Entry, Listener, Offered, Verified, Withdrawn
 from engine.runs import RunOrigin, TaskRun
-from engine.snapshot import snapshot_from_json
+from engine.snapshot import InterruptedCall, make_snapshot, snapshot_from_json
+from engine.tools.base import Services
 from engine.tools.run_commands import (
     MAX_PROPOSALS,
     Proposal,
@@ -403,3 +405,62 @@ async def test_the_commands_are_offered_even_when_the_report_reached_the_running
     assert job.held == 0
     assert any(f"touch {target}" in text for text in model.parent_seen)
     assert target.exists()
+
+
+@pytest.mark.parametrize("how", ["abort_task", "paused"])
+async def test_a_kept_followup_offers_the_commands_again_when_resumed(
+    config: Config, tmp_path: Path, how: str
+) -> None:
+    """R84, R41, R42: a follow-up stopped and kept during its confirmation ("Stop, keep
+    to resume", or a pause) ran nothing; resumed from the window, it offers the same
+    commands again, whole, and approving then runs them."""
+    target = tmp_path / "later"
+    with trio.fail_after(DEADLINE_S):
+        async with open_engine(config) as engine:
+            with engine.registry.listen("cli-", windows={WINDOW}) as listener:
+                followup, entry = await offered(engine, listener, f"sub: run: touch {target}")
+                if how == "abort_task":
+                    await engine.answer(entry.id, AskReply(action="abort_task"), by=listener)
+                else:
+                    engine.cancel(followup.task_hash, Cause.PAUSED, session_id=SESSION)
+                    assert isinstance(await listener.next_notice(), Withdrawn)
+                await followup.wait_done()
+                assert not target.exists()
+                resumed = await engine.resume(
+                    SESSION, followup.task_hash, origin=RunOrigin("conn-2", WINDOW)
+                )
+                notice = await listener.next_notice()
+                assert isinstance(notice, Offered)
+                request = notice.entry.request
+                assert (request.task_hash, request.tool_name) == (resumed.task_hash, "run_commands")
+                assert request.tool_args == entry.request.tool_args
+                job = engine.background.jobs()[0]
+                assert (
+                    request.subagent
+                    == f"background sub-agents of job {job.id} (offered again on resume)"
+                )
+                assert not target.exists()
+                await engine.answer(notice.entry.id, AskReply(approve=True), by=listener)
+                assert (await resumed.wait_done()).status == "finished"
+    assert target.exists()
+    assert f"## {PROPOSALS_TITLE}\n" in resumed.messages[0].content
+
+
+def test_a_resume_offers_again_only_what_was_kept_whole() -> None:
+    """R84, R11: on resume only an interrupted follow-up offer is made again, and only
+    when its arguments were kept whole: a command elided in the snapshot is never
+    offered (it would not be the command proposed)."""
+    services = cast(Services, object())  # only held by the tool until it runs
+    whole = InterruptedCall(
+        call_id="offer_job_0123abcd", tool_name="run_commands", args={"command 1": "touch x"}
+    )
+    long = InterruptedCall(
+        call_id="offer_job_4567ef01",
+        tool_name="run_commands",
+        args={"command 1": "touch " + "y" * 10_000},
+    )
+    other = InterruptedCall(call_id="c1", tool_name="run_commands", args={"command 1": "ls"})
+    snapshot = make_snapshot("objective", [], interrupted=[whole, long, other])
+    [again] = reoffers(services, snapshot)
+    assert (again.call.id, again.call.args) == ("offer_job_0123abcd", {"command 1": "touch x"})
+    assert "..." in snapshot.interrupted[1].args["command 1"]
