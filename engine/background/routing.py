@@ -211,8 +211,14 @@ class ReportRouter:
 def reoffers(services: Services, snapshot: Snapshot) -> list[PreludeCall]:
     """The offers (R84) a stopped follow-up had not finished, made again when it is
     resumed: each interrupted ``run_commands`` call whose arguments were kept whole (an
-    elided command, R11, is never offered: the model reads it as interrupted)."""
+    elided command, R11, is never offered: the model reads it as interrupted).
+
+    Only a run stopped before its model's first turn has any: an offer is made before
+    it, so a snapshot with messages holds none, and a model's own call named
+    ``run_commands`` is never offered under the sub-agents' name."""
     preludes: list[PreludeCall] = []
+    if snapshot.messages:
+        return preludes
     for call in snapshot.interrupted:
         if call.tool_name != RunCommandsTool.name or not call.call_id.startswith(_OFFER_PREFIX):
             continue

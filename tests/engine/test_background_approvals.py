@@ -449,7 +449,7 @@ async def test_a_kept_followup_offers_the_commands_again_when_resumed(
 def test_a_resume_offers_again_only_what_was_kept_whole() -> None:
     """R84, R11: on resume only an interrupted follow-up offer is made again, and only
     when its arguments were kept whole: a command elided in the snapshot is never
-    offered (it would not be the command proposed)."""
+    offered (it would not be the command proposed), nor a call the model made."""
     services = cast(Services, object())  # only held by the tool until it runs
     whole = InterruptedCall(
         call_id="offer_job_0123abcd", tool_name="run_commands", args={"command 1": "touch x"}
@@ -464,3 +464,7 @@ def test_a_resume_offers_again_only_what_was_kept_whole() -> None:
     [again] = reoffers(services, snapshot)
     assert (again.call.id, again.call.args) == ("offer_job_0123abcd", {"command 1": "touch x"})
     assert "..." in snapshot.interrupted[1].args["command 1"]
+    # After a model turn the call can only be the model's own: never offered.
+    asked = ToolCallRequest(id=whole.call_id, name=whole.tool_name, args=whole.args)
+    talk = [Message(role="user", content="go"), Message(role="assistant", tool_calls=[asked])]
+    assert reoffers(services, make_snapshot("objective", talk, interrupted=[whole])) == []
