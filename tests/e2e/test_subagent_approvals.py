@@ -1,22 +1,28 @@
 """A background sub-agent's command approved in its job's follow-up, through the real
-daemon and the agentrio client (R84, with R26, R30, R78).
+daemon and the agentrio client, and in the REPL (R84, with R26, R30, R77, R78).
 
 ``sub: run: touch X`` starts one background sub-agent; it may not ask, so ``touch X``
 is not run (R30). Once the job settles, its follow-up task raises one ``run_commands``
 confirmation in the starting ``cli-`` session, to the window that started the job:
-the script listens on ``cli-`` and answers it as a front-end would.
+the script listens on ``cli-`` and answers it as a front-end would; the REPL (in
+tmux, skipped without it) shows it in its ordinary confirmation dialog.
 """
 
 from __future__ import annotations
 
+import shutil
+import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from agentrio import Client
 from agentrio.handles import Listener, Subscription
+from engine.testing import RunningDaemon
 from protocol.events import Done, ToolResult, ToolSkipped
 from protocol.frames import Ask
+from tests.e2e.test_repl_tmux import ROOT, Tmux, wait_armed, wait_for
 
 DEADLINE_S = 60
 
@@ -98,3 +104,34 @@ async def test_denying_it_runs_nothing_and_the_followup_says_why(
     assert skipped.tool_name == "run_commands"
     assert skipped.reason == "denied by the user: not today; none of the commands was run"
     assert done.text
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_repl_shows_the_offer_in_its_ordinary_dialog(
+    agentrio_daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """R84, R77, R5: in the REPL, ``sub: run: touch X`` ends in the follow-up's
+    confirmation, drawn by the ordinary dialog: the tool, whose commands they are, the
+    command whole; nothing ran before Enter approves it, and then X exists."""
+    target = tmp_path / "made-in-the-repl"
+    tmux = Tmux()
+    command = (
+        f"cd {ROOT} && AGENTRIO_HOME={agentrio_daemon.home} {sys.executable} -m repl; "
+        "echo REPL-EXITED $?; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
+    try:
+        wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")
+        tmux("send-keys", "-t", "repl", f"sub: run: touch {target}", "Enter")
+        wait_for(lambda: "run_commands?" in tmux.screen(), "the run_commands dialog")
+        wait_for(lambda: f"command 1: touch {target}" in tmux.screen(), "the command, whole")
+        wait_for(lambda: "from background sub-agent sub_" in tmux.screen(), "whose commands")
+        assert not target.exists()
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(target.exists, "the approved command's file")
+        wait_for(lambda: "  ✓ run_commands" in tmux.lines(), "the result line")
+        tmux("send-keys", "-t", "repl", "/quit", "Enter")
+        wait_for(lambda: "REPL-EXITED 0" in tmux.lines(), "the REPL to exit with status 0")
+    finally:
+        tmux("kill-server")
