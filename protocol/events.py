@@ -109,8 +109,9 @@ class Confirm:
     tool_name: str
     args: dict[str, Any]
     restricted: bool = False
-    #: The in-process sub-agent whose call this is (R80), ``sub-agent N/M: <objective>``;
-    #: empty for the task's own calls, and then left out of the JSON.
+    #: The in-process sub-agent whose call this is (R80), ``sub-agent N/M: <objective>``,
+    #: or the background sub-agents whose commands a follow-up offers (R84); empty for
+    #: the task's own calls, and then left out of the JSON.
     subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
