@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import trio
 
-from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
@@ -237,9 +236,7 @@ class RunCommandsTool(ServiceTool):
         proposals: Sequence[Proposal],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
-        if reply.action is not None:
-            ctx.cancel(Cause.USER_CANCELED if reply.action == "cancel_task" else Cause.USER_ABORTED)
-            await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
+        await ctx.honour_stop(reply.action)
         if not reply.approve:
             reason = f": {reply.reason}" if reply.reason else ""
             return _none_run(f"denied by the user{reason}")

@@ -75,6 +75,7 @@ class StoreSecretTool(ServiceTool):
             reply = await registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"no value received: {exc}")
+        await ctx.honour_stop(reply.action)
         value = reply.password or (reply.answers[0] if reply.answers else "")
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")
