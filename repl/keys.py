@@ -24,7 +24,7 @@ import time
 from typing import Final, Protocol
 
 from protocol.frames import Ask, LegInfo
-from repl.commands import CancelChoice, background_cancel_frame, cancel_frame
+from repl.commands import CancelChoice, ConfirmChoice, background_cancel_frame, cancel_frame
 from repl.messages import Outgoing
 from repl.render import clip
 from repl.views import EscAction, Popup, RunView, stop_popup
@@ -55,6 +55,7 @@ class KeysHost(Protocol):
     popup: Popup | None
     quit_requested: bool
     runs: dict[str, RunView]
+    asks: dict[str, Ask]
 
     @property
     def legs(self) -> dict[str, LegInfo]: ...
@@ -72,6 +73,8 @@ class KeysHost(Protocol):
     def write(self, text: str, style: str = "") -> None: ...
 
     def flash(self, text: str, until: float) -> None: ...
+
+    def answer_confirm(self, ask_id: str, choice: ConfirmChoice) -> None: ...
 
 
 class KeyChain:
@@ -208,6 +211,14 @@ class KeyChain:
             run = state.runs.get(popup.target)
             if run is not None and not run.cancel_requested:
                 state.request_cancel(run, pause=pause)
+            return
+        asking = [ask for ask in state.asks.values() if ask.task_hash == popup.task_hash]
+        if asking:
+            # A task this window did not start (a follow-up asking here) can only be
+            # stopped by its ask's own stop choice: a cancel frame from this connection
+            # is refused (R46).
+            stop = ConfirmChoice.ABORT_TASK if pause else ConfirmChoice.CANCEL_TASK
+            state.answer_confirm(asking[0].id, stop)
             return
         frame = cancel_frame(popup.task_hash, choice)
         if frame is not None and state.send(frame):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from protocol import wording
 from protocol.events import Question, Text
-from protocol.frames import Cancel, Run
+from protocol.frames import Cancel, Reply, Run
 from repl.hints import ARMING, confirm_hint, popup_hint, question_hint
 from repl.keys import NOTHING_TO_STOP, QUIT_WINDOW_S, quit_line
 from repl.state import ReplState
@@ -59,14 +59,18 @@ def test_esc_at_the_prompt_with_a_dialog_open_stops_its_task_only_by_popup() -> 
 
 
 def test_esc_in_a_dialog_of_a_task_started_elsewhere() -> None:
-    """R47: an ask of a task this window did not start: the popup stops it by hash."""
-    state, sent = connected_state()
-    state.handle(ask_confirm("k1"))
-    assert state.esc_dialog() is EscAction.CANCEL_POPUP
-    assert state.popup is not None
-    assert state.popup.task_hash == HASH
-    state.choose(2)
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    """R47, R46, R84: an ask of a task this window did not start (a job's follow-up
+    asking here): the popup stops it through the ask's own stop choice, which this
+    connection may send (a cancel frame from it would be refused)."""
+    for index, action in [(2, "cancel_task"), (1, "abort_task")]:
+        state, sent = connected_state()
+        state.handle(ask_confirm("k1"))
+        assert state.esc_dialog() is EscAction.CANCEL_POPUP
+        assert state.popup is not None
+        assert state.popup.task_hash == HASH
+        state.choose(index)
+        assert sent == [Reply(id="k1", action=action)]
+        assert state.asks == {}
 
 
 def test_esc_in_a_dialog_of_a_stopping_task_says_so() -> None:
