@@ -132,15 +132,15 @@ async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
 
 
 def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
-    """Start ``python -m engine daemon`` detached (own session, stdin from /dev/null,
-    output appended to ``<home>/daemon.log``); return its pid.
+    """Start ``python -m engine daemon --home HOME`` detached (own session, stdin from
+    /dev/null, output appended to ``<home>/daemon.log``); return its pid.
 
     `os.posix_spawn` rather than `subprocess.Popen`: a Popen object that is collected
     while its child still runs warns, and this child is meant to outlive us.
     """
     home.mkdir(parents=True, exist_ok=True)
     log = home / "daemon.log"
-    argv = argv or [sys.executable, "-m", "engine", "daemon"]
+    argv = argv or [sys.executable, "-m", "engine", "daemon", "--home", str(home)]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
