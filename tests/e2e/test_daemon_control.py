@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,7 @@ from repl.daemon import StopNote, ensure_daemon, process_state, read_stopped, sp
 from repl.messages import Connected, Incoming, Outgoing, Status
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
 from tests.e2e.test_daemon_restart import pending, start_running
+from tests.e2e.test_repl_tmux import Tmux, wait_armed, wait_for
 
 pytestmark = pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs /proc/locks")
 
@@ -341,3 +344,64 @@ async def test_two_racing_restarts_leave_one_daemon_and_no_zombie(
         with trio.move_on_after(DEADLINE_S):  # the reaper threads wait for them
             while any(process_state(pid) == "Z" for pid in spawned):
                 await trio.sleep(0.05)
+
+
+# ---------------------------------------------------------------------- in a terminal
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_the_repl_in_tmux_says_the_daemon_was_stopped_and_does_not_restart_it(
+    tmp_path: Path,
+) -> None:
+    """§11, R53: a REPL that started its daemon sees ``agentrio stop``: it says its
+    running task was kept and that the daemon was stopped, starts no daemon for longer
+    than the restart grace, and reconnects after ``agentrio start``."""
+    home = free_port_home(tmp_path / "home")
+    tmux = Tmux()
+
+    def screen() -> str:
+        return tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", "repl")
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "repl", *argv, "--home", str(home)],
+            cwd=ROOT,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    command = (
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+    )
+    tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
+    try:
+        wait_for(lambda: "connected to agentrio daemon" in screen(), "REPL connected")
+        tmux("send-keys", "-t", "repl", "run: sleep 30", "Enter")
+        wait_for(lambda: "Confirm tool call" in screen(), "the confirmation dialog")
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "→ Approve (run_command)" in screen(), "the approval")
+        done = cli("stop")
+        assert done.returncode == 0, done.stderr
+        assert b"1 running task kept in /pending" in done.stdout
+        wait_for(
+            lambda: "stopped (daemon shut down) — kept: resume it with /pending" in screen(),
+            "the task's end line",
+        )
+        wait_for(
+            lambda: (
+                "the daemon was stopped (agentrio stop); this REPL does not restart it" in screen()
+            ),
+            "the REPL to say the daemon was stopped",
+        )
+        time.sleep(repl.client.RESTART_GRACE_S + 2)  # past the grace: a restart would show
+        assert screen().count("started one (pid") == 1  # the first connection's only
+        assert cli("status").returncode == 3
+        assert cli("start").returncode == 0
+        wait_for(lambda: "reconnected to the daemon" in screen(), "the REPL to reconnect")
+        tmux("send-keys", "-t", "repl", "/quit", "Enter")
+        wait_for(lambda: "REPL-EXITED 0" in screen(), "the REPL to exit")
+    finally:
+        tmux("kill-server")
+        cli("stop", "--force")
