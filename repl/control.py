@@ -418,6 +418,15 @@ def build_parser() -> argparse.ArgumentParser:
         "status",
         parents=[home],
         help="whether the daemon runs, its address, pid, version, uptime, sandbox and work",
+        description=(
+            "Whether the home's daemon runs; if it does, its address, pid, version, "
+            "uptime, sandbox, running and queued tasks, background legs, resumable tasks "
+            "per origin and connected clients (from GET /v1/health and the token)."
+        ),
+        epilog=(
+            "Exit status: 0 running; 1 a process holds the home but does not answer "
+            "(starting, or stuck); 3 not running (also when daemon.json is stale)."
+        ),
     )
     status_cmd.add_argument("--json", action="store_true", help="one JSON object, for scripts")
     stop_cmd = commands.add_parser(
@@ -429,6 +438,11 @@ def build_parser() -> argparse.ArgumentParser:
             "ended. Running tasks end with cause 'shutdown' and stay in /pending; "
             "background legs end. An open REPL does not restart a daemon stopped this "
             "way (it reconnects when one runs again: `agentrio start`)."
+        ),
+        epilog=(
+            "Exit status: 0 when no daemon runs afterwards (stopped now, or none ran); "
+            "1 when it still runs. --force signals only the process holding the home's "
+            "lock (/proc/locks): the home's daemon and nothing else."
         ),
     )
     stop_cmd.add_argument(
@@ -444,7 +458,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="SIGKILL the daemon if it has not exited by then (or does not answer)",
     )
     commands.add_parser(
-        "start", parents=[home], help="start a detached daemon unless one runs (log: daemon.log)"
+        "start",
+        parents=[home],
+        help="start a detached daemon unless one runs (log: daemon.log)",
+        description=(
+            "Start a detached daemon for the home unless one answers, as the REPL does "
+            "(output appended to <home>/daemon.log), and wait until it answers. "
+            "Exit status: 0 when one answers, 1 when it could not be started."
+        ),
     )
     return parser
 
