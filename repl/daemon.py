@@ -257,15 +257,19 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
+def _read_named(home: Path) -> tuple[Endpoint | None, object]:
+    """The address and the pid ``daemon.json`` names (read in one worker-thread call)."""
+    return read_endpoint(home), (read_daemon_info(home) or {}).get("pid")
+
+
 async def _answering(home: Path, http: HttpApi) -> tuple[Endpoint, object] | None:
     """The endpoint (with its token) of the daemon ``daemon.json`` names, and the pid
     it names, when that daemon answers health; else None."""
-    endpoint = await trio.to_thread.run_sync(read_endpoint, home)
+    endpoint, pid = await trio.to_thread.run_sync(_read_named, home)
     if endpoint is None or not await health_ok(http, endpoint):
         return None
     token = await trio.to_thread.run_sync(read_token, home)
-    info = await trio.to_thread.run_sync(read_daemon_info, home)
-    return attrs.evolve(endpoint, token=token), (info or {}).get("pid")
+    return attrs.evolve(endpoint, token=token), pid
 
 
 async def ensure_daemon(

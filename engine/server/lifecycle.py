@@ -196,17 +196,24 @@ def remove_daemon_json(home: Path, pid: int) -> None:
 
 def write_stop_note(home: Path, pid: int, reason: str) -> None:
     """Leave ``daemon.stopped`` ``{pid, at, reason}`` (atomically, 0600): this daemon
-    stops on purpose. ``reason`` is kept printable and short."""
+    stops on purpose. ``reason`` is kept printable and short. A failure is logged, not
+    raised: it must not keep the daemon from shutting down (R53)."""
     shown = "".join(ch for ch in reason if ch.isprintable())[:120]
     note = {"pid": pid, "at": time.time(), "reason": shown}
     path = home / STOPPED_FILE
     tmp = path.with_name(f".{STOPPED_FILE}.{os.getpid()}.tmp")
-    write_private_atomic(path, json.dumps(note).encode(), tmp=tmp)
+    try:
+        write_private_atomic(path, json.dumps(note).encode(), tmp=tmp)
+    except OSError as exc:
+        log.warning("cannot write %s (an open REPL may restart the daemon): %s", path, exc)
 
 
 def remove_stop_note(home: Path) -> None:
-    """A daemon serves again: the last stop is no longer news."""
-    (home / STOPPED_FILE).unlink(missing_ok=True)
+    """A daemon serves again: the last stop is no longer news (a failure is logged)."""
+    try:
+        (home / STOPPED_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("cannot remove %s: %s", home / STOPPED_FILE, exc)
 
 
 def clear_background(home: Path) -> int:
