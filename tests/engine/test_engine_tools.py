@@ -22,7 +22,7 @@ from engine.pending import AskReply, Offered, Verified
 from engine.runs import RunOrigin
 from engine.tools.sudo import FakeVerifier
 from protocol import dumps
-from protocol.events import Question
+from protocol.events import Question, SecretAsk
 
 
 def _call(call_id: str, name: str, **args: object) -> ToolCallRequest:
@@ -224,6 +224,30 @@ async def test_secret_never_leaks(
     texts += [repr(r) for r in rows] + [r.getMessage() for r in caplog.records]
     assert all(secret not in text for text in texts)
     assert outcome.text == "Stored the secret API_KEY."
+    [asked] = [e for e in events if isinstance(e, SecretAsk)]
+    assert (asked.confirm_hash, asked.key) == (notice.entry.id, "API_KEY")
+
+
+@pytest.mark.parametrize(
+    ("action", "status", "kept"),
+    [("cancel_task", "canceled", False), ("abort_task", "aborted", True)],
+)
+async def test_a_stop_chosen_in_a_secret_ask_stops_the_task(
+    config: Config, wall_clock: Callable[[], float], action: str, status: str, kept: bool
+) -> None:
+    """R60, R40, R41: "Stop and discard" / "Stop, keep to resume" answered to a secret
+    ask stop the task with that cause and store nothing."""
+    async with open_engine(config, clock=wall_clock) as engine:
+        with engine.registry.listen("chat-") as listener:
+            run = await engine.start_task("chat-stop", "secret: API_KEY")
+            notice = await listener.next_notice()
+            assert isinstance(notice, Offered)
+            await engine.answer(notice.entry.id, AskReply(action=action), by=listener)
+            outcome = await run.wait_done()
+        assert outcome.status == status
+        assert await engine.store.get_secret("chat-stop", "API_KEY") is None
+        pending = await engine.store.list_tasks("chat-stop")
+        assert bool(pending) is kept
 
 
 async def test_cancelled_command_leaves_no_process_of_its_group(
