@@ -379,13 +379,13 @@ class ChatFrontend:
 
     async def answer_question(self, shown: ShownAsk, answer: str) -> None:
         shown.answers.append(answer)
-        await self.close_ask(shown, f"→ {answer}", keep=True)
         if len(shown.answers) < len(shown.ask.questions):
+            await self.close_ask(shown, f"→ {answer}", keep=True)
             shown.token = self.tokens.new()
             self.shown[shown.token] = shown
             await self._show_question(shown, len(shown.answers), self.conversation(shown.chat))
             return
-        await self.answer(shown, list(shown.answers), "✓ answered")
+        await self.answer(shown, list(shown.answers), f"→ {answer}")
 
     async def answer(self, shown: ShownAsk, answers: list[str], outcome: str) -> None:
         from agentrio.handles import Decision

@@ -44,7 +44,7 @@ async def run_command(front: ChatFrontend, conversation: Conversation, text: str
 
 
 async def _pending(front: ChatFrontend, conversation: Conversation) -> None:
-    client = front.client
+    client = await front.wait_connected()
     if client is None:
         await front.say(conversation.chat, "agentrio is not reachable right now.")
         return
@@ -69,7 +69,7 @@ async def _pending(front: ChatFrontend, conversation: Conversation) -> None:
 
 async def _stop(front: ChatFrontend, conversation: Conversation, *, pause: bool) -> None:
     conversation.awaiting = None
-    client, task = front.client, conversation.task_hash
+    client, task = await front.wait_connected(), conversation.task_hash
     if not task:
         await front.say(conversation.chat, "No task is running in this chat.")
         return
@@ -86,7 +86,7 @@ async def _stop(front: ChatFrontend, conversation: Conversation, *, pause: bool)
 
 
 async def _history(front: ChatFrontend, conversation: Conversation) -> None:
-    client = front.client
+    client = await front.wait_connected()
     if client is None:
         await front.say(conversation.chat, "agentrio is not reachable right now.")
         return

@@ -18,7 +18,7 @@ from typing import Final
 
 import trio
 
-from agentrio.frontends.markup import Part, paginate
+from agentrio.frontends.markup import Part, paginate, parse
 from agentrio.frontends.platform import ChatPlatform, PlatformError, Refused, with_retries
 
 __all__ = ["EDIT_INTERVAL_S", "LiveMessage"]
@@ -50,8 +50,11 @@ class LiveMessage:
         self._done = trio.Event()
 
     def append(self, part: Part) -> None:
+        """Add code, or prose in markdown (its fenced blocks become code blocks: the
+        text is parsed whole at each flush, so a fence split across stream pieces is
+        still one block)."""
         if part.text:
-            if self.parts and self.parts[-1].is_code == part.is_code and not part.is_code:
+            if self.parts and not self.parts[-1].is_code and not part.is_code:
                 self.parts[-1] = Part(self.parts[-1].text + part.text)
             else:
                 self.parts.append(part)
@@ -86,7 +89,8 @@ class LiveMessage:
 
     async def flush(self) -> None:
         """Bring the chat up to date now (callers rate-limit; `run` does)."""
-        pages = paginate(self.parts, self.platform.dialect) if self.parts else []
+        parts = [p for part in self.parts for p in ([part] if part.is_code else parse(part.text))]
+        pages = paginate(parts, self.platform.dialect) if parts else []
         changed = False
         try:
             for index, page in enumerate(pages):

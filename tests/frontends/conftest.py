@@ -44,9 +44,15 @@ def write_config(home: Path, fake: FakeTelegram, *, enabled: bool = False, extra
 
 
 @pytest.fixture
-def bot_home(tmp_path: Path, fake: FakeTelegram) -> Path:
+def config_extra() -> str:
+    """More ``[telegram]`` lines (tests parametrize it)."""
+    return ""
+
+
+@pytest.fixture
+def bot_home(tmp_path: Path, fake: FakeTelegram, config_extra: str) -> Path:
     home = tmp_path / "home"
-    write_config(home, fake)
+    write_config(home, fake, extra=config_extra)
     return home
 
 
@@ -85,17 +91,33 @@ class Bot:
             self.log.close()
 
 
+class Daemon:
+    """The real daemon on the bot's home; `restart` stops it (SIGTERM) and starts
+    another on the same home."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.process = DaemonProcess(home)
+
+    def restart(self) -> None:
+        assert self.process.stop() == 0
+        self.process = DaemonProcess(self.home)
+
+    def stop(self) -> int:
+        return self.process.stop()
+
+
 @pytest.fixture
-def daemon_process(bot_home: Path) -> Iterator[DaemonProcess]:
-    process = DaemonProcess(bot_home)
+def daemon_process(bot_home: Path) -> Iterator[Daemon]:
+    daemon = Daemon(bot_home)
     try:
-        yield process
+        yield daemon
     finally:
-        process.stop()
+        daemon.stop()
 
 
 @pytest.fixture
-def bot(bot_home: Path, daemon_process: DaemonProcess) -> Iterator[Bot]:
+def bot(bot_home: Path, daemon_process: Daemon) -> Iterator[Bot]:
     running = Bot(bot_home)
     try:
         yield running
@@ -104,9 +126,7 @@ def bot(bot_home: Path, daemon_process: DaemonProcess) -> Iterator[Bot]:
         assert code == 0, (bot_home / "bot.log").read_text()
 
 
-async def eventually(
-    predicate: Callable[[], T], *, seconds: float = 20.0, what: str = ""
-) -> T:
+async def eventually(predicate: Callable[[], T], *, seconds: float = 20.0, what: str = "") -> T:
     """Poll ``predicate`` until it returns something truthy (real time: a real bot)."""
     with trio.move_on_after(seconds):
         while True:

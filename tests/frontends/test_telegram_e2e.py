@@ -1,25 +1,214 @@
 """R82: the Telegram front-end end to end: the real daemon, the real
-python-telegram-bot, a fake Bot API server on loopback."""
+python-telegram-bot, a fake Bot API server on loopback (tests/frontends/fake_telegram.py).
+Real time throughout (three processes): every wait polls with a deadline."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from tests.frontends.conftest import Bot, eventually
-from tests.frontends.fake_telegram import FakeTelegram
+import pytest
+import trio
+
+from agentrio import connect
+from tests.frontends.conftest import STRANGER, Bot, Daemon, eventually
+from tests.frontends.fake_telegram import FakeTelegram, Sent
+
+
+def _open_ask(fake: FakeTelegram, needle: str) -> Sent | None:
+    return fake.find(lambda m: bool(m.buttons) and needle in m.plain)
 
 
 async def test_message_task_confirm_approve_result(
     fake: FakeTelegram, bot: Bot, tmp_path: Path
 ) -> None:
-    """R82: a message starts a task; its confirmation comes as buttons showing the
-    whole command; Approve runs it and the result is shown."""
+    """R82: a message starts a task; its confirmation comes as buttons with the words of
+    protocol/wording.py under the whole command in a code block; Approve runs it and the
+    result is shown."""
     target = tmp_path / "made-by-telegram"
     fake.say(f"run: touch {target}")
-    confirm = await eventually(lambda: fake.find(lambda m: bool(m.buttons)), what="confirm")
-    assert f"touch {target}" in confirm.plain
-    assert "<pre>" in confirm.text
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    assert f"<pre>touch {target}</pre>" in confirm.text
+    assert [label for label, _ in confirm.buttons] == [
+        "Approve",
+        "Deny with reason",
+        "Always allow this exact command",
+        "Stop, keep to resume",
+        "Stop and discard",
+    ]
     fake.press(confirm, "Approve")
-    await eventually(lambda: target.exists(), what="file")
-    await eventually(lambda: fake.with_text("✓ run_command"), what="result")
-    print(fake.transcript())
+    await eventually(target.exists, what="the file")
+    await eventually(lambda: fake.with_text("✓ run_command"), what="the result")
+    assert not fake.messages()[-1].buttons
+    assert "✓ approved" in (fake.with_text("Allow run_command?") or confirm).plain
+
+
+async def test_hostile_command_is_shown_escaped(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: a command full of markup characters is shown as it is, and cannot inject
+    markup: the confirmation's only tags are the code block's."""
+    hostile = "printf '%s' '</pre><b>bold</b> &amp; <a href=\"x\">link</a>'"
+    fake.say(f"run: {hostile}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    assert hostile in confirm.plain
+    assert re.findall(r"<[^>]+>", confirm.text) == ["<pre>", "</pre>"]
+    fake.press(confirm, "Stop and discard")
+    await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
+
+
+async def test_deny_with_reason(fake: FakeTelegram, bot: Bot, tmp_path: Path) -> None:
+    """R82: "Deny with reason" asks for the reason as a reply; the command does not run
+    and the model reads the reason."""
+    target = tmp_path / "never"
+    fake.say(f"run: touch {target}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Deny with reason")
+    await eventually(lambda: fake.with_text("reply with the reason"), what="the reason prompt")
+    fake.say("not on a Tuesday")
+    await eventually(lambda: fake.with_text("denied: not on a Tuesday"), what="the outcome")
+    await eventually(lambda: fake.with_text("was not run"), what="the model's answer")
+    assert not target.exists()
+
+
+async def test_ask_user_parked_and_answered_by_button(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R11: an ask_user question parks the task; its options come as buttons, and
+    pressing one resumes the task with that answer."""
+    fake.say("ask: Which colour? | red, blue")
+    question = await eventually(lambda: _open_ask(fake, "Which colour?"), what="the question")
+    assert [label for label, _ in question.buttons] == ["red", "blue"]
+    fake.press(question, "blue")
+    await eventually(lambda: fake.with_text("→ blue"), what="the answer noted")
+    await eventually(lambda: fake.with_text("A: blue"), what="the resumed task's answer")
+
+
+async def test_unauthorized_user_gets_one_refusal(
+    fake: FakeTelegram, bot: Bot, bot_home: Path, tmp_path: Path
+) -> None:
+    """R82: a user not in allowed_users gets one refusal message, however often they
+    write, and nothing of theirs reaches the engine."""
+    target = tmp_path / "stranger"
+    fake.say(f"run: touch {target}", user=STRANGER)
+    await eventually(lambda: fake.messages(STRANGER), what="the refusal")
+    fake.say(f"run: touch {target}", user=STRANGER)
+    fake.say("hello", user=STRANGER)
+    fake.say("/pending")  # an allowed user's message after them: all were handled
+    await eventually(lambda: fake.with_text("Nothing is waiting"), what="/pending")
+    refusals = fake.messages(STRANGER)
+    assert len(refusals) == 1 and "private" in refusals[0].plain
+    assert str(STRANGER) in refusals[0].plain
+    async with connect(home=bot_home) as client:
+        assert await client.pending(f"tg-{STRANGER}") == []
+        assert await client.history(f"tg-{STRANGER}") == []
+    assert not target.exists()
+
+
+async def test_long_output_split_without_breaking_code_blocks(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: output longer than Telegram's 4,096 characters goes over several messages,
+    each within the limit and each with whole code blocks; nothing is lost."""
+    fake.say("run: seq 1 2500")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Approve")
+    await eventually(lambda: fake.with_text("finished with exit code 0"), what="the end")
+    pages = [m for m in fake.messages() if "Allow run_command?" not in m.plain]
+    assert all(len(m.text.encode("utf-16-le")) // 2 <= 4096 for m in pages)
+    assert all(m.text.count("<pre>") == m.text.count("</pre>") for m in pages)
+    numbers = "".join(re.findall(r"<pre>(.*?)</pre>", "".join(m.text for m in pages), re.S))
+    assert "\n".join(str(n) for n in range(1, 2501)) in numbers
+    assert len(pages) >= 3
+
+
+async def test_429_retry_after_is_honoured(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: a 429 answer's retry_after is waited out before the same call is made
+    again, and the message still arrives."""
+    await eventually(lambda: fake.calls_of("getUpdates"), what="polling")
+    fake.fail_next("sendMessage", 429, retry_after=2)
+    fake.say("hello")
+    await eventually(lambda: fake.messages(), what="the reply")
+    sends = fake.calls_of("sendMessage")
+    assert sends[0][2] == 429 and sends[1][2] == 200
+    assert sends[1][3] - sends[0][3] >= 2.0
+
+
+async def test_server_errors_are_retried(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: a 5xx answer is retried with backoff; nothing is lost."""
+    await eventually(lambda: fake.calls_of("getUpdates"), what="polling")
+    fake.fail_next("sendMessage", 502)
+    fake.fail_next("sendMessage", 500)
+    fake.say("hello")
+    await eventually(lambda: fake.messages(), what="the reply")
+    statuses = [c[2] for c in fake.calls_of("sendMessage")]
+    assert statuses[:3] == [502, 500, 200]
+
+
+async def test_daemon_restart_withdraws_then_pending_resumes(
+    fake: FakeTelegram, bot: Bot, daemon_process: Daemon, tmp_path: Path
+) -> None:
+    """R82: the daemon restarts under an open confirmation: the bot reconnects, the old
+    confirmation is withdrawn with a message and its buttons answer "no longer open"
+    (never an approval); /pending lists the kept task and its Resume button resumes it,
+    asking again."""
+    target = tmp_path / "after-restart"
+    fake.say(f"run: touch {target}")
+    old = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    approve = old.buttons[0][1]
+    await trio.to_thread.run_sync(daemon_process.restart)
+    await eventually(
+        lambda: "withdrawn" in (fake.with_text("Allow run_command?") or old).plain,
+        seconds=30,
+        what="the withdrawal",
+    )
+    press = fake.press_data(old, approve)
+    await eventually(lambda: fake.answered.get(press), what="the press answered")
+    assert fake.answered[press] == "This question is no longer open."
+    assert not target.exists()
+    fake.say("/pending")
+    listed = await eventually(
+        lambda: fake.find(
+            lambda m: bool(m.buttons) and "touch" in m.plain and "Allow" not in m.plain
+        ),
+        what="/pending",
+    )
+    fake.press(listed, "Resume")
+    again = await eventually(
+        lambda: fake.find(
+            lambda m: (
+                bool(m.buttons)
+                and "Allow run_command?" in m.plain
+                and m.message_id != old.message_id
+            )
+        ),
+        seconds=30,
+        what="the confirmation asked again",
+    )
+    fake.press(again, "Approve")
+    await eventually(target.exists, what="the file")
+
+
+@pytest.mark.parametrize("config_extra", ["allow_secrets_in_chat = true\n"])
+async def test_secret_message_is_deleted(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R60: with allow_secrets_in_chat the bot asks for the value, deletes the
+    person's message as soon as it read it, and never shows the value."""
+    fake.say("secret: API_KEY")
+    await eventually(lambda: fake.with_text("next message"), what="the secret prompt")
+    message = fake.say("hunter2-value")
+    await eventually(lambda: (111, message) in fake.deleted, what="the deletion")
+    await eventually(lambda: fake.with_text("secret received"), what="the outcome")
+    await eventually(lambda: fake.with_text("API_KEY"), what="the result")
+    assert not any("hunter2" in text for m in fake.sent for text in m.history)
+
+
+async def test_secret_refused_when_not_allowed(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: without allow_secrets_in_chat the bot says where to answer instead and
+    takes no value."""
+    fake.say("secret: API_KEY")
+    await eventually(lambda: fake.with_text("not taken in this chat"), what="the refusal")
+
+
+async def test_cancel_stops_the_running_task(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R40: /cancel stops the chat's running task and discards it."""
+    fake.say("run: sleep 30")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Approve")
+    await eventually(lambda: fake.with_text("✓ approved"), what="approved")
+    await trio.sleep(0.5)
+    fake.say("/cancel")
+    await eventually(lambda: fake.with_text("stopped and discarded"), what="the end line")
