@@ -93,7 +93,8 @@ async def test_unauthorized_user_gets_one_refusal(
     fake.say("/pending")  # an allowed user's message after them: all were handled
     await eventually(lambda: fake.with_text("Nothing is waiting"), what="/pending")
     refusals = fake.messages(STRANGER)
-    assert len(refusals) == 1 and "private" in refusals[0].plain
+    assert len(refusals) == 1
+    assert "private" in refusals[0].plain
     assert str(STRANGER) in refusals[0].plain
     async with connect(home=bot_home) as client:
         assert await client.pending(f"tg-{STRANGER}") == []
@@ -124,7 +125,8 @@ async def test_429_retry_after_is_honoured(fake: FakeTelegram, bot: Bot) -> None
     fake.say("hello")
     await eventually(lambda: fake.messages(), what="the reply")
     sends = fake.calls_of("sendMessage")
-    assert sends[0][2] == 429 and sends[1][2] == 200
+    assert sends[0][2] == 429
+    assert sends[1][2] == 200
     assert sends[1][3] - sends[0][3] >= 2.0
 
 
