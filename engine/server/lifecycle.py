@@ -15,9 +15,11 @@
    online markers;
 4. serves HTTP and WebSocket on one port (`open_server`), then writes
    ``<home>/daemon.json`` ``{pid, host, port, started_at, version}`` atomically;
-5. on SIGINT/SIGTERM: cancels every task with cause ``shutdown`` (their ``done``
-   frames still go out), closes connections, stops the server, closes the store,
-   removes ``daemon.json`` and exits 0 — within 5 s (R53).
+   and starts the enabled chat front-ends as supervised children
+   (`engine.frontends_supervisor`, R82);
+5. on SIGINT/SIGTERM: stops the front-ends, cancels every task with cause
+   ``shutdown`` (their ``done`` frames still go out), closes connections, stops the
+   server, closes the store, removes ``daemon.json`` and exits 0 — within 5 s (R53).
 
 `open_server` is the reusable part: tests serve an in-process engine with it.
 """
@@ -50,6 +52,7 @@ from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
 from engine.core import Engine
+from engine.frontends_supervisor import enabled_frontends, supervise_frontends
 from engine.nursery_tasks import cancel_scope
 from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
@@ -380,7 +383,11 @@ async def serve(
                     "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
                 )
                 try:
-                    await _wait_for_stop(signals, stop)
+                    async with trio.open_nursery() as frontends:
+                        # Chat front-ends (R82): children of the daemon, stopped first.
+                        frontends.start_soon(supervise_frontends, enabled_frontends(config))
+                        await _wait_for_stop(signals, stop)
+                        cancel_scope(frontends.cancel_scope, Cause.SHUTDOWN)
                     log.info("shutting down: cancelling %d task(s)", engine.task_count)
                     await engine.shutdown()
                 finally:
