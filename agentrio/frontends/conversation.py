@@ -20,6 +20,7 @@ from agentrio.frontends.streaming import EDIT_INTERVAL_S, LiveMessage
 from protocol import wording
 from protocol.events import (
     Canceled,
+    Confirm,
     Done,
     Event,
     Failed,
@@ -60,6 +61,8 @@ def event_parts(event: Event, *, streamed: bool) -> list[Part]:
             return [prose(text)]
         case TaskStarted(resumed_from=str(previous)):
             return [prose(f"↻ resumed from task {previous[:8]}\n")]
+        case ToolCall(tool_name=("ask_user" | "store_secret") as name):
+            return [prose(f"\n⚙ {name}\n")]  # the question itself follows, as its own message
         case ToolCall(tool_name=name, args=args):
             shown = args.get("command") if isinstance(args.get("command"), str) else None
             shown = shown or json.dumps(args, ensure_ascii=False, sort_keys=True)
@@ -141,6 +144,8 @@ class Conversation:
             self._streamed.discard(task_hash)
         if isinstance(event, _ENDS):
             self.end(task_hash)
+        elif isinstance(event, Confirm):
+            self.cut(task_hash)  # what follows the answer goes below the question
 
     def end(self, task_hash: str) -> None:
         """The task is over here: flush and forget its live message."""
@@ -150,6 +155,13 @@ class Conversation:
         self._streamed.discard(task_hash)
         if self.task_hash == task_hash:
             self.task_hash = ""
+
+    def cut(self, task_hash: str) -> None:
+        """Output after this point goes to a new message (below a question just asked,
+        where the person looks), the task still running."""
+        live = self._lives.pop(task_hash, None)
+        if live is not None:
+            live.close()
 
     def close_all(self) -> None:
         for task_hash in list(self._lives):

@@ -39,6 +39,15 @@ class Sent:
     markup: dict[str, Any] | None
     history: list[str] = attrs.field(factory=list)
     deleted: bool = False
+    #: The labels of the last buttons it carried (kept after they are taken away).
+    shown_buttons: list[str] = attrs.field(factory=list)
+
+    def __attrs_post_init__(self) -> None:
+        self.remember_buttons()
+
+    def remember_buttons(self) -> None:
+        if self.buttons:
+            self.shown_buttons = [label for label, _ in self.buttons]
 
     @property
     def buttons(self) -> list[tuple[str, str]]:
@@ -180,7 +189,7 @@ class FakeTelegram:
                 sent = next((m for m in self.sent if str(m.message_id) == text), None)
                 if sent is None or sent.deleted:
                     continue
-                buttons = " ".join(f"[{label}]" for label, _ in sent.buttons)
+                buttons = " ".join(f"[{label}]" for label in sent.shown_buttons)
                 body = html_to_markdown(sent.text).strip("\n")
                 lines.append(f"**bot:**\n\n{body}" + (f"\n\n{buttons}" if buttons else ""))
         return "\n\n".join(lines) + "\n"
@@ -264,6 +273,7 @@ class FakeTelegram:
                     "description": "Bad Request: message is not modified",
                 }
             sent.text, sent.markup = params["text"], params.get("reply_markup")
+            sent.remember_buttons()
             sent.history.append(sent.text)
             self.lock.notify_all()
         return self._message_json(chat, message_id, sent.text)

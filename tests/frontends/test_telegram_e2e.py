@@ -214,3 +214,42 @@ async def test_cancel_stops_the_running_task(fake: FakeTelegram, bot: Bot) -> No
     await trio.sleep(0.5)
     fake.say("/cancel")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end line")
+
+
+async def test_restricted_path_is_refused_in_chat(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R7: a confirmation that needs the system password is never asked in a
+    chat: the bot shows the command, says it is refused and why, and the command does
+    not run."""
+    fake.say("run: touch /etc/agentrio-never")
+    refused = await eventually(lambda: fake.with_text("Refused: restricted path"), what="refusal")
+    assert "touch /etc/agentrio-never" in refused.plain
+    assert not refused.buttons
+    assert "password" in refused.plain
+    await eventually(lambda: fake.with_text("was not run"), what="the model's answer")
+
+
+async def test_ask_user_answered_by_free_text(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: a question without options is answered by the next message."""
+    fake.say("ask: What is your name?")
+    await eventually(lambda: fake.with_text("(write your answer)"), what="the question")
+    fake.say("Ada")
+    await eventually(lambda: fake.with_text("A: Ada"), what="the resumed task's answer")
+
+
+async def test_transcript_for_the_docs(fake: FakeTelegram, bot: Bot, tmp_path: Path) -> None:
+    """R82: the conversation docs/frontends.md shows, rendered from the fake server's
+    record (written to <tmp>/transcript.md; docs/frontends.md carries a copy)."""
+    fake.say("run: printf 'hello from agentrio\\n'")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Approve")
+    await eventually(lambda: fake.with_text("finished with exit code 0"), what="the result")
+    fake.say("ask: Deploy it now? | yes, later")
+    question = await eventually(lambda: _open_ask(fake, "Deploy it now?"), what="question")
+    fake.press(question, "later")
+    await eventually(lambda: fake.with_text("A: later"), what="the answer")
+    await trio.sleep(1.5)  # the last edit lands (at most one a second)
+    transcript = fake.transcript()
+    (tmp_path / "transcript.md").write_text(transcript)
+    print(transcript)
+    assert "[Approve] [Deny with reason]" in transcript
+    assert "hello from agentrio" in transcript
