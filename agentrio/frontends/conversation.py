@@ -49,6 +49,9 @@ class Awaiting:
     ask_id: str
 
 
+#: Characters of a tool call's arguments shown in the live output.
+CALL_SHOWN = 300
+
 #: Events after which a task is over (in this chat's view).
 _ENDS = (Done, Canceled, Failed, Pending)
 
@@ -66,7 +69,9 @@ def event_parts(event: Event, *, streamed: bool) -> list[Part]:
         case ToolCall(tool_name=name, args=args):
             shown = args.get("command") if isinstance(args.get("command"), str) else None
             shown = shown or json.dumps(args, ensure_ascii=False, sort_keys=True)
-            return [prose(f"\n⚙ {name}\n"), code(str(shown))]
+            if len(shown) > CALL_SHOWN:  # a confirmation, if any, shows it whole
+                shown = f"{shown[:CALL_SHOWN]}… (+{len(shown) - CALL_SHOWN} characters)"
+            return [prose(f"\n⚙ {name}\n"), code(shown)]
         case ToolResult(tool_name=name, ok=ok, output=output):
             mark = f"✓ {name}" if ok else f"✗ {name} failed"
             return [prose(f"\n{mark}\n"), *([code(output)] if output.strip() else [])]

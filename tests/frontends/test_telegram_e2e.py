@@ -253,3 +253,25 @@ async def test_transcript_for_the_docs(fake: FakeTelegram, bot: Bot, tmp_path: P
     print(transcript)
     assert "[Approve] [Deny with reason]" in transcript
     assert "hello from agentrio" in transcript
+
+
+async def test_long_command_is_shown_whole_over_messages(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R77: a command longer than one message is shown whole, over several
+    messages each with a closed code block; the buttons come under the last one."""
+    words = " ".join(f"w{n:04d}" for n in range(1400))  # about 8,400 characters
+    fake.say(f"run: printf '%s' {words}")
+    confirm = await eventually(lambda: _open_ask(fake, "w1399"), what="the last page")
+    first = await eventually(lambda: fake.with_text("Allow run_command?"), what="the first page")
+    pages = [
+        m
+        for m in fake.messages()
+        if first.message_id < m.message_id <= confirm.message_id and m.text.startswith("<pre>")
+    ]
+    assert len(pages) >= 3
+    assert all(len(m.text) <= 4096 for m in pages)
+    assert all(m.text.count("<pre>") == m.text.count("</pre>") == 1 for m in pages)
+    assert [bool(m.buttons) for m in pages] == [False] * (len(pages) - 1) + [True]
+    shown = "".join(m.plain for m in pages)
+    assert f"printf '%s' {words}" == shown
+    fake.press(confirm, "Stop and discard")
+    await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
