@@ -55,6 +55,7 @@ from agentrio.frontends.platform import (
 from agentrio.frontends.presses import handle_press
 from agentrio.frontends.sessions import SessionBook
 from agentrio.frontends.streaming import EDIT_INTERVAL_S
+from agentrio.handles import Decision, Subscription
 from protocol.frames import Ask, Withdrawn
 
 __all__ = ["ChatFrontend", "ChatSettings"]
@@ -109,6 +110,7 @@ class ChatFrontend:
         #: Resume buttons of /pending: token → (session id, task hash).
         self.resumes: dict[str, tuple[str, str]] = {}
         self.refused: set[int] = set()
+        self.refused_chats: set[str] = set()
         self._nursery: trio.Nursery | None = None
         self._subscribed: set[str] = set()
         self._connection: trio.Nursery | None = None
@@ -124,6 +126,9 @@ class ChatFrontend:
                     await self.handle(item)
                 except PlatformError as exc:
                     log.warning("could not answer in chat %s: %s", item.chat, exc)
+                except ClientError as exc:  # the connection dropped midway: nothing sent
+                    log.info("chat %s: %s", item.chat, exc)
+                    await self._tell_quietly(item.chat, NOT_CONNECTED)
             nursery.cancel_scope.cancel()
 
     async def _connection_loop(self) -> None:
@@ -186,9 +191,9 @@ class ChatFrontend:
         subscription = await client.subscribe(conversation.session_id)
         nursery.start_soon(self._pump_events, conversation, subscription)
 
-    async def _pump_events(self, conversation: Conversation, subscription: object) -> None:
+    async def _pump_events(self, conversation: Conversation, subscription: Subscription) -> None:
         assert self._nursery is not None
-        async for frame in subscription:  # type: ignore[attr-defined]
+        async for frame in subscription:
             if frame.session_id != conversation.session_id:
                 continue  # an older session of the chat (after /new)
             if conversation.fresh(frame.event):
@@ -204,9 +209,13 @@ class ChatFrontend:
             return
         conversation = self.conversation(item.chat)
         text = item.text.strip()
-        if text.startswith("/"):
+        awaiting = conversation.awaiting
+        if awaiting is not None and awaiting.kind == "secret":
+            # Whatever it looks like (even "/…"), it is the secret: read, then deleted.
+            await self._answer_awaited(conversation, item)
+        elif text.startswith("/"):
             await commands.run_command(self, conversation, text)
-        elif conversation.awaiting is not None:
+        elif awaiting is not None:
             await self._answer_awaited(conversation, item)
         elif text:
             await self._start_or_steer(conversation, text)
@@ -226,7 +235,8 @@ class ChatFrontend:
                 )
             return False
         if item.group and not self.settings.allow_groups:
-            if isinstance(item, Said):
+            if isinstance(item, Said) and item.chat not in self.refused_chats:
+                self.refused_chats.add(item.chat)
                 await self.say(item.chat, "This bot does not work in group chats here.")
             return False
         return True
@@ -279,13 +289,17 @@ class ChatFrontend:
             await self.say(item.chat, NO_LONGER_OPEN)
             return
         if awaiting.kind == "reason":
-            from agentrio.handles import Decision
-
             await self.decide(shown, Decision.deny(item.text.strip()), f"✗ denied: {item.text}")
         elif awaiting.kind == "secret":
             await self.answer(shown, [item.text], "✓ secret received (your message was deleted)")
         else:
             await self.answer_question(shown, item.text.strip())
+
+    async def _tell_quietly(self, chat: str, text: str) -> None:
+        try:
+            await self.say(chat, text)
+        except PlatformError as exc:
+            log.warning("could not answer in chat %s: %s", chat, exc)
 
     async def _delete_quietly(self, chat: str, message: str) -> None:
         try:
@@ -388,11 +402,9 @@ class ChatFrontend:
         await self.answer(shown, list(shown.answers), f"→ {answer}")
 
     async def answer(self, shown: ShownAsk, answers: list[str], outcome: str) -> None:
-        from agentrio.handles import Decision
-
         await self.decide(shown, Decision.answer(*answers), outcome)
 
-    async def decide(self, shown: ShownAsk, decision: object, outcome: str) -> bool:
+    async def decide(self, shown: ShownAsk, decision: Decision, outcome: str) -> bool:
         """Send ``decision``; True when agentrio took it. Nothing is sent while
         disconnected, and an ask that is gone is closed as such."""
         client = self.client
@@ -400,7 +412,7 @@ class ChatFrontend:
             await self.say(shown.chat, NOT_CONNECTED)
             return False
         try:
-            await client.decide(shown.ask.id, decision)  # type: ignore[arg-type]
+            await client.decide(shown.ask.id, decision)
         except ClientError as exc:
             if exc.code == "gone":
                 await self.close_ask(shown, NO_LONGER_OPEN)

@@ -275,3 +275,36 @@ async def test_long_command_is_shown_whole_over_messages(fake: FakeTelegram, bot
     assert f"printf '%s' {words}" == shown
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
+
+
+async def test_group_chat_refused_unless_allowed(
+    fake: FakeTelegram, bot: Bot, bot_home: Path, tmp_path: Path
+) -> None:
+    """R82: group chats only when configured: an allowed user in a group gets one
+    notice there, and nothing reaches the engine."""
+    group = -100123
+    target = tmp_path / "from-a-group"
+    fake.say(f"run: touch {target}", chat=group)
+    fake.say(f"run: touch {target}", chat=group)
+    fake.say("/pending")
+    await eventually(lambda: fake.with_text("Nothing is waiting"), what="/pending")
+    notices = fake.messages(group)
+    assert len(notices) == 1
+    assert "group chats" in notices[0].plain
+    async with connect(home=bot_home) as client:
+        assert await client.history(f"tg-{group}") == []
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("config_extra", ["allow_secrets_in_chat = true\n"])
+async def test_a_secret_that_looks_like_a_command_is_deleted_too(
+    fake: FakeTelegram, bot: Bot
+) -> None:
+    """R82: while a secret is asked, the next message is the secret whatever it looks
+    like: deleted, never run as a command."""
+    fake.say("secret: TOKEN")
+    await eventually(lambda: fake.with_text("next message"), what="the secret prompt")
+    message = fake.say("/pending-not-a-command")
+    await eventually(lambda: (111, message) in fake.deleted, what="the deletion")
+    await eventually(lambda: fake.with_text("secret received"), what="the outcome")
+    assert not fake.with_text("Nothing is waiting")
