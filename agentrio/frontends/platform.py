@@ -119,7 +119,7 @@ class ChatPlatform(Protocol):
         ...
 
     def is_group(self, chat: str) -> bool:
-        """Whether ``chat`` is a group chat (known from its id alone)."""
+        """Whether ``chat`` is a group chat (from its id, or as the adapter saw it)."""
         ...
 
 

@@ -123,3 +123,17 @@ def test_long_code_block_over_pages() -> None:
     bodies = [html.unescape(p.split("<pre>")[1].removesuffix("</pre>")) for p in pages]
     assert "".join(bodies) == output
     assert all(b.endswith("\n") for b in bodies)
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(st.builds(Part, st.text(min_size=1), st.booleans()), max_size=6), st.integers(40, 300)
+)
+def test_pages_fit_with_inline_code(parts: list[Part], limit: int) -> None:
+    """R82: backticks (inline code in prose) never push a page over the limit nor
+    leave a tag open."""
+    for page in paginate(parts, TELEGRAM_HTML, limit):
+        assert utf16_length(page) <= limit
+        tags, _ = read(page)
+        assert tags.count("pre") == tags.count("/pre")
+        assert tags.count("code") == tags.count("/code")

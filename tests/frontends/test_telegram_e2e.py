@@ -308,3 +308,37 @@ async def test_a_secret_that_looks_like_a_command_is_deleted_too(
     await eventually(lambda: (111, message) in fake.deleted, what="the deletion")
     await eventually(lambda: fake.with_text("secret received"), what="the outcome")
     assert not fake.with_text("Nothing is waiting")
+
+
+async def test_pause_keeps_the_task_for_pending(fake: FakeTelegram, bot: Bot) -> None:
+    """R82, R41: /pause stops the running task and keeps it: /pending lists it."""
+    fake.say("run: sleep 30")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Approve")
+    await eventually(lambda: fake.with_text("✓ approved"), what="approved")
+    await trio.sleep(0.5)
+    fake.say("/pause")
+    await eventually(lambda: fake.with_text("resume it with /pending"), what="the end line")
+    fake.say("/pending")
+    listed = await eventually(
+        lambda: fake.find(lambda m: [label for label, _ in m.buttons] == ["Resume"]),
+        what="/pending",
+    )
+    assert "sleep 30" in listed.plain
+
+
+async def test_always_allow_skips_the_next_confirmation(
+    fake: FakeTelegram, bot: Bot, tmp_path: Path
+) -> None:
+    """R82, R76: "Always allow this exact command" approves it and, in this chat's
+    session, the same command runs again without asking."""
+    target = tmp_path / "always"
+    fake.say(f"run: touch {target}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.press(confirm, "Always allow")
+    await eventually(target.exists, what="the file")
+    await eventually(lambda: fake.with_text("finished with exit code 0"), what="the result")
+    target.unlink()
+    fake.say(f"run: touch {target}")
+    await eventually(target.exists, what="the file again")
+    assert len([m for m in fake.messages() if m.shown_buttons]) == 1
