@@ -3,9 +3,9 @@ escaping that cannot inject markup, split at the platform's limit without breaki
 code block.
 
 The core speaks in `Part`\\s: prose or code. `parse` reads the little markdown the
-agent writes (fenced code blocks; inline `code` is kept in prose and rendered by the
-dialect), a `Dialect` renders parts (Telegram: HTML; Discord: markdown), and `paginate`
-packs them into pages that each render within the limit. A code block too long for
+agent writes (fenced code blocks; inline `code` and **bold** stay in prose, for the
+dialect to render), a `Dialect` renders parts (Telegram: HTML; Discord: markdown),
+and `paginate` packs them into pages that each render within the limit. A code block too long for
 one page is closed at the end of a page and reopened on the next, so every page is
 well-formed on its own; a line too long for a page is cut by characters.
 """
@@ -33,7 +33,8 @@ __all__ = [
 ]
 
 _FENCE: Final = re.compile(r"^```[^\n`]*\n?", re.MULTILINE)
-_INLINE_CODE: Final = re.compile(r"`([^`\n]+)`")
+#: Inline code, or bold (whose inside may hold inline code), within one line.
+_INLINE: Final = re.compile(r"`([^`\n]+)`|\*\*([^*\n]+)\*\*")
 
 
 @attrs.frozen
@@ -109,11 +110,16 @@ class TelegramHtml:
         return utf16_length(text)
 
     def prose(self, text: str) -> str:
+        """Escaped text; inline `code` and **bold** (within a line) become tags."""
         out: list[str] = []
         position = 0
-        for match in _INLINE_CODE.finditer(text):
+        for match in _INLINE.finditer(text):
             out.append(html.escape(text[position : match.start()]))
-            out.append(f"<code>{html.escape(match.group(1))}</code>")
+            code_text, bold_text = match.group(1), match.group(2)
+            if code_text is not None:
+                out.append(f"<code>{html.escape(code_text)}</code>")
+            else:
+                out.append(f"<b>{self.prose(bold_text)}</b>")
             position = match.end()
         out.append(html.escape(text[position:]))
         return "".join(out)

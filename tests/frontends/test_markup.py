@@ -46,7 +46,7 @@ def read(fragment: str) -> tuple[list[str], str]:
     return reader.tags, "".join(reader.text)
 
 
-_no_backticks = st.text().map(lambda s: s.replace("`", "'"))
+_no_backticks = st.text().map(lambda s: s.replace("`", "'").replace("*", "+"))
 
 
 @given(_no_backticks)
@@ -69,8 +69,15 @@ def test_code_cannot_close_its_block(text: str) -> None:
 @given(st.text())
 def test_inline_code_only_makes_code_tags(text: str) -> None:
     tags, _ = read(TELEGRAM_HTML.prose(text))
-    assert set(tags) <= {"code", "/code"}
+    assert set(tags) <= {"code", "/code", "b", "/b"}
     assert tags.count("code") == tags.count("/code")
+    assert tags.count("b") == tags.count("/b")
+
+
+def test_inline_markdown() -> None:
+    assert TELEGRAM_HTML.prose("run **`ls`** or **a<b>** `x*` **") == (
+        "run <b><code>ls</code></b> or <b>a&lt;b&gt;</b> <code>x*</code> **"
+    )
 
 
 def test_hostile_examples() -> None:
@@ -91,7 +98,7 @@ def test_parse_fenced_blocks() -> None:
 
 
 _parts = st.lists(
-    st.builds(Part, st.text(min_size=1).map(lambda s: s.replace("`", "'")), st.booleans()),
+    st.builds(Part, _no_backticks.filter(bool), st.booleans()),
     max_size=6,
 )
 

@@ -342,3 +342,11 @@ async def test_always_allow_skips_the_next_confirmation(
     fake.say(f"run: touch {target}")
     await eventually(target.exists, what="the file again")
     assert len([m for m in fake.messages() if m.shown_buttons]) == 1
+
+
+async def test_history_lists_finished_tasks(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: /history lists the chat session's finished tasks."""
+    fake.say("hello there")
+    await eventually(lambda: fake.with_text("run:"), what="the help reply")
+    fake.say("/history")
+    await eventually(lambda: fake.with_text("finished: hello there"), what="/history")
