@@ -350,3 +350,19 @@ async def test_history_lists_finished_tasks(fake: FakeTelegram, bot: Bot) -> Non
     await eventually(lambda: fake.with_text("run:"), what="the help reply")
     fake.say("/history")
     await eventually(lambda: fake.with_text("finished: hello there"), what="/history")
+
+
+async def test_polling_survives_server_errors_and_429(fake: FakeTelegram, bot: Bot) -> None:
+    """R82: getUpdates answered by a 502 and then a 429 keeps polling (after
+    retry_after): a message sent after both is still answered."""
+    await eventually(lambda: fake.calls_of("getUpdates"), what="polling")
+    fake.fail_next("getUpdates", 502)
+    fake.fail_next("getUpdates", 429, retry_after=1)
+
+    def statuses() -> list[int]:
+        return [c[2] for c in fake.calls_of("getUpdates")]
+
+    await eventually(lambda: 429 in statuses(), seconds=40, what="both failures")
+    assert 502 in statuses()
+    fake.say("/help")
+    await eventually(lambda: fake.with_text("/pending"), seconds=30, what="the answer")
