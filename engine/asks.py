@@ -69,7 +69,8 @@ class AskRequest:
     questions: list[Question] = attrs.field(factory=list)
     restricted: bool = False
     need_password: bool = False
-    #: The in-process sub-agent asking (R80), shown to the person; "" for the task.
+    #: Who asks, shown to the person: the in-process sub-agent (R80), or the background
+    #: sub-agents whose commands a follow-up offers (R84); "" for the task.
     subagent: str = ""
 
     @property

@@ -45,9 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
             "(created 0600 at the first start). One daemon per home: a second one exits "
             "with status 1 and says which process holds the home; one that cannot start "
             "(home unwritable or read-only, disk full, corrupt store, port in use) prints one "
-            "line naming the path or port and the fix, and exits 2. SIGINT or SIGTERM stops "
-            "it: running tasks are cancelled with cause 'shutdown' and stay resumable, and "
-            "it exits 0 within 5 seconds."
+            "line naming the path or port and the fix, and exits 2. `agentrio stop` (POST "
+            "/v1/shutdown), SIGINT or SIGTERM stops it: running tasks are cancelled with "
+            "cause 'shutdown' and stay resumable, it leaves <home>/daemon.stopped (an open "
+            "REPL then does not restart it), and it exits 0 within 5 seconds."
         ),
         epilog=(
             "Logs go to <home>/daemon.log and stderr. Home: --home, else $AGENTRIO_HOME, "

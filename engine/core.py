@@ -16,12 +16,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
 import trio
 
 from engine.background.manager import BackgroundManager
+from engine.background.routing import reoffers
 from engine.causes import Cause
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
@@ -30,7 +32,7 @@ from engine.messages import CONFLICT_RUNNING
 from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, TaskHandle
 from engine.pending import AskReply, AskRequest, Entry, Listener
-from engine.runs import RunOrigin, TaskRun, Toolbox, execute_task, resume_input
+from engine.runs import PreludeCall, RunOrigin, TaskRun, Toolbox, execute_task, resume_input
 from engine.sessions import Session, SessionRegistry
 from engine.snapshot import Snapshot, snapshot_from_json
 from engine.store.base import Store, TaskRow, marker_key
@@ -166,12 +168,15 @@ class Engine:
         allow_all: bool = False,
         objective: str | None = None,
         subagent_of: str | None = None,
+        prelude: Sequence[PreludeCall] = (),
     ) -> TaskRun:
         """Start a task; returns once its marker is published and its cancel path is
         registered (R46, R50), before it waits for a slot.
 
         ``objective`` defaults to ``text`` (a background follow-up passes the job's);
-        ``subagent_of`` names the leg a background sub-agent run works for (R30)."""
+        ``subagent_of`` names the leg a background sub-agent run works for (R30);
+        ``prelude`` holds calls made before the model's first turn (a follow-up's
+        offer of its sub-agents' commands, R84)."""
         session = self.session(session_id)
         if not text.strip():
             raise BadRequest("input is empty")
@@ -183,6 +188,7 @@ class Engine:
             origin,
             allow_all,
             subagent_of=subagent_of,
+            prelude=list(prelude),
         )
         await self._launch(run)
         return run
@@ -398,6 +404,7 @@ class Engine:
             run.resume_snapshot = snapshot
         else:
             run.input = resume_input(run, snapshot, answers)
+            run.prelude = reoffers(self.services, snapshot)  # R84
         await self._launch(run)
         return run
 

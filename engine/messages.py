@@ -32,6 +32,7 @@ __all__ = [
     "FOLLOWUP_HEADER",
     "INTERRUPTED_RESUME_HEADER",
     "NEEDS_APPROVAL",
+    "PROPOSALS_TITLE",
     "REPORT_FINISHED_HEADER",
     "REPORT_UPDATE_HEADER",
     "SUBAGENTS_RESULT_HEADER",
@@ -44,6 +45,9 @@ __all__ = [
     "leg_stopped_report",
     "leg_update_report",
     "legs_started",
+    "proposals_label",
+    "proposals_section",
+    "reoffer_label",
     "resume_message",
     "subagent_label",
     "subagent_needs_approval",
@@ -75,6 +79,10 @@ CANCELED_REPLY: Final = "[Canceled]"
 #: How the skipped call of a background sub-agent starts (R30); its leg's report lists
 #: the calls whose result starts ``not run: needs approval:``.
 NEEDS_APPROVAL: Final = "needs approval:"
+
+#: The title of the follow-up's section on the commands its sub-agents could not run,
+#: offered to the user in one confirmation (R84).
+PROPOSALS_TITLE: Final = "Commands offered for approval"
 
 #: The common start of both report headers, as the legs' tool result quotes it.
 _REPORT_PREFIX: Final = "[Background Report — …]"
@@ -303,7 +311,44 @@ def subagent_result(*, path: str, status: str, error: str, final: str, needs: Se
     if needs:
         lines.append(
             "still needs approval (not run: background legs never ask for "
-            "confirmation):\n" + "\n".join(needs)
+            "confirmation; once the job's legs are done its follow-up offers the "
+            "commands to the user in one confirmation, so do not propose them "
+            "again):\n" + "\n".join(needs)
+        )
+    return "\n".join(lines)
+
+
+def proposals_label(job_id: str, legs: Sequence[tuple[str, str]]) -> str:
+    """Whose commands a follow-up's ``run_commands`` confirmation offers (R84), shown
+    as its ``subagent`` label: ``background sub-agent sub_…: <objective>`` for one
+    leg ``(id, objective)``, else the legs' ids and the job."""
+    if len(legs) == 1:
+        leg_id, objective = legs[0]
+        return f"background sub-agent {leg_id}: {_one_line(objective)}"
+    return f"background sub-agents {', '.join(leg_id for leg_id, _ in legs)} of job {job_id}"
+
+
+def reoffer_label(job_id: str) -> str:
+    """The ``subagent`` label of an offer made again when its follow-up is resumed
+    (R84): the legs are gone by then, the job's id is kept in the call's id."""
+    return f"background sub-agents of job {job_id} (offered again on resume)"
+
+
+def proposals_section(result: str, *, offered: int, left_out: int) -> str:
+    """The follow-up's section on its sub-agents' commands (R84): that ``offered``
+    commands were put to the user in one confirmation, and its result (each command's
+    end, or why none ran); ``left_out`` commands beyond the limit are only named as
+    left out."""
+    lines = [
+        f"## {PROPOSALS_TITLE}",
+        f"The {offered} command(s) the sub-agents could not run were offered to the user "
+        "in one confirmation (run_commands). Its result:",
+        result,
+    ]
+    if left_out:
+        lines.append(
+            f"{left_out} more command(s) were not offered (too many for one "
+            "confirmation); call run_command for each one still needed."
         )
     return "\n".join(lines)
 
@@ -333,10 +378,15 @@ _LABEL_OBJECTIVE_CHARS: Final = 200
 def subagent_label(index: int, count: int, objective: str) -> str:
     """How a sub-agent is named on its asks and ``confirm`` events (R80):
     ``sub-agent 2/3: <objective>``, the objective on one line, cut at 200 characters."""
+    return f"sub-agent {index + 1}/{count}: {_one_line(objective)}"
+
+
+def _one_line(objective: str) -> str:
+    """An objective on one line, cut at 200 characters (a label's part)."""
     flat = " ".join(objective.split())
     if len(flat) > _LABEL_OBJECTIVE_CHARS:
         flat = flat[: _LABEL_OBJECTIVE_CHARS - 1] + "…"
-    return f"sub-agent {index + 1}/{count}: {flat}"
+    return flat
 
 
 def subagent_system_prompt(label: str) -> str:

@@ -57,6 +57,7 @@ from protocol.events import Question
 from protocol.frames import DoneStatus
 
 __all__ = [
+    "PreludeCall",
     "RunOrigin",
     "TaskOutcome",
     "TaskRun",
@@ -77,6 +78,22 @@ class RunOrigin:
 
     connection_id: str = ""
     window_hash: str = ""
+
+
+@attrs.frozen
+class PreludeCall:
+    """A call a run makes before its model's first turn, for someone other than its
+    model: a job's follow-up offers the commands its background sub-agents could not
+    run (R84, `engine.tools.run_commands`).
+
+    It runs through ``tool`` (which need not be offered to the model), inside the run's
+    scope, announced and recorded like any call (so a stop while it runs leaves it
+    *interrupted*); ``section(result)`` is then added to the run's first message, where
+    the model reads it."""
+
+    tool: Tool
+    call: ToolCallRequest
+    section: Callable[[str], str]
 
 
 @attrs.frozen
@@ -153,6 +170,8 @@ class TaskRun:
     #: background tools and asks no questions; a call that needs a confirmation is not
     #: run. None for tasks that run for themselves.
     subagent_of: str | None = None
+    #: Calls made before the model's first turn (`PreludeCall`); emptied once made.
+    prelude: list[PreludeCall] = attrs.field(factory=list)
 
     @property
     def session_id(self) -> str:
@@ -295,6 +314,8 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
         run.resume_snapshot = None
         run.input = resume_input(run, snapshot, answers)
         run.record.append(f"user: {run.input}")
+    if run.prelude:
+        run.input = await _run_prelude(run)
     run.messages.append(Message(role="user", content=run.input))
     for _turn in range(services.config.max_turns):
         _inject(run)
@@ -337,6 +358,26 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     return _Failed(f"the task took more than {services.config.max_turns} turns")
 
 
+async def _run_prelude(run: TaskRun) -> str:
+    """Make the run's prelude calls (`PreludeCall`) in order; returns its first message
+    with each one's section added. A call stopped midway stays in ``open_calls``, so
+    the task's snapshot lists it as interrupted."""
+    ctx = run.tool_context()
+    text = run.input
+    while run.prelude:
+        prelude = run.prelude.pop(0)
+        call = prelude.call
+        run.open_calls = [call]
+        run.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
+        try:
+            outcome = await prelude.tool.execute(ctx, call)
+        except ValueError as exc:
+            outcome = ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
+        run.open_calls = []
+        text = f"{text}\n\n{prelude.section(_record(run, call, outcome))}"
+    return text
+
+
 def _inject(run: TaskRun) -> None:
     """Add steers and background reports at the start of a turn (R26, R35)."""
     while run.steers:
@@ -352,6 +393,13 @@ def _inject(run: TaskRun) -> None:
 
 def _commit(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> None:
     """Record a finished call: event, message for the model, action record."""
+    content = _record(run, call, outcome)
+    run.messages.append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
+
+
+def _record(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> str:
+    """Record a finished call's event, completed call and action record; returns the
+    result as the model reads it (clamped, or ``not run: <why>``)."""
     limit = run.services.config.tools.max_result_bytes
     if outcome.skipped:
         run.emit(ev.ToolSkipped, call_id=call.id, tool_name=call.name, reason=outcome.skipped)
@@ -361,11 +409,11 @@ def _commit(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> None:
         run.emit(ev.ToolResult, call_id=call.id, tool_name=call.name, ok=outcome.ok, output=content)
         if not outcome.ok:
             run.last_error = content[:500]
-    run.messages.append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
     run.completed.append(
         CompletedCall(call_id=call.id, tool_name=call.name, args=call.args, output=content)
     )
     run.record.append(f"tool {call.name} {json.dumps(call.args, ensure_ascii=False)}: {content}")
+    return content
 
 
 def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **extra: Any) -> TaskRow:

@@ -25,6 +25,7 @@ __all__ = [
     "LegStarted",
     "Pending",
     "Question",
+    "SecretAsk",
     "SteerInjected",
     "TaskStarted",
     "Text",
@@ -108,8 +109,27 @@ class Confirm:
     tool_name: str
     args: dict[str, Any]
     restricted: bool = False
-    #: The in-process sub-agent whose call this is (R80), ``sub-agent N/M: <objective>``;
-    #: empty for the task's own calls, and then left out of the JSON.
+    #: The in-process sub-agent whose call this is (R80), ``sub-agent N/M: <objective>``,
+    #: or the background sub-agents whose commands a follow-up offers (R84); empty for
+    #: the task's own calls, and then left out of the JSON.
+    subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
+
+
+@attrs.frozen(kw_only=True)
+class SecretAsk:
+    """The ``store_secret`` tool waits for a value typed in a hidden field (R60).
+
+    Answer with ``POST …/confirm/{confirm_hash}`` and ``{"answers": ["<value>"]}`` (or a
+    ``reply`` frame). The event names the key only: the value never enters an event.
+    """
+
+    KIND: ClassVar[str] = "secret_ask"
+    seq: int
+    at: float
+    confirm_hash: str
+    key: str
+    text: str
+    #: The in-process sub-agent asking (R80); empty for the task's own calls.
     subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
@@ -207,6 +227,7 @@ Event = (
     | ToolResult
     | ToolSkipped
     | Confirm
+    | SecretAsk
     | Pending
     | SteerInjected
     | LegStarted

@@ -277,8 +277,9 @@ class Ask:
     questions: list[Question] = attrs.field(factory=list)
     restricted: bool = False
     need_password: bool = False
-    #: The in-process sub-agent that asks (R80), ``sub-agent N/M: <objective>``; empty
-    #: when the task itself asks. Left out while empty (an older peer's frame).
+    #: The in-process sub-agent that asks (R80), ``sub-agent N/M: <objective>``, or the
+    #: background sub-agents whose commands a follow-up offers (R84); empty when the
+    #: task itself asks. Left out while empty (an older peer's frame).
     subagent: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 

@@ -30,6 +30,8 @@ __all__ = [
     "SendRequest",
     "SendStarted",
     "SendSteered",
+    "ShutdownAccepted",
+    "ShutdownRequest",
 ]
 
 
@@ -160,6 +162,26 @@ class Health:
 
 
 @attrs.frozen(kw_only=True)
+class ShutdownRequest:
+    """``POST /v1/shutdown``: stop the daemon as SIGTERM does (R53); ``reason`` is
+    logged and left in ``<home>/daemon.stopped``, so an open REPL does not restart a
+    daemon stopped on purpose."""
+
+    reason: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ShutdownAccepted:
+    """202 reply of ``POST /v1/shutdown``: the daemon's ``pid`` (to wait for its exit),
+    the ``tasks`` it runs now (cancelled with cause ``shutdown``, kept resumable) and
+    the background ``legs`` it ends (R27)."""
+
+    pid: int
+    tasks: int
+    legs: int
+
+
+@attrs.frozen(kw_only=True)
 class ErrorDetail:
     code: str
     message: str
@@ -190,5 +212,7 @@ BODY_TYPES: tuple[type[Any], ...] = (
     LegCancelResult,
     AllowedRules,
     Health,
+    ShutdownRequest,
+    ShutdownAccepted,
     ErrorBody,
 )

@@ -15,18 +15,27 @@ goes where it was going — the input line: typed text stays there, and an Enter
 the line as the person meant (``/legs⏎`` lists the legs and leaves the dialog open).
 Only then does the focus move into the dialog. Popups (Esc's cancel menu, the leg
 menu) open on the person's own key and are armed at once.
+
+Esc in an ask's dialog opens the stop popup of its task over it (R47); the dialog is
+kept, not rebuilt, so "Keep running" returns to it as it was — its selection, typed
+text, focus and arming.
+
+The screen redraws by itself (spinner, elapsed time, a hint that expires) only while
+something on it moves: `TICK_S` apart, and not at all when the REPL is idle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import time
 from typing import Final
 
 from prompt_toolkit.application import Application
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.formatted_text import FormattedText
 from prompt_toolkit.history import History, InMemoryHistory
-from prompt_toolkit.layout import AnyContainer
+from prompt_toolkit.layout import AnyContainer, Window
 from prompt_toolkit.output import Output
 from prompt_toolkit.renderer import print_formatted_text as write_formatted_text
 from prompt_toolkit.shortcuts import print_formatted_text
@@ -37,25 +46,27 @@ from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
 from repl.key_bindings import load_repl_bindings
 from repl.layout import STYLE, SlashCompleter, make_layout
 from repl.messages import Incoming
-from repl.render import Line
+from repl.render import Line, line_fragments
 from repl.state import ReplState
 from repl.views import EscAction, Popup
 
-__all__ = ["ARM_DELAY_S", "Dialog", "ReplApp", "print_lines"]
+__all__ = ["ARM_DELAY_S", "KEY_TIMEOUT_S", "TICK_S", "Dialog", "ReplApp", "print_lines"]
 
 #: Seconds an ask's dialog must be on screen with no key pressed before it takes keys
 #: (see the module docstring). Long enough to notice a dialog that popped up, short
 #: enough not to slow down someone who waits for it.
 ARM_DELAY_S: Final = 0.4
+#: How long a lone Esc waits for a key that would make it Alt+<key> (Esc, Enter is
+#: Alt+Enter: a new line). Short enough that Esc still feels immediate.
+KEY_TIMEOUT_S: Final = 0.12
+#: Redraw period while something on screen moves (the spinner's clock).
+TICK_S: Final = 0.25
 
 Dialog = PopupDialog | ConfirmDialog | QuestionDialog
 
 
 def _fragments(lines: list[Line]) -> FormattedText:
-    fragments: list[tuple[str, str]] = []
-    for style, text in lines:
-        fragments += [(style, text), ("", "\n")]
-    return FormattedText(fragments)
+    return FormattedText(line_fragments(lines))
 
 
 def print_lines(lines: list[Line]) -> None:
@@ -83,6 +94,7 @@ class ReplApp:
         self.arm_delay_s = arm_delay_s
         #: Arms the dialog on screen when it fires; every key press restarts it.
         self._arm_timer: asyncio.TimerHandle | None = None
+        #: Enter sends; Alt+Enter and Ctrl+J insert new lines (`repl.key_bindings`).
         self.buffer = Buffer(
             name="input",
             multiline=False,
@@ -93,17 +105,21 @@ class ReplApp:
         )
         self.dialog: Dialog | None = None
         self._dialog_key: tuple[str, object] | None = None
+        #: The open ask's dialog, kept while a popup covers it, and where its focus was.
+        self._ask_dialog_kept: ConfirmDialog | QuestionDialog | None = None
+        self._ask_focus: Window | None = None
         self.application: Application[None] = Application(
             layout=make_layout(state, self.buffer, self._dialog_container),
             key_bindings=load_repl_bindings(self),
             style=STYLE,
             full_screen=False,
             mouse_support=False,
-            refresh_interval=0.25,
             erase_when_done=False,
         )
-        # Esc must act at once, not wait half a second for a possible escape sequence.
+        # Esc must act at once, not wait half a second for a possible escape sequence,
+        # yet Esc then Enter (Alt+Enter) must still arrive as one key.
         self.application.ttimeoutlen = 0.05
+        self.application.timeoutlen = KEY_TIMEOUT_S
         #: A dialog that appeared but could not take the focus before being drawn.
         self._focus_pending: AnyContainer | Buffer | None = None
         self.application.after_render += self._retry_focus
@@ -113,14 +129,31 @@ class ReplApp:
 
     async def run(self) -> None:
         """Run until ``/quit``, Ctrl+D or `exit`; then print what is left to print."""
+        ticker = asyncio.ensure_future(self._tick())
         try:
             await self.application.run_async(pre_run=self.refresh)
         finally:
+            ticker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ticker
             self._stop_arming()
         rest = self.state.output[self.state.flushed :]
         self.state.flushed = len(self.state.output)
         if rest:
             print_lines(rest)
+
+    async def _tick(self) -> None:
+        """Redraw every `TICK_S` while something moves (a spinner, a hint until it
+        expires); an idle REPL sleeps."""
+        while True:
+            await asyncio.sleep(TICK_S)
+            state = self.state
+            if state.hint is not None and time.monotonic() >= state.hint[1]:
+                state.hint = None  # drawn once more, without it
+            elif not (state.runs or state.legs or state.hint or state.connection != "connected"):
+                continue
+            if self.application.is_running:
+                self.application.invalidate()
 
     def exit(self) -> None:
         app = self.application
@@ -153,14 +186,22 @@ class ReplApp:
         self.refresh()
         return action
 
+    def on_dialog_escape(self) -> None:
+        """Esc in a confirmation or question: the stop popup; it answers nothing."""
+        self.state.esc_dialog()
+        self.refresh()
+
     def on_ctrl_c(self) -> EscAction:
         action = self.state.ctrl_c(input_text=self.buffer.text)
         if action is EscAction.CLEAR_INPUT:
             self.buffer.reset()
-        elif action is EscAction.NOTHING and self.state.popup is not None:
-            self.state.choose(0)
         self.refresh()
         return action
+
+    def quit(self) -> None:
+        """Ctrl+D: the quit of ``/quit`` (it says what becomes of running tasks)."""
+        self.state.quit()
+        self.refresh()
 
     def _accept(self, buffer: Buffer) -> bool:
         self.state.submit(buffer.text)
@@ -187,16 +228,25 @@ class ReplApp:
         if key == self._dialog_key:
             return
         self._dialog_key = key
+        kept = self._ask_dialog_kept
+        if kept is not None and (ask is None or kept.ask.id != ask.id):
+            kept = self._ask_dialog_kept = None
+            self._ask_focus = None
+        if kept is not None and self.dialog is kept:  # a popup covers it: remember focus
+            self._ask_focus = self.application.layout.current_window
         if state.popup is not None:
             self.dialog = self._popup_dialog(state.popup)
         elif ask is not None:
-            self.dialog = self._ask_dialog(ask)
+            self.dialog = kept or self._ask_dialog(ask)
+            self._ask_dialog_kept = self.dialog
         else:
             self.dialog = None
         self._stop_arming()
         target: AnyContainer | Buffer = self.buffer
         if self.dialog is not None and self.dialog.armed:
             target = self.dialog.focus_target()
+            if self.dialog is kept and self._ask_focus is not None:
+                target = self._ask_focus
         elif self.dialog is not None:
             self._start_arming()
         self._focus_pending = None if focus(target) else target
@@ -213,7 +263,9 @@ class ReplApp:
             self._arm_timer = None
 
     def _key_pressed(self, _: object) -> None:
-        """A key before the dialog is armed went to the input line: wait again."""
+        """A key before the dialog is armed went to the input line: wait again. Any key
+        also clears the one-line hint under the input."""
+        self.state.hint = None
         if self._arm_timer is not None:
             self._start_arming()
 
@@ -250,13 +302,13 @@ class ReplApp:
                 self.state.answer_confirm(ask.id, choice, reason=reason, password=password)
                 self.refresh()
 
-            return ConfirmDialog(ask, confirmed)
+            return ConfirmDialog(ask, confirmed, self.on_dialog_escape)
 
         def answered(answers: list[str]) -> None:
             self.state.answer_questions(ask.id, answers)
             self.refresh()
 
-        return QuestionDialog(ask, answered)
+        return QuestionDialog(ask, answered, self.on_dialog_escape)
 
     # ------------------------------------------------------------ transcript
 

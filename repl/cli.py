@@ -1,4 +1,5 @@
-"""``agentrio``: open the REPL (default) or run the daemon (``agentrio daemon …``).
+"""``agentrio``: open the REPL (default), run the daemon (``agentrio daemon …``), or see,
+stop and start it (``agentrio status|stop|start``, `repl.control`).
 
 The daemon subcommand imports ``engine.cli`` lazily, inside `main`: the REPL itself
 speaks only the protocol and must start without importing the engine. The other way
@@ -30,7 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "agentrio daemon [--port N] ...  runs the daemon in the foreground "
-            "(see: agentrio daemon --help). Home: $AGENTRIO_HOME or ~/.config/agentrio."
+            "(see: agentrio daemon --help). agentrio status [--json] | stop [--force] | "
+            "start  shows, stops or starts the home's daemon (see: agentrio status --help). "
+            "Home: $AGENTRIO_HOME or ~/.config/agentrio."
         ),
     )
     parser.add_argument(
@@ -58,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["daemon"]:
         return _run_daemon(argv)
+    if argv[:1] in (["status"], ["stop"], ["start"]):
+        from repl import control
+
+        return control.main(argv)
     args = build_parser().parse_args(argv)
     if args.session and not _SESSION.fullmatch(args.session):
         print(f"agentrio: --session must look like cli-<letters, digits, _ or ->: {args.session!r}")

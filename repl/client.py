@@ -11,6 +11,12 @@ The client does the I/O: its reader task hands every frame to the state (through
 ``deliver``), `forward` sends the frames the state builds and runs its HTTP calls.
 Every failure arrives here as an `agentrio.ClientError`; this module only decides
 what to say and when to try again.
+
+It never starts a daemon that stopped on purpose (``agentrio stop``, SIGTERM, SIGINT:
+``<home>/daemon.stopped``, `repl.daemon.read_stopped`): once connected, it says so and
+only waits for one to answer again (``agentrio start``). A daemon that crashed leaves
+no such note and is restarted after `RESTART_GRACE_S`. The first connection of a REPL
+starts one in any case: opening the REPL is asking for a daemon.
 """
 
 from __future__ import annotations
@@ -21,13 +27,14 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import attrs
 import trio
 
 from agentrio import AuthRefused, Client, ClientError, Disconnected, connect
 from agentrio.transport import HttpApi, open_http
 from protocol.errors import FrameDecodeError
 from protocol.frames import ServerFrame
-from repl.daemon import DaemonStartError, Endpoint, ensure_daemon
+from repl.daemon import DaemonStartError, Endpoint, StopNote, ensure_daemon, read_stopped
 from repl.messages import (
     Connected,
     HttpCall,
@@ -51,6 +58,7 @@ __all__ = [
     "forward",
     "no_trust_roots",
     "run_client",
+    "stopped_text",
 ]
 
 CLIENT_NAME: Final = "agentrio-repl/0.1.0"
@@ -82,6 +90,16 @@ class Connect(Protocol):
 
 #: ``locate(http, may_start)``: a healthy daemon's endpoint; may start one if allowed.
 Locate = Callable[[HttpApi, bool], Awaitable[Endpoint]]
+#: ``stopped()``: the note of a daemon stopped on purpose, or None.
+Stopped = Callable[[], Awaitable[StopNote | None]]
+
+
+def stopped_text(note: StopNote) -> str:
+    """What the REPL says while the daemon it used stays stopped on purpose."""
+    return (
+        f"the daemon was stopped ({note.reason}); this REPL does not restart it and "
+        "reconnects once one runs again: start it with `agentrio start`"
+    )
 
 
 def no_trust_roots() -> ssl.SSLContext:
@@ -174,6 +192,34 @@ def _delay(attempt: int) -> float:
     return RETRY_DELAYS[min(attempt, len(RETRY_DELAYS) - 1)]
 
 
+@attrs.define
+class _Starts:
+    """When `run_client` may start a daemon itself, and what it says when none answers."""
+
+    connected_once: bool = False
+    lost_at: float | None = None
+    failed_start_at: float | None = None
+    last_problem: str = ""
+
+    def may_start(self, now: float) -> bool:
+        """Not within `RESTART_GRACE_S` of losing one (a restart by hand must not race
+        ours) nor `START_BACKOFF_S` of a failed start."""
+        lost, failed = self.lost_at, self.failed_start_at
+        return (lost is None or now - lost >= RESTART_GRACE_S) and (
+            failed is None or now - failed >= START_BACKOFF_S
+        )
+
+    def problem(self, exc: DaemonStartError, *, may_start: bool, note: StopNote | None) -> str:
+        if note is not None:
+            return stopped_text(note)
+        if may_start:
+            self.failed_start_at = trio.current_time()
+            return str(exc)
+        if self.failed_start_at is not None:
+            return self.last_problem
+        return f"waiting for the daemon to come back (or {RESTART_GRACE_S:g} s to start a new one)"
+
+
 async def run_client(
     *,
     home: Path,
@@ -181,32 +227,35 @@ async def run_client(
     deliver: Callable[[Incoming], None],
     locate: Locate | None = None,
     connect: Connect = _default_connect,
+    stopped: Stopped | None = None,
 ) -> None:
     """Keep one daemon connection alive until cancelled (the REPL exits)."""
 
     async def default_locate(http: HttpApi, may_start: bool) -> Endpoint:
         return await ensure_daemon(home, http, status=deliver, start=may_start)
 
+    async def default_stopped() -> StopNote | None:
+        return await trio.to_thread.run_sync(read_stopped, home)
+
     def unreadable(exc: FrameDecodeError) -> None:
         deliver(Status(text=f"unreadable frame from the daemon: {exc}", error=True))
 
     find = locate or default_locate
-    connected_once = False
-    last_problem = ""
+    stopped_note = stopped or default_stopped
+    starts = _Starts()
     attempt = 0
-    lost_at: float | None = None
-    failed_start_at: float | None = None
     async with open_http(timeout_s=HTTP_TIMEOUT_S, verify=no_trust_roots()) as http:
         while True:
             problem = ""
             reason = ""
             session_up = False
             may_start = True
+            note: StopNote | None = None
             try:
-                now = trio.current_time()
-                may_start = (lost_at is None or now - lost_at >= RESTART_GRACE_S) and (
-                    failed_start_at is None or now - failed_start_at >= START_BACKOFF_S
-                )
+                may_start = starts.may_start(trio.current_time())
+                if may_start and starts.connected_once:
+                    note = await stopped_note()
+                    may_start = note is None
                 endpoint = await find(http, may_start)
                 async with connect(
                     endpoint, http, on_frame=deliver, on_unreadable=unreadable
@@ -216,34 +265,27 @@ async def run_client(
                         Connected(
                             url=endpoint.http_base,
                             daemon_version=client.welcome.daemon_version if client.welcome else "",
-                            reconnect=connected_once,
+                            reconnect=starts.connected_once,
                         )
                     )
-                    connected_once = session_up = True
-                    last_problem = ""
+                    starts.connected_once = session_up = True
+                    starts.last_problem = ""
                     attempt = 0
-                    lost_at = None
+                    starts.lost_at = None
                     reason = await forward(client, outgoing, deliver)
             except AuthRefused as exc:
                 problem = f"the daemon refused our token ({exc.message}); retrying"
             except DaemonStartError as exc:
-                if may_start:
-                    problem = str(exc)
-                    failed_start_at = trio.current_time()
-                elif failed_start_at is not None:
-                    problem = last_problem
-                else:
-                    problem = (
-                        f"waiting for the daemon to come back (or {RESTART_GRACE_S:g} s to "
-                        "start a new one)"
-                    )
+                if note is None and starts.connected_once:
+                    note = await stopped_note()
+                problem = starts.problem(exc, may_start=may_start, note=note)
             except ClientError as exc:
                 problem = f"cannot reach the daemon: {exc.message}"
             if session_up:
                 deliver(Lost(reason=reason or problem))
-                lost_at = trio.current_time()
-            elif problem and problem != last_problem:
+                starts.lost_at = trio.current_time()
+            elif problem and problem != starts.last_problem:
                 deliver(Status(text=problem, error=True))
-                last_problem = problem
+                starts.last_problem = problem
             await trio.sleep(_delay(attempt))
             attempt += 1

@@ -17,6 +17,7 @@ from protocol import wording
 from protocol.frames import BackgroundCancel, Cancel, Reply
 
 __all__ = [
+    "BUILTIN_VERBS",
     "COMMANDS",
     "AllowedCmd",
     "CancelChoice",
@@ -45,6 +46,7 @@ __all__ = [
     "new_window_hash",
     "parse_line",
     "question_reply",
+    "verbs_text",
 ]
 
 #: Slash commands and their one-line help, in picker order.
@@ -57,6 +59,19 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/new", "start a new session"),
     ("/help", "show this help"),
     ("/quit", "leave the REPL (running tasks are kept in /pending)"),
+)
+
+#: What the built-in offline model understands, typed as a message (its help reply,
+#: ``HELP_TEXT`` in engine/models/builtin.py, says the same; a test keeps them in step).
+BUILTIN_VERBS: Final[tuple[tuple[str, str], ...]] = (
+    ("run: CMD", "run a command (read-only ones at once, others ask first)"),
+    ("ask: Q options: a, b", "ask you a question with options (or Q | a, b); ;; adds one"),
+    ("bg: CMD ;; CMD", "run commands as background legs; their reports come back"),
+    ("sub: OBJ ;; OBJ", "start background sub-agents, each on an objective"),
+    ("subs: OBJ ;; OBJ", "run sub-agents now, inside this task, and wait for them"),
+    ("secret: KEY", "ask you for a secret (hidden) and store it"),
+    ("history: WORD", "search the finished tasks (history: alone lists them)"),
+    ("fail: MESSAGE", "fail with MESSAGE, to see how a failed task looks"),
 )
 
 
@@ -244,12 +259,23 @@ def help_text() -> str:
     keys = [
         "",
         "  Enter sends; text typed while a task runs steers it (injected at its next turn).",
+        "  Alt+Enter or Ctrl+J: new line (the message is sent whole with Enter).",
         "  Esc: close the picker / notice, stop the running task (asks first once it has",
         f"  shown output: {wording.ESC_KEEP_RUNNING} / {wording.STOP_KEEP} /",
         f"  {wording.STOP_DISCARD}), clear the input, or open the background-leg menu.",
-        "  Ctrl+C cancels the running task at once; Ctrl+D on an empty line quits.",
+        "  Esc in a confirmation or question opens the same stop menu; it never answers.",
+        "  Ctrl+C stops the running task at once; on an empty line, twice quits.",
+        "  Ctrl+R searches earlier inputs; Ctrl+D on an empty line quits.",
+        "  Quitting keeps running tasks: they wait in /pending.",
     ]
     return "\n".join(["Commands:", *lines, *keys])
+
+
+def verbs_text() -> str:
+    """The `/help` section on the built-in model's verbs."""
+    width = max(len(verb) for verb, _ in BUILTIN_VERBS)
+    lines = [f"  {verb.ljust(width)}  {doc}" for verb, doc in BUILTIN_VERBS]
+    return "\n".join(["", "Built-in model verbs (type them as a message):", *lines])
 
 
 # ---------------------------------------------------------------- frames

@@ -4,16 +4,26 @@ The daemon advertises itself in ``<home>/daemon.json`` ``{pid, host, port, …}`
 it serves; ``GET /v1/health`` (no auth) says whether it really answers. A daemon this
 REPL starts runs in its own session (``setsid``), so closing the terminal or the REPL
 does not take it down, with stdout and stderr appended to ``<home>/daemon.log``.
+
+A started daemon is still our child: whatever becomes of it, a thread waits for it
+(`reap_later`), so it never stays a zombie while the REPL runs -- neither one that lost
+the start to another REPL's daemon (ended too if it lingers) nor ours once it is
+stopped. A daemon that stopped on purpose (``agentrio stop``, SIGTERM, SIGINT) leaves
+``<home>/daemon.stopped`` (`read_stopped`), which the next daemon removes.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import sys
+import threading
+import time
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import attrs
 import trio
@@ -26,14 +36,22 @@ from repl.messages import Status
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
+    "LOST_GRACE_S",
+    "STOPPED_FILE",
     "DaemonStartError",
     "Endpoint",
+    "StopNote",
     "default_home",
     "ensure_daemon",
     "health_ok",
+    "home_lock_holder",
     "model_label",
+    "process_state",
+    "read_daemon_info",
     "read_endpoint",
+    "read_stopped",
     "read_token",
+    "reap_later",
     "spawn_daemon",
 ]
 
@@ -43,6 +61,12 @@ HEALTH_TIMEOUT_S: Final = 10.0
 #: health call once ``daemon.json`` names it), and every poll period the REPL sleeps
 #: past the daemon's readiness is added to its first connection (cold start, B7).
 _POLL_S: Final = 0.025
+#: How long a daemon we started but another REPL's daemon beat has to exit by itself
+#: (it fails to take the home's lock within a second or so) before we end it.
+LOST_GRACE_S: Final = 10.0
+#: Left in the home by a daemon that stopped on purpose; the same name as
+#: ``engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
+STOPPED_FILE: Final = "daemon.stopped"
 
 
 class DaemonStartError(Exception):
@@ -108,15 +132,15 @@ async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
 
 
 def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
-    """Start ``python -m engine daemon`` detached (own session, stdin from /dev/null,
-    output appended to ``<home>/daemon.log``); return its pid.
+    """Start ``python -m engine daemon --home HOME`` detached (own session, stdin from
+    /dev/null, output appended to ``<home>/daemon.log``); return its pid.
 
     `os.posix_spawn` rather than `subprocess.Popen`: a Popen object that is collected
     while its child still runs warns, and this child is meant to outlive us.
     """
     home.mkdir(parents=True, exist_ok=True)
     log = home / "daemon.log"
-    argv = argv or [sys.executable, "-m", "engine", "daemon"]
+    argv = argv or [sys.executable, "-m", "engine", "daemon", "--home", str(home)]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -124,6 +148,104 @@ def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
     return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
+
+
+def read_daemon_info(home: Path) -> dict[str, Any] | None:
+    """``daemon.json`` as a dict (``pid``, ``host``, ``port``, ``started_at``,
+    ``version``), or None when it is absent or unreadable."""
+    try:
+        data = json.loads((home / "daemon.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@attrs.frozen(kw_only=True)
+class StopNote:
+    """``<home>/daemon.stopped``: which daemon stopped on purpose, when and why
+    (``agentrio stop``, ``SIGTERM``, ``SIGINT``)."""
+
+    pid: int
+    at: float
+    reason: str
+
+
+def read_stopped(home: Path) -> StopNote | None:
+    """The note of a daemon that stopped on purpose, or None (none, or a daemon started
+    since: it removes the note)."""
+    try:
+        data = json.loads((home / STOPPED_FILE).read_text(encoding="utf-8"))
+        note = StopNote(pid=int(data["pid"]), at=float(data["at"]), reason=str(data["reason"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    shown = "".join(ch for ch in note.reason if ch.isprintable())[:80]
+    return attrs.evolve(note, reason=shown or "stopped")
+
+
+def home_lock_holder(home: Path) -> int | None:
+    """The pid holding the ``flock`` on the home directory -- by definition the daemon
+    of this home (``engine.server.lifecycle.instance_lock``) -- read from
+    ``/proc/locks`` without touching the lock; None when nobody holds it, or when
+    ``/proc/locks`` cannot be read (not Linux)."""
+    try:
+        st = os.stat(home)
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    wanted = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    for line in lines:
+        fields = line.split()
+        # "1: FLOCK  ADVISORY  WRITE 1234 fe:00:2285655 0 EOF" ("->" marks waiters)
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == wanted:
+            try:
+                return int(fields[4])
+            except ValueError:
+                return None
+    return None
+
+
+def process_state(pid: int) -> str | None:
+    """The state letter of ``pid`` in ``/proc/<pid>/stat`` (``R``, ``S``, ``Z`` for a
+    zombie, …), or None when no such process exists (or it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[0] if fields else None
+
+
+def reap_later(pid: int, *, lost: bool, grace_s: float = LOST_GRACE_S) -> None:
+    """Wait for our child ``pid`` in a thread, so it is reaped whenever it exits.
+
+    ``lost``: another daemon serves the home, so ours has no future: give it
+    ``grace_s`` to exit by itself (it cannot take the home's lock), then SIGTERM it.
+    Signalling is safe while the child is unreaped (its pid cannot be reused), and
+    only this thread reaps it from here on. A pid that is not our child (tests pass
+    made-up ones) is left alone.
+    """
+    threading.Thread(
+        target=_reap, args=(pid, lost, grace_s), name=f"agentrio-reap-{pid}", daemon=True
+    ).start()
+
+
+def _reap(pid: int, lost: bool, grace_s: float) -> None:
+    try:
+        if lost:
+            deadline = time.monotonic() + grace_s
+            while True:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+                if done == pid:
+                    return
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.05)
+            os.kill(pid, signal.SIGTERM)
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        return
 
 
 def _reaped(pid: int) -> bool:
@@ -135,6 +257,21 @@ def _reaped(pid: int) -> bool:
     return done == pid
 
 
+def _read_named(home: Path) -> tuple[Endpoint | None, object]:
+    """The address and the pid ``daemon.json`` names (read in one worker-thread call)."""
+    return read_endpoint(home), (read_daemon_info(home) or {}).get("pid")
+
+
+async def _answering(home: Path, http: HttpApi) -> tuple[Endpoint, object] | None:
+    """The endpoint (with its token) of the daemon ``daemon.json`` names, and the pid
+    it names, when that daemon answers health; else None."""
+    endpoint, pid = await trio.to_thread.run_sync(_read_named, home)
+    if endpoint is None or not await health_ok(http, endpoint):
+        return None
+    token = await trio.to_thread.run_sync(read_token, home)
+    return attrs.evolve(endpoint, token=token), pid
+
+
 async def ensure_daemon(
     home: Path,
     http: HttpApi,
@@ -144,6 +281,7 @@ async def ensure_daemon(
     spawn: Callable[[Path], int] = spawn_daemon,
     exited: Callable[[int], bool] | None = None,
     wait_s: float = HEALTH_TIMEOUT_S,
+    lost_grace_s: float = LOST_GRACE_S,
 ) -> Endpoint:
     """The endpoint of a healthy daemon, starting one when none answers and ``start``.
 
@@ -151,11 +289,14 @@ async def ensure_daemon(
     child without blocking).
 
     While waiting, ``daemon.json`` is re-read on every poll: if another REPL started a
-    daemon at the same moment, ours loses the port and exits, and we use theirs.
+    daemon at the same moment, ours loses the home's lock and exits, and we use theirs
+    -- still waiting for it when ours exited first while theirs holds the lock. Our
+    child is reaped either way (`reap_later`; ended after ``lost_grace_s`` when it lost
+    and lingers).
     """
-    endpoint = await trio.to_thread.run_sync(read_endpoint, home)
-    if endpoint is not None and await health_ok(http, endpoint):
-        return attrs.evolve(endpoint, token=await trio.to_thread.run_sync(read_token, home))
+    found = await _answering(home, http)
+    if found is not None:
+        return found[0]
     log = home / "daemon.log"
     if not start:
         raise DaemonStartError("no daemon answers")
@@ -163,15 +304,19 @@ async def ensure_daemon(
     pid = await trio.to_thread.run_sync(spawn, home)
     status(Status(text=f"no daemon answered; started one (pid {pid}), its log: {log}"))
     gone = False
-    with trio.move_on_after(wait_s):
-        while True:
-            endpoint = await trio.to_thread.run_sync(read_endpoint, home)
-            if endpoint is not None and await health_ok(http, endpoint):
-                token = await trio.to_thread.run_sync(read_token, home)
-                return attrs.evolve(endpoint, token=token)
-            if gone:
-                break
-            gone = has_exited(pid)
-            await trio.sleep(_POLL_S)
+    try:
+        with trio.move_on_after(wait_s):
+            while True:
+                found = await _answering(home, http)
+                if found is not None:
+                    return found[0]
+                if gone and await trio.to_thread.run_sync(home_lock_holder, home) is None:
+                    break
+                gone = gone or has_exited(pid)
+                await trio.sleep(_POLL_S)
+    finally:
+        if not gone:
+            lost = found is not None and isinstance(found[1], int) and found[1] != pid
+            reap_later(pid, lost=lost, grace_s=lost_grace_s)
     why = "exited" if gone else f"did not answer within {wait_s:g} s"
     raise DaemonStartError(f"the daemon {why}; see its log: {log}")

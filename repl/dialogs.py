@@ -1,13 +1,16 @@
-"""Modal pieces drawn between the live text and the input: menus, confirmations, forms.
+"""Modal pieces drawn between the live text and the input: confirmations and forms
+(the menus and popups they share are in `repl.menus`, re-exported here).
 
 Each is an object with ``__pt_container__`` (as ptpython's dialogs are) that calls back
 once with its answer; what the answer *means* (which frame goes out) is decided by
 `repl.state.ReplState` and `repl.commands`, so these classes only collect input.
 
 Keys: Up/Down (or Tab/Shift+Tab) move, Enter picks, a digit picks that entry, Space
-toggles in multi-select. Esc in a popup picks its harmless first entry ("No"); a
-confirmation or question cannot be dismissed by Esc (it needs an answer, and Ctrl+C
-still cancels the whole task), except that Esc leaves the deny-reason field.
+toggles in multi-select. Esc in a popup picks its harmless first entry ("Keep running",
+"No"). Esc in a confirmation or question never answers it: it calls the dialog's
+``on_escape``, which opens the stop popup of the task that asks (R47; choosing "Keep
+running" there comes back to the dialog untouched), except that Esc leaves the
+deny-reason field. Each dialog ends with a line of key hints (`repl.hints`).
 
 Asks arrive unbidden, so a confirmation or question is *armed* before it takes a key
 (R77): `repl.app.ReplApp` keeps the keyboard on the input line until the dialog has
@@ -30,11 +33,15 @@ from prompt_toolkit.application.current import get_app
 from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
-from prompt_toolkit.key_binding import ConditionalKeyBindings, KeyBindings, KeyPressEvent
+from prompt_toolkit.key_binding import (
+    ConditionalKeyBindings,
+    KeyBindings,
+    KeyPressEvent,
+    merge_key_bindings,
+)
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
-    Container,
     DynamicContainer,
     FormattedTextControl,
     HSplit,
@@ -49,8 +56,9 @@ from protocol.events import Question
 from protocol.frames import Ask
 from repl.commands import ConfirmChoice
 from repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
+from repl.hints import confirm_hint, question_hint
+from repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
 from repl.render import clip
-from repl.views import Popup
 
 __all__ = [
     "COMMAND_ROWS",
@@ -75,137 +83,6 @@ _PIECE_STYLE: Final = {
     "mark": "class:command.mark",
     "key": "class:command.key",
 }
-
-
-def focus(target: AnyContainer | Buffer) -> bool:
-    """Focus ``target``; False when it cannot take the focus yet.
-
-    prompt_toolkit only focuses windows that were visible at the last render, so a
-    dialog that was just swapped in can be focused only after it is drawn once: the
-    caller retries after the next render.
-    """
-    try:
-        get_app().layout.focus(target)
-    except ValueError:
-        return False
-    return True
-
-
-def _text(fragments: StyleAndTextTuples) -> Window:
-    return Window(FormattedTextControl(fragments), dont_extend_height=True, wrap_lines=True)
-
-
-class Menu:
-    """A vertical list of choices. ``on_done`` gets ``[index]`` (single) or the sorted
-    checked indexes (``multi``, Enter confirms)."""
-
-    def __init__(
-        self,
-        choices: Sequence[str],
-        on_done: Callable[[list[int]], None],
-        *,
-        multi: bool = False,
-        on_escape: Callable[[], None] | None = None,
-        enabled: Callable[[], bool] | None = None,
-    ) -> None:
-        self.choices = list(choices)
-        self.selected = 0
-        self.checked: set[int] = set()
-        self.multi = multi
-        self._on_done = on_done
-        kb = KeyBindings()
-
-        @kb.add("up")
-        @kb.add("s-tab")
-        def _up(event: KeyPressEvent) -> None:
-            self.selected = (self.selected - 1) % len(self.choices)
-
-        @kb.add("down")
-        @kb.add("tab")
-        def _down(event: KeyPressEvent) -> None:
-            self.selected = (self.selected + 1) % len(self.choices)
-
-        @kb.add("enter")
-        def _enter(event: KeyPressEvent) -> None:
-            self._done(self.selected)
-
-        @kb.add(" ")
-        def _space(event: KeyPressEvent) -> None:
-            if self.multi:
-                self.checked ^= {self.selected}
-            else:
-                self._done(self.selected)
-
-        for digit in range(1, min(len(self.choices), 9) + 1):
-
-            @kb.add(str(digit))
-            def _digit(event: KeyPressEvent, index: int = digit - 1) -> None:
-                self.selected = index
-                if self.multi:
-                    self.checked ^= {index}
-                else:
-                    self._done(index)
-
-        if on_escape is not None:
-            escape = on_escape
-
-            @kb.add("escape", eager=True)
-            def _escape(event: KeyPressEvent) -> None:
-                escape()
-
-        # An unarmed dialog's menu takes no key even if it somehow had the focus.
-        keys = kb if enabled is None else ConditionalKeyBindings(kb, Condition(enabled))
-        self.control = FormattedTextControl(
-            self._fragments, focusable=True, key_bindings=keys, show_cursor=False
-        )
-        self.window = Window(self.control, dont_extend_height=True)
-
-    def _done(self, index: int) -> None:
-        self._on_done(sorted(self.checked) if self.multi else [index])
-
-    def _fragments(self) -> StyleAndTextTuples:
-        out: StyleAndTextTuples = []
-        for index, choice in enumerate(self.choices):
-            current = index == self.selected
-            mark = "> " if current else "  "
-            box = ("[x] " if index in self.checked else "[ ] ") if self.multi else ""
-            style = "class:menu.selected" if current else "class:menu"
-            number = f"{index + 1}. " if index < 9 else "   "
-            out.append((style, f"{mark}{number}{box}{choice}\n"))
-        if self.multi:
-            out.append(("class:dim", "  Space toggles, Enter confirms\n"))
-        if out:
-            last = out[-1]
-            out[-1] = (last[0], last[1].removesuffix("\n"))
-        return out
-
-    def __pt_container__(self) -> Container:
-        return self.window
-
-
-class PopupDialog:
-    """The cancel popup, the background-leg menu, or its confirmation (R47). It opens
-    only on the person's own key, so it is armed from the start."""
-
-    def __init__(self, popup: Popup, choose: Callable[[int], None]) -> None:
-        self.popup = popup
-        self.armed = True
-        self.menu = Menu(
-            popup.choices, lambda picked: choose(picked[0]), on_escape=lambda: choose(0)
-        )
-        self.container = Frame(
-            HSplit([_text([("class:dialog.title", popup.title)]), self.menu]),
-            style="class:dialog",
-        )
-
-    def arm(self) -> None:
-        """Nothing to do: a popup is armed from the start."""
-
-    def focus_target(self) -> AnyContainer:
-        return self.menu
-
-    def __pt_container__(self) -> AnyContainer:
-        return self.container
 
 
 class CommandView(UIControl):
@@ -288,12 +165,6 @@ class CommandView(UIControl):
         return False
 
 
-#: Shown while a dialog is not armed yet.
-_ARMING_HINT: Final[StyleAndTextTuples] = [
-    ("class:dialog.hint", "(arming… what you type still goes to the input line)")
-]
-
-
 def _command_rows() -> int:
     return max(3, min(COMMAND_ROWS, get_app().output.get_size().rows - _SCREEN_CHROME))
 
@@ -307,9 +178,11 @@ class ConfirmDialog:
         self,
         ask: Ask,
         on_answer: Callable[[ConfirmChoice, str, str | None], None],
+        on_escape: Callable[[], None] = lambda: None,
     ) -> None:
         self.ask = ask
         self._on_answer = on_answer
+        self._on_escape = on_escape
         self.armed = False
         self.asking_reason = False
         self.error = ""
@@ -376,7 +249,7 @@ class ConfirmDialog:
         return Frame(
             HSplit(
                 [
-                    _text(title),
+                    text_window(title),
                     Window(self.command, style="class:command", dont_extend_height=True),
                     ConditionalContainer(more, filter=Condition(self._overflows)),
                     ConditionalContainer(
@@ -388,9 +261,14 @@ class ConfirmDialog:
                         filter=Condition(lambda: self.asking_reason),
                     ),
                     ConditionalContainer(error, filter=Condition(lambda: bool(self.error))),
-                    Window(FormattedTextControl(self._hint), height=1),
+                    hint_line(self._hint),
                 ],
-                key_bindings=ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
+                key_bindings=merge_key_bindings(
+                    [
+                        ConditionalKeyBindings(self._scroll_keys(), Condition(self._armed)),
+                        escape_keys(self._on_escape, self._armed),
+                    ]
+                ),
             ),
             title="Confirm tool call",
             style="class:dialog",
@@ -419,10 +297,11 @@ class ConfirmDialog:
         parts.append("PgDn/PgUp/Home/End scroll")
         return [("class:command.more", " " + " · ".join(parts))]
 
-    def _hint(self) -> StyleAndTextTuples:
-        if not self.armed:
-            return _ARMING_HINT
-        return [("class:dialog.hint", "↑↓ choose · Enter or 1–6 picks · Ctrl+C cancels the task")]
+    def _hint(self) -> str:
+        in_password = self.ask.need_password and get_app().layout.has_focus(self.password)
+        return confirm_hint(
+            armed=self.armed, asking_reason=self.asking_reason, in_password=in_password
+        )
 
     def focus_target(self) -> AnyContainer:
         return self.password if self.ask.need_password else self.menu
@@ -464,7 +343,12 @@ class QuestionDialog:
     text field (free text; hidden for secrets). Answers go back together, in order.
     Like a confirmation it takes keys only once `arm` was called (R77)."""
 
-    def __init__(self, ask: Ask, on_answer: Callable[[list[str]], None]) -> None:
+    def __init__(
+        self,
+        ask: Ask,
+        on_answer: Callable[[list[str]], None],
+        on_escape: Callable[[], None] = lambda: None,
+    ) -> None:
         self.ask = ask
         self.armed = False
         self.questions = list(ask.questions) or [
@@ -480,11 +364,9 @@ class QuestionDialog:
                         FormattedTextControl(self._header), dont_extend_height=True, wrap_lines=True
                     ),
                     DynamicContainer(lambda: self.element),
-                    ConditionalContainer(
-                        Window(FormattedTextControl(_ARMING_HINT), height=1),
-                        filter=Condition(lambda: not self.armed),
-                    ),
-                ]
+                    hint_line(self._hint),
+                ],
+                key_bindings=escape_keys(on_escape, lambda: self.armed),
             ),
             title="Secret" if ask.kind == "secret" else "Question",
             style="class:dialog",
@@ -493,6 +375,10 @@ class QuestionDialog:
     def arm(self) -> None:
         """Let the form take keys (called by the app once the arming delay passed)."""
         self.armed = True
+
+    def _hint(self) -> str:
+        question = self.questions[min(len(self.answers), len(self.questions) - 1)]
+        return question_hint(question, armed=self.armed, secret=self.ask.kind == "secret")
 
     @property
     def current(self) -> Question:

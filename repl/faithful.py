@@ -297,7 +297,7 @@ def _wrap_line(line: FaithfulLine, width: int, cwidth: Callable[[str], int]) -> 
                 used = 0
             head, rest = _split_text(rest, width - used, cwidth)
             head_width = sum(cwidth(c) for c in head)
-            if head_width > width - used and used:  # one wide character, no room left
+            if head_width > width - used and rows[-1]:  # one wide character, no room left
                 rows.append([])
                 used = 0
             rows[-1].append(Piece("text", head, len(head)))

@@ -1,8 +1,10 @@
 """The screen, as functions of the state (ptpython's ``layout.py``).
 
 Top to bottom, under the scrollback the transcript is printed into: the live area
-(streamed text of a line not finished yet, or a spinner while a task works), the open
-popup or dialog, the notice box, the input line, the ``/`` picker, the toolbar.
+(streamed text of a line not finished yet, or a spinner with the time the task has
+run), the open popup or dialog, the notice box, the input line (it grows with the
+lines typed, up to `INPUT_ROWS`), the history search line (Ctrl+R), a one-line key
+hint that any key clears, the ``/`` picker, the toolbar.
 """
 
 from __future__ import annotations
@@ -29,15 +31,26 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.layout.menus import CompletionsMenu
 from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.styles import Style
-from prompt_toolkit.widgets import Frame
+from prompt_toolkit.widgets import Frame, SearchToolbar
 
 from repl.commands import complete_command
 from repl.state import ReplState
 from repl.toolbar import make_toolbar, spinner_frame
+from repl.views import elapsed_text
 
-__all__ = ["PROMPT", "STYLE", "SlashCompleter", "live_fragments", "make_layout"]
+__all__ = [
+    "INPUT_ROWS",
+    "PROMPT",
+    "STYLE",
+    "SlashCompleter",
+    "hint_fragments",
+    "live_fragments",
+    "make_layout",
+]
 
 PROMPT = "> "
+#: Most rows the input line grows to; a longer text scrolls inside it.
+INPUT_ROWS = 10
 
 STYLE = Style.from_dict(
     {
@@ -89,28 +102,47 @@ class SlashCompleter(Completer):
 
 
 def live_fragments(state: ReplState, now: float | None = None) -> StyleAndTextTuples:
-    """The unfinished streamed line of each run, or a spinner while it works."""
-    spin = spinner_frame(time.monotonic() if now is None else now)
+    """The unfinished streamed line of each run, or a spinner and the time it has run
+    while it works: ``⠴ working… 12s (Esc or Ctrl+C stops)``."""
+    now = time.monotonic() if now is None else now
+    spin = spinner_frame(now)
     out: StyleAndTextTuples = []
     for run in state.runs.values():
+        took = elapsed_text(now - run.started_at)
         if run.partial:
             out.append(("class:live", run.partial + "\n"))
         elif run.cancel_requested:
-            out.append(("class:dim", f"{spin} stopping…\n"))
+            out.append(("class:dim", f"{spin} stopping… {took}\n"))
         else:
-            out.append(("class:dim", f"{spin} working… (Esc or Ctrl+C cancels)\n"))
+            out.append(("class:dim", f"{spin} working… {took} (Esc or Ctrl+C stops)\n"))
     if out:
         last = out[-1]
         out[-1] = (last[0], last[1].removesuffix("\n"))
     return out
 
 
+def hint_fragments(state: ReplState, now: float | None = None) -> StyleAndTextTuples:
+    """The one-line key hint (`ReplState.flash`) until it expires."""
+    hint = state.hint
+    if hint is None or (time.monotonic() if now is None else now) >= hint[1]:
+        return []
+    return [("class:dim", hint[0])]
+
+
 def make_layout(
     state: ReplState, buffer: Buffer, dialog: Callable[[], AnyContainer | None]
 ) -> Layout:
+    search = SearchToolbar(ignore_case=True)
     input_window = Window(
-        BufferControl(buffer, input_processors=[BeforeInput(PROMPT, style="class:prompt")]),
-        height=Dimension(min=1, max=8),
+        BufferControl(
+            buffer,
+            input_processors=[BeforeInput(PROMPT, style="class:prompt")],
+            search_buffer_control=search.control,
+            preview_search=True,
+        ),
+        height=Dimension(min=1, max=INPUT_ROWS),
+        # Lines after the first (and wrapped rows) line up under the text, not the prompt.
+        get_line_prefix=lambda line, wrap: "" if line == 0 and wrap == 0 else " " * len(PROMPT),
         wrap_lines=True,
         dont_extend_height=True,
     )
@@ -138,6 +170,11 @@ def make_layout(
                 filter=Condition(lambda: state.notice is not None),
             ),
             input_window,
+            search,
+            ConditionalContainer(
+                Window(FormattedTextControl(lambda: hint_fragments(state)), height=1),
+                filter=Condition(lambda: bool(hint_fragments(state))),
+            ),
             ConditionalContainer(
                 CompletionsMenu(max_height=8, scroll_offset=1), filter=has_completions
             ),

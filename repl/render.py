@@ -1,14 +1,18 @@
 """Events → short styled lines for the transcript (pure; no prompt_toolkit import).
 
 A line is ``(style, text)``: a prompt_toolkit style class string and one line of text
-with no newline. Tool calls and results are compact: arguments on one clipped line,
-long output folded to its first lines plus a count of what was left out, so a big
-``cat`` never floods the terminal (the full output stays in the task's history).
+with no newline — or, for a line of rendered Markdown (`repl.markdown`), ``("",
+fragments)`` with the line's styled pieces. Tool calls and results are compact:
+arguments on one clipped line, long output folded to its first lines plus a count of
+what was left out, so a big ``cat`` never floods the terminal (the full output stays
+in the task's history). A background tool's result is written for the model (where
+its reports will arrive); the person sees one line naming the legs it started.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Final
 
 from protocol import wording
@@ -23,6 +27,7 @@ from protocol.events import (
     LegReport,
     LegStarted,
     Pending,
+    SecretAsk,
     SteerInjected,
     TaskStarted,
     Text,
@@ -31,6 +36,7 @@ from protocol.events import (
     ToolSkipped,
 )
 from repl.faithful import line_pieces
+from repl.markdown import Fragments
 
 __all__ = [
     "FOLD_LINES",
@@ -39,16 +45,44 @@ __all__ = [
     "clip",
     "fold",
     "format_args",
+    "line_fragments",
+    "line_text",
+    "markdown_line",
     "render_done_status",
     "render_event",
 ]
 
-Line = tuple[str, str]
+Line = tuple[str, str | Fragments]
 
 #: Lines of a tool result or report shown before folding the rest.
 FOLD_LINES: Final = 8
 #: Characters of one shown line before it is clipped.
 LINE_WIDTH: Final = 200
+#: Tools whose result tells the model where its legs' reports will arrive.
+BACKGROUND_TOOLS: Final = frozenset({"background_command", "background_subagents"})
+_LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
+
+
+def markdown_line(fragments: Fragments) -> Line:
+    """A rendered Markdown line; a line with no styles stays plain text."""
+    if all(not style for style, _ in fragments):
+        return ("", "".join(text for _, text in fragments))
+    return ("", fragments)
+
+
+def line_text(line: Line) -> str:
+    """What ``line`` shows, without styles."""
+    text = line[1]
+    return text if isinstance(text, str) else "".join(piece for _, piece in text)
+
+
+def line_fragments(lines: list[Line]) -> list[tuple[str, str]]:
+    """prompt_toolkit fragments of ``lines``, each ended by a newline."""
+    fragments: list[tuple[str, str]] = []
+    for style, text in lines:
+        fragments += [(style, text)] if isinstance(text, str) else list(text)
+        fragments.append(("", "\n"))
+    return fragments
 
 
 def clip(text: str, width: int = LINE_WIDTH) -> str:
@@ -60,7 +94,7 @@ def clip(text: str, width: int = LINE_WIDTH) -> str:
 def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) -> list[Line]:
     """The first ``limit`` lines of ``text`` (clipped), then ``… N more lines (folded)``."""
     lines = text.rstrip("\n").split("\n") if text.strip() else []
-    shown = [(style, indent + clip(line)) for line in lines[:limit]]
+    shown: list[Line] = [(style, indent + clip(line)) for line in lines[:limit]]
     if len(lines) > limit:
         shown.append(("class:dim", f"{indent}… {len(lines) - limit} more lines (folded)"))
     return shown
@@ -98,12 +132,18 @@ def render_event(event: Event) -> list[Line]:
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")]
         case ToolCall(tool_name=name, args=args):
             return [("class:tool", f"⚙ {name}: {format_args(args)}")]
+        case ToolResult(ok=True, output=output, tool_name=name) if name in BACKGROUND_TOOLS:
+            legs = list(dict.fromkeys(_LEG_RE.findall(output)))
+            if legs:
+                started = f"{len(legs)} background leg{'s' if len(legs) > 1 else ''} started"
+                return [("class:leg", f"  ⧗ {started}: {', '.join(legs)} — reports follow here")]
+            return [("class:ok", f"  ✓ {name}"), *fold(output, style="class:result", indent="    ")]
         case ToolResult(ok=ok, output=output, tool_name=name):
             mark = ("class:ok", f"  ✓ {name}") if ok else ("class:error", f"  ✗ {name} failed")
             return [mark, *fold(output, style="class:result", indent="    ")]
         case ToolSkipped(tool_name=name, reason=reason):
             return [("class:warn", f"  ⊘ {name} not run: {clip(reason)}")]
-        case Confirm():
+        case Confirm() | SecretAsk():
             return []
         case Pending(questions=questions):
             asked = "; ".join(q.text for q in questions) or "questions"

@@ -1,10 +1,11 @@
 """The REPL's state: a plain object the UI reads and the two halves feed.
 
 `ReplState` owns everything a screen is drawn from (transcript lines, runs, open asks,
-legs, popup, notice, connection) and every decision: what Esc does (R47), when a cancel
-is held (R46), which frame a choice sends. It imports no prompt_toolkit and does no
-I/O: outgoing frames go to the ``send`` callable it was given, so tests hand it a list's
-``append`` and assert the exact frames.
+legs, popup, notice, connection) and every decision: what Esc, Ctrl+C and quitting do
+(R47, made by its `repl.keys.KeyChain`), when a cancel is held (R46), which frame a
+choice sends. It imports no prompt_toolkit and does no I/O: outgoing frames go to the
+``send`` callable it was given, so tests hand it a list's ``append`` and assert the
+exact frames.
 
 It is driven from one thread (the asyncio side of `repl.bridge`); nothing here locks.
 """
@@ -12,17 +13,9 @@ It is driven from one thread (the asyncio side of `repl.bridge`); nothing here l
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
-from protocol.events import (
-    Canceled,
-    Done,
-    Failed,
-    LegFinished,
-    LegStarted,
-    Pending,
-    Text,
-)
+from protocol.events import LegFinished, LegStarted
 from protocol.frames import (
     Accepted,
     AllowedList,
@@ -59,7 +52,6 @@ from repl.commands import (
     ResumePending,
     SessionInfo,
     Unknown,
-    background_cancel_frame,
     cancel_frame,
     confirm_reply,
     help_text,
@@ -67,7 +59,9 @@ from repl.commands import (
     new_session_id,
     parse_line,
     question_reply,
+    verbs_text,
 )
+from repl.keys import KeyChain
 from repl.lists import SessionLists
 from repl.messages import (
     Connected,
@@ -77,8 +71,9 @@ from repl.messages import (
     Outgoing,
     Status,
 )
-from repl.render import Line, clip, render_done_status, render_event
-from repl.views import FOREIGN_VIEWS_KEPT, EscAction, Popup, RunView
+from repl.render import Line, clip, render_done_status
+from repl.transcript import Transcript
+from repl.views import EscAction, Popup, RunView
 
 __all__ = ["ReplState"]
 
@@ -105,30 +100,42 @@ class ReplState:
         self.connection: ConnectionState = "connecting"
         self.url = ""
         self.daemon_version = ""
-        #: Transcript lines; the UI prints those past `flushed` and advances it.
-        self.output: list[Line] = []
-        self.flushed = 0
+        #: What is printed above the prompt (`repl.transcript`).
+        self.transcript = Transcript()
         self.notice: str | None = None
         self.popup: Popup | None = None
         self.runs: dict[str, RunView] = {}
         self._by_hash: dict[str, str] = {}
-        #: Streaming state of tasks shown here that this window did not request.
-        self._foreign: dict[str, RunView] = {}
         #: Open asks in arrival order; the first is shown, the rest wait (toolbar count).
         self.asks: dict[str, Ask] = {}
         #: The session's pending tasks, legs and remembered commands (`repl.lists`).
         self.lists = SessionLists(self)
         self.quit_requested = False
         self._cut_runs = 0
+        #: A one-line key hint under the input and when it expires (`flash`).
+        self.hint: tuple[str, float] | None = None
+        self.keys = KeyChain(self)
 
     # ------------------------------------------------------------ output
 
+    @property
+    def output(self) -> list[Line]:
+        """Transcript lines; the UI prints those past `flushed` and advances it."""
+        return self.transcript.output
+
+    @property
+    def flushed(self) -> int:
+        return self.transcript.flushed
+
+    @flushed.setter
+    def flushed(self, value: int) -> None:
+        self.transcript.flushed = value
+
     def write(self, text: str, style: str = "") -> None:
-        for line in text.split("\n"):
-            self.output.append((style, line))
+        self.transcript.write(text, style)
 
     def _lines(self, lines: list[Line]) -> None:
-        self.output.extend(lines)
+        self.transcript.lines(lines)
 
     def set_notice(self, text: str) -> None:
         self.notice = text
@@ -175,6 +182,8 @@ class ReplState:
     def submit(self, line: str) -> None:
         """Act on one submitted line (sets `quit_requested` for ``/quit``)."""
         command = parse_line(line)
+        if not isinstance(command, Empty | Input):  # echoed like a message is
+            self.write(f"> {line.strip()}", "class:user")
         match command:
             case Empty():
                 return
@@ -208,8 +217,10 @@ class ReplState:
                 self.send(ListLegs(session_id=self.session_id))
             case Help():
                 self.write(help_text(), "class:dim")
+                if self.model.partition(":")[0] in ("builtin", ""):
+                    self.write(verbs_text(), "class:dim")
             case Quit():
-                self.quit_requested = True
+                self.quit()
             case Unknown(message=message):
                 self.set_notice(message)
 
@@ -218,7 +229,7 @@ class ReplState:
         if run is not None and run.task_hash is not None:
             frame = Steer(session_id=self.session_id, task_hash=run.task_hash, input=text)
             if self.send(frame):
-                self.write(f"↪ {text}", "class:user")
+                self.write("↪ " + text.replace("\n", "\n  "), "class:user")
             return
         request_id = new_request_id()
         frame_run = Run(
@@ -227,8 +238,8 @@ class ReplState:
             input=text,
             window_hash=self.window_hash,
         )
-        if self.send(frame_run):
-            self.write(f"> {text}", "class:user")
+        if self.send(frame_run):  # further lines of a message line up under its first
+            self.write("> " + text.replace("\n", "\n  "), "class:user")
             self.runs[request_id] = RunView(request_id=request_id, input=text)
 
     def _resume(self, ref: str) -> None:
@@ -269,44 +280,34 @@ class ReplState:
 
     # ------------------------------------------------------------ Esc, Ctrl+C, popups
 
-    def esc(self, *, picker_open: bool, input_text: str) -> EscAction:
-        """The Esc chain of R47, outside popups and dialogs: the first that applies."""
-        if picker_open:
-            return EscAction.CLOSE_PICKER
-        if self.notice is not None:
-            self.notice = None
-            return EscAction.CLOSE_NOTICE
-        run = self.current_run()
-        if run is not None:
-            if not run.shown:
-                self.request_cancel(run, pause=False)
-                return EscAction.CANCEL_NOW
-            self.popup = Popup(
-                kind="cancel",
-                title=f"Stop the running task ({clip(run.input, 40)})?",
-                choices=tuple(c.value for c in CancelChoice),
-                target=run.request_id,
-            )
-            return EscAction.CANCEL_POPUP
-        if input_text:
-            return EscAction.CLEAR_INPUT
-        if self.legs:
-            self.open_leg_menu()
-            return EscAction.LEG_MENU
-        return EscAction.NOTHING
+    # The decisions live in `repl.keys.KeyChain` (``self.keys``); these name them.
 
-    def ctrl_c(self, *, input_text: str) -> EscAction:
-        """Ctrl+C cancels the current run at once (``user_canceled``), no popup; with no
-        run it clears the input, and on an empty line it says how to leave."""
-        run = self.current_run()
-        if run is not None:
-            self.popup = None
-            self.request_cancel(run, pause=False)
-            return EscAction.CANCEL_NOW
-        if input_text:
-            return EscAction.CLEAR_INPUT
-        self.set_notice("nothing to cancel — /quit or Ctrl+D leaves")
-        return EscAction.NOTHING
+    def esc(self, *, picker_open: bool, input_text: str, now: float | None = None) -> EscAction:
+        """The Esc chain of R47 at the input line (`repl.keys.KeyChain.esc`)."""
+        return self.keys.esc(picker_open=picker_open, input_text=input_text, now=now)
+
+    def esc_dialog(self, *, now: float | None = None) -> EscAction:
+        """Esc in a confirmation or question: the stop popup, never an answer."""
+        return self.keys.esc_dialog(now=now)
+
+    def ctrl_c(self, *, input_text: str, now: float | None = None) -> EscAction:
+        """Ctrl+C: stop the task at once, or close, clear, or quit on a second press."""
+        return self.keys.ctrl_c(input_text=input_text, now=now)
+
+    def quit(self) -> None:
+        """Leave, saying what happens to each task still running here."""
+        self.keys.quit()
+
+    def open_leg_menu(self) -> None:
+        self.keys.open_leg_menu()
+
+    def choose(self, index: int) -> None:
+        """Pick choice ``index`` of the open popup (0 = the harmless one)."""
+        self.keys.choose(index)
+
+    def flash(self, text: str, until: float) -> None:
+        """Show ``text`` dim under the input until ``until`` (monotonic) or a key."""
+        self.hint = (text, until)
 
     def request_cancel(self, run: RunView, *, pause: bool) -> None:
         """Cancel (or pause) ``run``; before its task hash is known the cancel is held
@@ -322,51 +323,6 @@ class ReplState:
         assert frame is not None
         if self.send(frame):
             self.write(f"{verb}…", "class:dim")
-
-    def open_leg_menu(self) -> None:
-        legs = list(self.legs.values())
-        choices = ["No", *(f"{leg.leg_id}  {clip(leg.label, 50)} ({leg.state})" for leg in legs)]
-        targets = [leg.leg_id for leg in legs]
-        if len(legs) >= 2:
-            choices.append(f"All ({len(legs)} legs)")
-            targets.append("all")
-        self.popup = Popup(
-            kind="legs",
-            title="Cancel a background task?",
-            choices=tuple(choices),
-            targets=tuple(targets),
-        )
-
-    def choose(self, index: int) -> None:
-        """Pick choice ``index`` of the open popup (0 = No, which just closes it)."""
-        popup = self.popup
-        if popup is None:
-            return
-        self.popup = None
-        if index <= 0 or index >= len(popup.choices):
-            return
-        match popup.kind:
-            case "cancel":
-                run = self.runs.get(popup.target)
-                if run is None or run.cancel_requested:
-                    return
-                choice = CancelChoice(popup.choices[index])
-                self.request_cancel(run, pause=choice is CancelChoice.PAUSE)
-            case "legs":
-                target = popup.targets[index - 1]
-                if target == "all":
-                    title = f"Cancel all {len(popup.targets) - 1} background legs?"
-                else:
-                    leg = self.legs.get(target)
-                    label = f" ({clip(leg.label, 40)})" if leg else ""
-                    title = f"Cancel background leg {target}{label}?"
-                self.popup = Popup(
-                    kind="leg_confirm", title=title, choices=("No", "Yes"), target=target
-                )
-            case "leg_confirm":
-                if self.send(background_cancel_frame(self.session_id, popup.target)):
-                    what = "all background legs" if popup.target == "all" else popup.target
-                    self.write(f"canceling {what}…", "class:dim")
 
     # ------------------------------------------------------------ answers
 
@@ -467,7 +423,7 @@ class ReplState:
         if was != "connected":
             return
         for run in self.runs.values():
-            self._flush_partial(run)
+            self.transcript.end_message(run)
         cut = len(self.runs)
         self._cut_runs += cut
         tail = f"; {cut} running task(s) kept in /pending" if cut else ""
@@ -508,53 +464,9 @@ class ReplState:
             case LegFinished():
                 self.legs.pop(event.leg_id, None)
         if run is None:
-            self._foreign_event(frame.task_hash, event)
-            return
-        if isinstance(event, Text):
-            run.shown = run.shown or bool(event.text)
-            run.streamed = True
-            run.partial += event.text
-            *complete, run.partial = run.partial.split("\n")
-            self._lines([("", clip(line)) for line in complete])
-            return
-        if isinstance(event, Done) and run.streamed:
-            return
-        lines = render_event(event)
-        if lines:
-            self._flush_partial(run)
-            run.shown = True
-            self._lines(lines)
-        if isinstance(event, Canceled | Failed):
-            run.end_shown = True
-
-    def _foreign_event(self, task_hash: str, event: Any) -> None:
-        """An event of a task this window did not request (a background job's
-        follow-up, a late leg report): shown with its task hash, text streamed whole."""
-        view = self._foreign.get(task_hash)
-        if view is None:
-            if len(self._foreign) >= FOREIGN_VIEWS_KEPT:
-                self._foreign.pop(next(iter(self._foreign)))
-            view = self._foreign[task_hash] = RunView(request_id="", input="", task_hash=task_hash)
-        prefix = f"[{task_hash[:8]}] "
-        if isinstance(event, Text):
-            view.streamed = True
-            view.partial += event.text
-            *complete, view.partial = view.partial.split("\n")
-            self._lines([("", prefix + clip(line)) for line in complete])
-            return
-        final = isinstance(event, Done | Failed | Canceled | Pending)
-        lines = [] if isinstance(event, Done) and view.streamed else render_event(event)
-        if view.partial and (lines or final):
-            self._lines([("", prefix + clip(view.partial))])
-            view.partial = ""
-        self._lines([(style, prefix + text) for style, text in lines])
-        if final:
-            self._foreign.pop(task_hash, None)
-
-    def _flush_partial(self, run: RunView) -> None:
-        if run.partial:
-            self._lines([("", clip(run.partial))])
-            run.partial = ""
+            self.transcript.foreign_event(frame.task_hash, event)
+        else:
+            self.transcript.run_event(run, event)
 
     def _done(self, frame: DoneFrame) -> None:
         run = self.runs.pop(frame.request_id, None)
@@ -563,7 +475,7 @@ class ReplState:
         self._by_hash.pop(frame.task_hash, None)
         if run.task_hash is not None:
             self._by_hash.pop(run.task_hash, None)
-        self._flush_partial(run)
+        self.transcript.end_message(run)
         if not run.end_shown:
             self._lines(render_done_status(frame.status, frame.error))
         if self.popup is not None and self.popup.kind == "cancel":

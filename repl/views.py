@@ -9,7 +9,10 @@ from typing import Final, Literal
 
 import attrs
 
-__all__ = ["FOREIGN_VIEWS_KEPT", "EscAction", "Popup", "RunView"]
+from repl.commands import CancelChoice
+from repl.render import clip
+
+__all__ = ["FOREIGN_VIEWS_KEPT", "EscAction", "Popup", "RunView", "elapsed_text", "stop_popup"]
 
 
 class EscAction(enum.Enum):
@@ -21,6 +24,8 @@ class EscAction(enum.Enum):
     CANCEL_POPUP = "cancel_popup"
     CLEAR_INPUT = "clear_input"  # UI: empty the input buffer
     LEG_MENU = "leg_menu"
+    CLOSE_POPUP = "close_popup"  # Ctrl+C: a popup closes as its first choice would
+    QUIT = "quit"  # a second Ctrl+C in time
     NOTHING = "nothing"
 
 
@@ -63,3 +68,27 @@ class Popup:
     target: str = ""
     #: ``legs``: the leg id behind each choice after "No" (and "all" for All).
     targets: tuple[str, ...] = ()
+    #: ``cancel`` of a task this window did not start (no ``target``): its hash.
+    task_hash: str = ""
+
+
+def stop_popup(what: str, *, target: str = "", task_hash: str = "") -> Popup:
+    """The stop popup of R47 for one task: Keep running / Stop, keep to resume / Stop
+    and discard (`repl.commands.CancelChoice`, words of `protocol.wording`)."""
+    return Popup(
+        kind="cancel",
+        title=f"Stop the running task ({clip(what, 40)})?",
+        choices=tuple(c.value for c in CancelChoice),
+        target=target,
+        task_hash=task_hash,
+    )
+
+
+def elapsed_text(seconds: float) -> str:
+    """A running time as the spinner shows it: ``7s``, ``2m 05s``, ``1h 03m``."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m {total % 60:02d}s"
+    return f"{total // 3600}h {total % 3600 // 60:02d}m"

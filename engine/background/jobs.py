@@ -25,6 +25,7 @@ from engine.runs import TaskRun
 from engine.snapshot import clamp
 from engine.store.files import make_private_dirs, write_private_atomic
 from engine.tools.run_command import CommandPlan
+from engine.tools.run_commands import Proposal
 from engine.watch import REPORT_KEEP_BYTES
 from protocol.frames import LegInfo
 
@@ -76,6 +77,9 @@ class Leg:
     holds_token: bool = False
     #: The child task of a sub-agent leg, once started.
     child: TaskRun | None = None
+    #: The commands a sub-agent leg's child could not run for want of approval (R30),
+    #: offered to the user in the job's follow-up (R84).
+    proposals: list[Proposal] = attrs.field(factory=list)
     #: Set once the leg's end is fully recorded (its report routed, the job file
     #: saved): only then may the job settle. ``ended`` turns true earlier, before those
     #: awaits, and a sibling leg ending meanwhile would settle the job without this

@@ -21,6 +21,14 @@ finished]`` (`engine.messages.followup_message`) and carries the objective, next
 every report of the job and the starting task's hash. ``job_settled`` names that
 follow-up task (or none). A job whose starting task was ``user_canceled`` settles
 without a follow-up, and so does every job once the engine is closing.
+
+**Commands the sub-agents could not run (R84).** A job whose sub-agent legs kept
+commands that needed approval (``Leg.proposals``) also gets a follow-up, even when its
+reports all reached the starting task: before its model's first turn, the follow-up
+offers them to the user in one confirmation (`engine.tools.run_commands`, at most
+`MAX_PROPOSALS`, in leg order), and its first message gains a section with the result
+(`engine.messages.proposals_section`). A follow-up stopped and kept while offering
+makes the offer again when it is resumed (`reoffers`).
 """
 
 from __future__ import annotations
@@ -35,17 +43,27 @@ import trio
 from engine.background.jobs import Job, save_job
 from engine.background.starter import TaskStarter
 from engine.causes import Cause
-from engine.messages import followup_message
-from engine.runs import RunOrigin, TaskRun
-from engine.snapshot import Snapshot, snapshot_from_json, snapshot_to_json
+from engine.messages import followup_message, proposals_label, proposals_section, reoffer_label
+from engine.models.base import ToolCallRequest
+from engine.runs import PreludeCall, RunOrigin, TaskRun
+from engine.snapshot import Snapshot, has_elided, snapshot_from_json, snapshot_to_json
 from engine.store.base import TaskRow
 from engine.tools.base import Services
+from engine.tools.run_commands import (
+    MAX_PROPOSALS,
+    Proposal,
+    RunCommandsTool,
+    proposal_args,
+    proposals_from_args,
+)
 from protocol import events as ev
 
-__all__ = ["ReportRouter"]
+__all__ = ["ReportRouter", "reoffers"]
 
 log = logging.getLogger("agentrio.background")
 
+#: How the id of a follow-up's ``run_commands`` call starts (then the job id).
+_OFFER_PREFIX: Final = "offer_"
 #: Run outcomes after which the task is pending (resumable), not ended.
 _PENDING_STATUSES: Final = frozenset({"parked", "paused", "aborted"})
 
@@ -146,7 +164,8 @@ class ReportRouter:
         if job.task_hash in self._tasks.session(job.session_id).runs:
             return  # the run's end hook settles it
         job.settled = True
-        if job.held and not job.cancelled and not self.closing:
+        proposed = any(leg.proposals for leg in job.legs)
+        if (job.held or proposed) and not job.cancelled and not self.closing:
             await self._start_followup(job)
         try:
             await save_job(job, self._services.clock)
@@ -167,9 +186,60 @@ class ReportRouter:
                 text,
                 origin=RunOrigin(window_hash=job.window_hash),
                 objective=job.objective or "background group finished",
+                prelude=self._offer(job),
             )
         except Exception:
             log.exception("could not start the follow-up task of job %s", job.id)
         else:
             job.followup_task = followup.task_hash
             self.followups_started += 1
+
+    def _offer(self, job: Job) -> list[PreludeCall]:
+        """The follow-up's one ``run_commands`` call offering the commands the job's
+        sub-agents could not run (R84), or nothing when there are none."""
+        proposals = [proposal for leg in job.legs for proposal in leg.proposals]
+        if not proposals:
+            return []
+        offered = proposals[:MAX_PROPOSALS]
+        legs = [(leg.id, leg.label) for leg in job.legs if leg.proposals]
+        label = proposals_label(job.id, legs)
+        call_id = f"{_OFFER_PREFIX}{job.id}"
+        left_out = len(proposals) - len(offered)
+        return [_offer_call(self._services, call_id, offered, label, left_out=left_out)]
+
+
+def reoffers(services: Services, snapshot: Snapshot) -> list[PreludeCall]:
+    """The offers (R84) a stopped follow-up had not finished, made again when it is
+    resumed: each interrupted ``run_commands`` call whose arguments were kept whole (an
+    elided command, R11, is never offered: the model reads it as interrupted).
+
+    Only a run stopped before its model's first turn has any: an offer is made before
+    it, so a snapshot with messages holds none, and a model's own call named
+    ``run_commands`` is never offered under the sub-agents' name."""
+    preludes: list[PreludeCall] = []
+    if snapshot.messages:
+        return preludes
+    for call in snapshot.interrupted:
+        if call.tool_name != RunCommandsTool.name or not call.call_id.startswith(_OFFER_PREFIX):
+            continue
+        if has_elided(Snapshot(objective="", messages=[], interrupted=[call])):
+            continue
+        try:
+            proposals = proposals_from_args(call.args)
+        except ValueError:
+            continue
+        label = reoffer_label(call.call_id.removeprefix(_OFFER_PREFIX))
+        preludes.append(_offer_call(services, call.call_id, proposals, label, left_out=0))
+    return preludes
+
+
+def _offer_call(
+    services: Services, call_id: str, proposals: list[Proposal], label: str, *, left_out: int
+) -> PreludeCall:
+    tool = RunCommandsTool(services, proposed_by=label)
+    call = ToolCallRequest(id=call_id, name=tool.name, args=proposal_args(proposals))
+
+    def section(result: str) -> str:
+        return proposals_section(result, offered=len(proposals), left_out=left_out)
+
+    return PreludeCall(tool=tool, call=call, section=section)

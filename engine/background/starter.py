@@ -8,9 +8,10 @@ them through this protocol, which `engine.core.Engine` provides, so that nothing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from engine.runs import RunOrigin, TaskRun
+from engine.runs import PreludeCall, RunOrigin, TaskRun
 from engine.sessions import Session
 
 __all__ = ["TaskStarter"]
@@ -32,4 +33,5 @@ class TaskStarter(Protocol):
         allow_all: bool = False,
         objective: str | None = None,
         subagent_of: str | None = None,
+        prelude: Sequence[PreludeCall] = (),
     ) -> TaskRun: ...

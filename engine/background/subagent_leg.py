@@ -6,7 +6,8 @@ no background tools, asks no questions and raises no confirmations (a call that 
 need one is not run, `engine.messages.subagent_needs_approval`). When it ends, its
 report -- final answer, the calls still needing approval, its whole action record -- is
 saved to ``<home>/sessions/<session>/reports/<leg id>.md`` and the leg's result names
-that file.
+that file. The commands among those calls are kept on the leg (``Leg.proposals``,
+exactly as the child wrote them): the job's follow-up offers them to the user (R84).
 
 A sub-agent is never resumed on its own: when its leg is cancelled, its child task is
 cancelled with ``user_canceled`` (or ``shutdown`` when the daemon stops, which keeps
@@ -25,6 +26,8 @@ from engine.background.jobs import Leg, LegState, write_report
 from engine.background.starter import TaskStarter
 from engine.causes import Cause
 from engine.messages import NEEDS_APPROVAL, subagent_report, subagent_result
+from engine.tools.run_command import RunCommandTool
+from engine.tools.run_commands import proposal_from_call
 
 __all__ = ["run_subagent_leg"]
 
@@ -52,12 +55,18 @@ async def run_subagent_leg(
             child.handle.cancel(Cause.SHUTDOWN if cause is Cause.SHUTDOWN else Cause.USER_CANCELED)
             with trio.CancelScope(shield=True), trio.move_on_after(CHILD_EXIT_WAIT_S):
                 await child.handle.wait_finished()
+    unapproved = [
+        call for call in child.completed if call.output.startswith(f"not run: {NEEDS_APPROVAL}")
+    ]
     needs = [
         f"- {call.tool_name} {json.dumps(call.args, ensure_ascii=False)}: "
         f"{call.output.removeprefix('not run: ')}"
-        for call in child.completed
-        if call.output.startswith(f"not run: {NEEDS_APPROVAL}")
+        for call in unapproved
     ]
+    for call in unapproved:
+        proposal = proposal_from_call(call.args) if call.tool_name == RunCommandTool.name else None
+        if proposal is not None:
+            leg.proposals.append(proposal)
     final = outcome.text or (f"(no final text; {outcome.error})" if outcome.error else "")
     report = subagent_report(
         leg_id=leg.id,

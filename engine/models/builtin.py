@@ -12,9 +12,9 @@ It does not understand language; it reads the conversation the way a test would:
    ``[Resumed Task — interrupted execution recovered]`` re-issues every interrupted
    ``run_command`` (and ``subagents``) it can read from the "Interrupted calls" section,
    so a paused command runs again — but never one whose arguments were cut short (R11
-   elision), which it
-   would only be guessing; ``[Resumed Task — background group finished]`` and
-   ``[Background Report — …]`` quote the reports. Sections are read both as
+   elision), which it would only be guessing; ``[Background Report — …]`` quotes the
+   report, while ``[Resumed Task — background group finished]`` names each leg and how
+   it ended (their output was reported as each leg ended). Sections are read both as
    engine/messages.py writes them (``## Interrupted calls`` headings, calls as
    ``1. run_command (call id)`` + ``args: {…}``) and in the short form
    ``Interrupted calls:`` / ``- run_command {"command": "sleep 30"}``. Anything that does
@@ -31,10 +31,13 @@ It does not understand language; it reads the conversation the way a test would:
    ``subs: OBJ ;; OBJ``      ``subagents`` ``{"objectives": [...]}``: in-process sub-agents,
                              each reading its objective as a verb (R80)
    ``ask: Q | a, b ;; Q2``   ``ask_user`` ``{"questions": [{"text", "options"}, ...]}``
-                             (no ``|`` means a free-text question)
+                             (no ``|`` means a free-text question); ``Q options: a, b``
+                             is the same as ``Q | a, b`` and needs no escape inside a
+                             Markdown table (the README's tour uses it)
    ``secret: KEY``           ``store_secret`` ``{"key": KEY}``
    ``history: WORD``         ``chat_history`` ``{"mode": "search", "keyword": WORD}``;
-                             ``history:`` alone lists (``{"mode": "list"}``)
+                             ``history:`` alone lists (``{"mode": "list"}``); the summary
+                             counts the entries rather than list them again
    ``fail: MESSAGE``         raises `ModelError` (MESSAGE), the deterministic failure
                              path for R62 tests
    anything else             a help reply listing the verbs
@@ -93,7 +96,8 @@ HELP_TEXT: Final = (
     "- bg: CMD ;; CMD — run commands in the background\n"
     "- sub: OBJECTIVE ;; OBJECTIVE — start background sub-agents\n"
     "- subs: OBJECTIVE ;; OBJECTIVE — run sub-agents now and wait for their answers\n"
-    "- ask: QUESTION | opt1, opt2 ;; QUESTION — ask you questions\n"
+    "- ask: QUESTION | opt1, opt2 ;; QUESTION — ask you questions "
+    "(or QUESTION options: opt1, opt2)\n"
     "- secret: KEY — ask you for a secret and store it\n"
     "- history: WORD — search the chat history (history: alone lists it)\n"
     "- fail: MESSAGE — fail with MESSAGE (for testing)"
@@ -129,6 +133,13 @@ _EXIT_RE: Final = re.compile(
 )
 _ELIDED_RE: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
 _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
+#: A leg's first line in a group's reports: ``Leg cmd_… (command: make): finished``, or
+#: the short ``- cmd_… (make) finished with exit code 0:``.
+_LEG_LINE_RE: Final = re.compile(
+    r"^\s*(?:Leg\s+|[-*]\s+)((?:cmd|sub)_[0-9a-f]{8})\s+\((.*)\):?\s*(.*?):?\s*$"
+)
+#: The options of an ``ask:`` question written without ``|``.
+_OPTIONS_RE: Final = re.compile(r"\s+options:\s*(.*)$")
 #: An interrupted call: ``- run_command {"command": …}`` or ``1. run_command (call id)``
 #: followed by an ``args: {…}`` line.
 _CALL_LINE_RE: Final = re.compile(r"^\s*(?:[-*]|\d+\.)\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
@@ -260,6 +271,8 @@ def _summarise_history(args: dict[str, Any], content: str) -> str:
     lines = [line for line in content.splitlines() if line.strip()]
     if not lines:
         return f"{title}: nothing found."
+    if mode != "read":  # the tool result, shown with the call, lists them
+        return f"{title}: {len(lines)} entr{'y' if len(lines) == 1 else 'ies'} found."
     shown = "\n".join(lines[:_HISTORY_LINES])
     more = len(lines) - _HISTORY_LINES
     suffix = f"\n…and {more} more line(s)." if more > 0 else ""
@@ -361,6 +374,9 @@ def _summarise_group(text: str) -> str:
     )
     if not any(line.strip() for line in reports):
         return f"{head} It sent no reports."
+    legs = [match.groups() for line in reports if (match := _LEG_LINE_RE.match(line))]
+    if legs:  # each leg's output was reported when it ended: say how each ended
+        return f"{head}\n" + "\n".join(f"- {leg} ({label}): {how}" for leg, label, how in legs)
     return f"{head} The reports say:\n" + "\n".join(reports)
 
 
@@ -451,6 +467,8 @@ def _verb_ask(rest: str, available: set[str], turn: int) -> ModelReply:
     questions: list[dict[str, Any]] = []
     for part in _split(rest):
         question, bar, options = part.partition("|")
+        if not bar and (match := _OPTIONS_RE.search(part)):
+            question, bar, options = part[: match.start()], "|", match.group(1)
         if not question.strip():
             continue
         choices = [o.strip() for o in options.split(",") if o.strip()] if bar else []

@@ -24,6 +24,7 @@ of ``default-src 'self'``, so even a rendering bug cannot run injected script.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -64,6 +65,8 @@ from protocol.http import (
     SandboxInfo,
     SendRequest,
     SendStarted,
+    ShutdownAccepted,
+    ShutdownRequest,
 )
 
 __all__ = [
@@ -213,6 +216,19 @@ async def health(request: Request, ctx: ServerContext) -> Response:
         statistics=statistics,
     )
     return json_response(body)
+
+
+async def shutdown(request: Request, ctx: ServerContext) -> Response:
+    """``POST /v1/shutdown``: 202 at once, then the daemon stops as on SIGTERM (R53).
+    The reply says what the stop ends; a repeated request answers the same way."""
+    body = await _read_body(request, ShutdownRequest)
+    engine = ctx.engine
+    legs = int(engine.statistics().get("legs_running", 0))
+    reply = ShutdownAccepted(pid=os.getpid(), tasks=engine.task_count, legs=legs)
+    if not ctx.shutdown_requested.is_set():
+        ctx.shutdown_reason = (body.reason or "POST /v1/shutdown")[:120]
+        ctx.shutdown_requested.set()
+    return json_response(reply, 202)
 
 
 async def send(request: Request, ctx: ServerContext) -> Response:
@@ -386,6 +402,7 @@ def create_app(ctx: ServerContext) -> Starlette:
     routes: list[BaseRoute] = [
         Route("/v1/health", _endpoint(health, auth=False), methods=["GET"]),
         Route("/v1/send", _endpoint(send), methods=["POST"]),
+        Route("/v1/shutdown", _endpoint(shutdown), methods=["POST"]),
         Route("/v1/pending", _endpoint(pending_by_origin), methods=["GET"]),
         Route(session + "/cancel/{task_hash}", _endpoint(cancel), methods=["POST"]),
         Route(session + "/pause/{task_hash}", _endpoint(pause), methods=["POST"]),

@@ -23,7 +23,9 @@ class ServerContext:
     ``own_origins`` is filled in once the port is bound (``--port 0`` picks one), so
     the daemon's own ``http://host:port`` passes the Origin check. ``closing`` is set
     at shutdown: WebSocket connections close with 4001 and event streams end, so
-    hypercorn's graceful stop does not wait on them.
+    hypercorn's graceful stop does not wait on them. ``shutdown_requested`` is set by
+    ``POST /v1/shutdown`` (with ``shutdown_reason``); the daemon's `serve` stops on it
+    as on SIGTERM, while a bare `open_server` (tests) leaves it to its caller.
     """
 
     engine: Engine
@@ -32,6 +34,8 @@ class ServerContext:
     allowed_origins: tuple[str, ...] = ()
     own_origins: frozenset[str] = frozenset()
     closing: trio.Event = attrs.field(factory=trio.Event)
+    shutdown_requested: trio.Event = attrs.field(factory=trio.Event)
+    shutdown_reason: str = ""
     #: The command layer both transports call.
     commands: Commands = attrs.field(init=False)
     #: Open WebSocket connections and event streams, for statistics.

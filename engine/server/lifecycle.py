@@ -13,13 +13,16 @@
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
-4. serves HTTP and WebSocket on one port (`open_server`), then writes
-   ``<home>/daemon.json`` ``{pid, host, port, started_at, version}`` atomically;
-   and starts the enabled chat front-ends as supervised children
-   (`engine.frontends_supervisor`, R82);
-5. on SIGINT/SIGTERM: stops the front-ends, cancels every task with cause
-   ``shutdown`` (their ``done`` frames still go out), closes connections, stops the
-   server, closes the store, removes ``daemon.json`` and exits 0 — within 5 s (R53).
+4. serves HTTP and WebSocket on one port (`open_server`), then removes the note of a
+   deliberate stop (``daemon.stopped``, below) and writes ``<home>/daemon.json``
+   ``{pid, host, port, started_at, version}`` atomically; and starts the enabled chat
+   front-ends as supervised children (`engine.frontends_supervisor`, R82);
+5. on SIGINT, SIGTERM or ``POST /v1/shutdown`` (``agentrio stop``): first leaves
+   ``<home>/daemon.stopped`` ``{pid, at, reason}`` -- the stop was deliberate, so an
+   open REPL does not start a new daemon (a crash leaves no note and is restarted) --
+   then stops the front-ends, cancels every task with cause ``shutdown`` (their
+   ``done`` frames still go out), closes connections, stops the server, closes the
+   store, removes ``daemon.json`` and exits 0 — within 5 s (R53).
 
 `open_server` is the reusable part: tests serve an in-process engine with it.
 """
@@ -69,6 +72,7 @@ __all__ = [
     "GRACEFUL_S",
     "LOCK_FILE",
     "LOG_FILE",
+    "STOPPED_FILE",
     "AlreadyRunning",
     "RunningServer",
     "clear_background",
@@ -78,9 +82,11 @@ __all__ = [
     "open_server",
     "read_daemon_json",
     "remove_daemon_json",
+    "remove_stop_note",
     "run_daemon",
     "serve",
     "write_daemon_json",
+    "write_stop_note",
 ]
 
 log = logging.getLogger("agentrio.daemon")
@@ -88,6 +94,8 @@ log = logging.getLogger("agentrio.daemon")
 DAEMON_JSON: Final = "daemon.json"
 LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
+#: The note of a deliberate stop (module doc, step 5); `repl.daemon` reads it.
+STOPPED_FILE: Final = "daemon.stopped"
 #: How many tightened paths the start-up log line names.
 _LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
@@ -186,6 +194,28 @@ def remove_daemon_json(home: Path, pid: int) -> None:
     info = read_daemon_json(home)
     if info is not None and info.get("pid") == pid:
         (home / DAEMON_JSON).unlink(missing_ok=True)
+
+
+def write_stop_note(home: Path, pid: int, reason: str) -> None:
+    """Leave ``daemon.stopped`` ``{pid, at, reason}`` (atomically, 0600): this daemon
+    stops on purpose. ``reason`` is kept printable and short. A failure is logged, not
+    raised: it must not keep the daemon from shutting down (R53)."""
+    shown = "".join(ch for ch in reason if ch.isprintable())[:120]
+    note = {"pid": pid, "at": time.time(), "reason": shown}
+    path = home / STOPPED_FILE
+    tmp = path.with_name(f".{STOPPED_FILE}.{os.getpid()}.tmp")
+    try:
+        write_private_atomic(path, json.dumps(note).encode(), tmp=tmp)
+    except OSError as exc:
+        log.warning("cannot write %s (an open REPL may restart the daemon): %s", path, exc)
+
+
+def remove_stop_note(home: Path) -> None:
+    """A daemon serves again: the last stop is no longer news (a failure is logged)."""
+    try:
+        (home / STOPPED_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        log.warning("cannot remove %s: %s", home / STOPPED_FILE, exc)
 
 
 def clear_background(home: Path) -> int:
@@ -371,6 +401,7 @@ async def serve(
                 version=version,
                 allowed_origins=config.server.allowed_origins,
             ) as server:
+                await trio.to_thread.run_sync(remove_stop_note, home)
                 info = {
                     "pid": pid,
                     "host": server.host,
@@ -386,7 +417,8 @@ async def serve(
                     async with trio.open_nursery() as frontends:
                         # Chat front-ends (R82): children of the daemon, stopped first.
                         frontends.start_soon(supervise_frontends, enabled_frontends(config))
-                        await _wait_for_stop(signals, stop)
+                        why = await _wait_for_stop(signals, stop, server.context)
+                        await trio.to_thread.run_sync(write_stop_note, home, pid, why)
                         cancel_scope(frontends.cancel_scope, Cause.SHUTDOWN)
                     log.info("shutting down: cancelling %d task(s)", engine.task_count)
                     await engine.shutdown()
@@ -429,27 +461,42 @@ def _signals() -> Iterator[AsyncIterator[int] | None]:
         yield receiver
 
 
-async def _wait_for_stop(signals: AsyncIterator[int] | None, stop: trio.Event | None) -> None:
+async def _wait_for_stop(
+    signals: AsyncIterator[int] | None, stop: trio.Event | None, ctx: ServerContext
+) -> str:
+    """Wait for a signal, ``stop`` or ``POST /v1/shutdown``; return which (the reason
+    ``daemon.stopped`` records)."""
+    why: list[str] = []
     async with trio.open_nursery() as nursery:
+
+        def stopping(reason: str) -> None:
+            why.append(reason)
+            cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
 
         async def on_signal() -> None:
             assert signals is not None
             async for signum in signals:
-                log.info("received %s", signal.Signals(signum).name)
-                break
-            cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
+                name = signal.Signals(signum).name
+                log.info("received %s", name)
+                stopping(name)
+                return
 
         async def on_stop() -> None:
             assert stop is not None
             await stop.wait()
-            cancel_scope(nursery.cancel_scope, Cause.SHUTDOWN)
+            stopping("stop requested")
+
+        async def on_request() -> None:
+            await ctx.shutdown_requested.wait()
+            log.info("shutdown requested over HTTP (%r)", ctx.shutdown_reason)
+            stopping(ctx.shutdown_reason)
 
         if signals is not None:
             nursery.start_soon(on_signal)
         if stop is not None:
             nursery.start_soon(on_stop)
-        if signals is None and stop is None:
-            await trio.sleep_forever()
+        nursery.start_soon(on_request)
+    return why[0] if why else "stopped"
 
 
 def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:

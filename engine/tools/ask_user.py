@@ -10,9 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import trio
-
-from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskRequest
@@ -86,9 +83,7 @@ async def ask_inline(
         reply = await registry.ask(request)
     except AskFailed:
         return None
-    if reply.action is not None:
-        ctx.cancel(Cause.USER_CANCELED if reply.action == "cancel_task" else Cause.USER_ABORTED)
-        await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
+    await ctx.honour_stop(reply.action)
     return list(reply.answers or [])
 
 

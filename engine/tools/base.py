@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attrs
+import trio
 
 from engine.causes import Cause
 from engine.models.base import ToolCallRequest, ToolSpec
@@ -86,6 +87,17 @@ class ToolContext:
     #: The in-process sub-agent's label (``sub-agent N/M: <objective>``), put on its
     #: asks and ``confirm`` events so the person sees who asks (R80); "" otherwise.
     subagent: str = ""
+
+    async def honour_stop(self, action: str | None) -> None:
+        """Carry out an ask reply's stop choice: ``cancel_task`` ("Stop and discard")
+        cancels the task with cause ``user_canceled``, ``abort_task`` ("Stop, keep to
+        resume") with ``user_aborted``; then this raises `trio.Cancelled` at once, so
+        nothing after the ask runs and the run's exit path decides the rest. ``None``
+        (no stop chosen) returns at once."""
+        if action is None:
+            return
+        self.cancel(Cause.USER_CANCELED if action == "cancel_task" else Cause.USER_ABORTED)
+        await trio.lowlevel.checkpoint()
 
     @property
     def deliver_to(self) -> str | None:

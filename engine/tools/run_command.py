@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from engine.causes import Cause
 from engine.errors import AskFailed
 from engine.messages import subagent_needs_approval
 from engine.models.base import ToolCallRequest, ToolSpec
@@ -240,12 +239,7 @@ class RunCommandTool(ServiceTool):
         command: str | list[str],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
-        if reply.action == "cancel_task":
-            ctx.cancel(Cause.USER_CANCELED)
-        elif reply.action == "abort_task":
-            ctx.cancel(Cause.USER_ABORTED)
-        if reply.action is not None:
-            await trio.lowlevel.checkpoint()  # raises Cancelled: the run's exit path decides
+        await ctx.honour_stop(reply.action)
         if not reply.approve:
             reason = f": {reply.reason}" if reply.reason else ""
             return ToolOutcome(ok=False, output="", skipped=f"denied by the user{reason}")

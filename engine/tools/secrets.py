@@ -12,8 +12,9 @@ from typing import Final
 
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskRequest
+from engine.pending import AskRequest, Entry
 from engine.tools.base import ServiceTool, ToolContext, ToolOutcome, string_arg
+from protocol import events as ev
 from protocol.events import Question
 
 __all__ = ["StoreSecretTool"]
@@ -57,10 +58,24 @@ class StoreSecretTool(ServiceTool):
             return ToolOutcome(
                 ok=False, output="", skipped="no front-end can take the secret value"
             )
+        question = request.questions[0].text
+
+        def announce(entry: Entry) -> None:
+            # Front-ends that follow events (the web page) learn of the hidden field
+            # here; the event names the key, never a value.
+            ctx.emit(
+                ev.SecretAsk,
+                confirm_hash=entry.id,
+                key=key,
+                text=question,
+                subagent=ctx.subagent,
+            )
+
         try:
-            reply = await registry.ask(request)
+            reply = await registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"no value received: {exc}")
+        await ctx.honour_stop(reply.action)
         value = reply.password or (reply.answers[0] if reply.answers else "")
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")

@@ -15,6 +15,7 @@ from protocol.codec import decode
 from protocol.events import ToolCall
 from protocol.frames import EventFrame, Subscribe
 from protocol.http import PendingTasks, SendStarted
+from repl.daemon import read_stopped
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
 
 #: Short marker times for the kill test (engine/markers.py reads them).
@@ -67,6 +68,7 @@ async def test_kill_9_then_restart_lists_the_task_once_its_marker_expires(
         first.kill()
     killed_at = time.monotonic()
     assert (daemon_home / "daemon.json").exists()  # nothing cleaned up
+    assert read_stopped(daemon_home) is None  # a crash: an open REPL restarts it
     second = DaemonProcess(daemon_home, MARKERS)
     try:
         listed = await pending(second.info, "chat-kill")
@@ -85,7 +87,8 @@ async def test_kill_9_then_restart_lists_the_task_once_its_marker_expires(
 
 async def test_sigterm_keeps_running_tasks_resumable(daemon_home: Path) -> None:
     """R41, R53: SIGTERM cancels running tasks with cause shutdown, exits 0 within 5 s
-    and removes daemon.json; after a restart the task is resumable at once."""
+    and removes daemon.json, leaving the note of a deliberate stop (an open REPL does
+    not restart it); after a restart the task is resumable at once and the note gone."""
     first = DaemonProcess(daemon_home)
     try:
         with trio.fail_after(15):
@@ -96,9 +99,13 @@ async def test_sigterm_keeps_running_tasks_resumable(daemon_home: Path) -> None:
     finally:
         first.close()
     assert not (daemon_home / "daemon.json").exists()
+    note = read_stopped(daemon_home)
+    assert note is not None
+    assert (note.pid, note.reason) == (first.pid, "SIGTERM")
     second = DaemonProcess(daemon_home)
     try:
         assert await pending(second.info, "chat-term") == [task_hash]
+        assert read_stopped(daemon_home) is None
     finally:
         assert second.stop() == 0
 

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import secrets
+import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -23,6 +24,8 @@ import pytest
 import trio
 from trio_websocket import open_websocket_url
 
+from protocol import wording
+from repl.faithful import escape_char, is_invisible
 from tests.e2e.cdp import Chromium, Page, connect, find_chromium
 from tests.e2e.conftest import Daemon
 
@@ -72,8 +75,10 @@ async def sign_in(page: Page, token: str) -> None:
     await page.wait_for("document.getElementById('stream-status').textContent === 'live'", "live")
 
 
-async def send(page: Page, text: str) -> str:
-    """Type ``text`` in the composer and send it; the hash of the task it started."""
+async def send(page: Page, text: str, shown: str | None = None) -> str:
+    """Type ``text`` in the composer and send it; the hash of the task it started (whose
+    "you" line reads ``shown``, by default ``text``)."""
+    expected = json.dumps(text if shown is None else shown)
     before = await page.evaluate("document.querySelectorAll('#log .task').length")
     await page.fill("#input", text)
     await page.click("#send")
@@ -83,11 +88,16 @@ async def send(page: Page, text: str) -> str:
             if (tasks.length <= {before}) return null;
             const last = tasks[tasks.length - 1];
             const said = last.querySelector('.user-text')?.textContent;
-            return said === {json.dumps(text)} ? last.dataset.task : null;
+            return said === {expected} ? last.dataset.task : null;
         }})()""",
         f"the task of {text!r}",
     )
     return str(found)
+
+
+def visible(text: str) -> str:
+    """``text`` as the page shows it: each invisible character as its escape (R77)."""
+    return "".join(escape_char(c) if is_invisible(c) else c for c in text)
 
 
 def in_task(task_hash: str, selector: str) -> str:
@@ -398,7 +408,7 @@ async def test_dashboard_confirm_shows_the_whole_command(page: Page, daemon: Dae
     )
     filler = "\n".join(f"echo line {n}" for n in range(60))
     command = f"echo safe\ntouch /tmp/x\u202etxt.sh\x1b[2J\n{filler}\necho last"
-    task = await send(page, f"run: {command}")
+    task = await send(page, f"run: {command}", visible(f"run: {command}"))
     await page.wait_present(armed(task, "cancel-in-confirm"), "the armed confirmation")
     seen = await page.evaluate("window.confirmSeen")
     assert len(seen) == 1
@@ -461,3 +471,348 @@ async def test_dashboard_confirm_shows_the_whole_command(page: Page, daemon: Dae
 
     await page.click(armed(task, "cancel-in-confirm"))
     await wait_state(page, task, "canceled")
+
+
+# ------------------------------------------------------------------ issue 19: polish
+
+#: Set to a path to keep a screenshot of a rendered Markdown answer (docs/web-markdown.png).
+MARKDOWN_SCREENSHOT_ENV = "AGENTRIO_WEB_MARKDOWN_SCREENSHOT"
+
+
+async def resumed_task(page: Page, previous: str) -> str:
+    """The hash of the task resumed from ``previous`` (its "resumed from" note)."""
+    found = await page.wait_for(
+        f"""(() => {{
+            const notes = [...document.querySelectorAll('#log .task .note')];
+            const note = notes.find((n) => n.textContent === 'resumed from task {previous[:8]}');
+            return note ? note.closest('.task').dataset.task : null;
+        }})()""",
+        f"the task resumed from {previous}",
+    )
+    return str(found)
+
+
+async def said_last(page: Page, task_hash: str) -> str:
+    """What the task's last "you" line says (a resume may keep the task's hash)."""
+    said = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(task_hash, '.user-text'))})]"
+        ".map((n) => n.textContent)"
+    )
+    return str(said[-1])
+
+
+async def header(page: Page, pattern: str, what: str, deadline_s: float) -> None:
+    """Wait for the header's daemon status to match ``pattern`` (a regular expression)."""
+    await page.wait_for(
+        f"new RegExp({json.dumps(pattern)})"
+        ".test(document.getElementById('daemon-status').textContent)",
+        what,
+        deadline_s,
+    )
+
+
+@needs_chromium
+async def test_resumed_task_shows_the_persons_words(page: Page, daemon: Daemon) -> None:
+    """R11, R12, R41: a task resumed from the page shows, as what "you" said, the
+    person's own words: the answer given, or "resumed" for a plain resume; never the
+    engine's resume message (``[Resumed Task — …]``), also after a reload replays the
+    session's events."""
+    await sign_in(page, daemon.token)
+    ask = await send(page, "ask: Which? | a, b")
+    await wait_state(page, ask, "parked")
+    await page.click(in_task(ask, '.questions [data-option="b"]'))
+    answered = await resumed_task(page, ask)
+    await wait_state(page, answered, "finished")
+    assert await said_last(page, answered) == "b"
+
+    sleeper = await send(page, "run: sleep 30")
+    await page.wait_present(armed(sleeper, "approve"), "the sleep confirmation")
+    await page.click(armed(sleeper, "approve"))
+    await page.click(in_task(sleeper, "[data-action=pause-task]"))
+    await wait_state(page, sleeper, "paused")
+    resume = f'#pending-list [data-task="{sleeper}"] [data-action=resume]'
+    await page.wait_present(resume, "the paused task in Pending")
+    await page.click(resume)
+    again = await resumed_task(page, sleeper)
+    assert await said_last(page, again) == "resumed"
+
+    await page.navigate(daemon.base_url + "/")
+    await page.wait_for("document.getElementById('stream-status').textContent === 'live'", "live")
+    await page.wait_present(in_task(again, ".user-text"), "the replayed resumed task")
+    said = await page.evaluate(
+        "[...document.querySelectorAll('#log .user-text')].map((n) => n.textContent)"
+    )
+    assert said == ["ask: Which? | a, b", "b", "run: sleep 30", "resumed"]
+    cancel = armed(again, "cancel-in-confirm")
+    await page.wait_present(cancel, "the resumed sleep's confirmation")
+    await page.click(cancel)
+    await wait_state(page, again, "canceled")
+
+
+@needs_chromium
+async def test_header_task_count_is_live(page: Page, daemon: Daemon) -> None:
+    """§7: the header's task count follows the session's events and the page's own
+    actions at once (the periodic refresh is only a fallback): it counts a task that
+    starts, and uncounts it when it is stopped, well within the fallback period."""
+    await sign_in(page, daemon.token)
+    await header(page, r"· 0 task\(s\)", "no task counted", 5)
+    sleeper = await send(page, "run: sleep 30")
+    await header(page, r"· 1 task\(s\)", "the started task counted", 3)
+    await page.wait_present(armed(sleeper, "cancel-in-confirm"), "the confirmation")
+    await page.click(armed(sleeper, "cancel-in-confirm"))
+    await wait_state(page, sleeper, "canceled")
+    await header(page, r"· 0 task\(s\)", "the stopped task uncounted", 3)
+    second = await send(page, "run: sleep 30")
+    await header(page, r"· 1 task\(s\)", "the second task counted", 3)
+    await page.click(in_task(second, "[data-action=cancel-task]"))
+    await header(page, r"· 0 task\(s\)", "the second task uncounted", 3)
+
+
+@needs_chromium
+async def test_model_markdown_renders_safely(page: Page, daemon: Daemon) -> None:
+    """R77, §7: the model's Markdown renders as headings, lists, code blocks, bold,
+    emphasis and inline code, built from text nodes only: ``<script>`` and ``<img
+    onerror>`` in model text stay text and create no element, and an invisible
+    character in it shows as its escape, never hidden."""
+    await sign_in(page, daemon.token)
+    hello = await send(page, "hello")
+    await wait_state(page, hello, "finished")
+    items = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(hello, '.assistant ul > li'))})]"
+        ".map((li) => li.textContent)"
+    )
+    assert items[0] == "run: CMD — run a command"
+    assert len(items) == 8
+
+    markup = "<script>window.pwned=1</script>"
+    image = "<img src=x onerror=window.pwned=2>"
+    command = (
+        "true\n## Plan\n- **bold** item\n- *emphasis* and `inline code`\n"
+        f"1. first\n2. second\n\n```sh\n{markup}\necho a\u202eb\n```\n{image} __strong__ end"
+    )
+    task = await send(page, f"run: {command}", visible(f"run: {command}"))
+    await page.wait_present(armed(task, "cancel-in-confirm"), "the confirmation")
+    body = json.dumps(in_task(task, ".assistant"))
+    shown = await page.evaluate(
+        f"""(() => {{
+            const body = document.querySelector({body});
+            const all = (s) => [...body.querySelectorAll(s)].map((n) => n.textContent);
+            return {{
+                heading: all('h4'),
+                bullets: all('ul > li'),
+                numbers: all('ol > li'),
+                strong: all('strong'),
+                em: all('em'),
+                code: all(':not(pre) > code'),
+                block: all('pre > code'),
+                escapes: all('.escape'),
+                text: body.textContent,
+                elements: [...new Set([...body.querySelectorAll('*')].map((n) => n.localName))],
+            }};
+        }})()"""
+    )
+    assert shown["heading"] == ["Plan"]
+    assert shown["bullets"] == ["bold item", "emphasis and inline code"]
+    assert shown["numbers"] == ["first", "second"]
+    assert shown["strong"] == ["bold", "strong"]
+    assert shown["em"] == ["emphasis"]
+    assert shown["code"] == ["inline code"]
+    assert shown["block"] == [f"{markup}\necho a\\u202eb"]
+    assert shown["escapes"] == ["\\u202e"]
+    assert f"{image} strong end" in shown["text"]
+    assert set(shown["elements"]) <= {
+        "p", "h4", "ul", "ol", "li", "strong", "em", "code", "pre", "span",
+    }  # fmt: skip
+    assert await page.evaluate("typeof window.pwned") == "undefined"
+    assert await page.evaluate("document.querySelectorAll('#log script, #log img').length") == 0
+    await page.click(armed(task, "cancel-in-confirm"))
+    await wait_state(page, task, "canceled")
+    target = os.environ.get(MARKDOWN_SCREENSHOT_ENV)
+    if target:
+        await header(page, r"· 0 task\(s\)", "no task counted", 5)
+        await page.evaluate(
+            f"document.querySelector({json.dumps(in_task(hello, '.assistant'))})"
+            ".scrollIntoView({block: 'start'}) ?? true"
+        )
+        await page.evaluate(  # two frames: the scrolled page is painted
+            "new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+            ".then(() => true)"
+        )
+        Path(target).write_bytes(await page.screenshot())
+
+
+@needs_chromium
+async def test_page_words_are_the_repls(page: Page, daemon: Daemon) -> None:
+    """R40, R41, §7: the page words a confirmation and its outcomes as the REPL does
+    (protocol/wording.py): the title, the six choices in the REPL's order, the task's
+    stop buttons, the end lines; every button has an accessible name; there is no
+    Legs tab (a ``chat-`` session cannot start background legs, R20)."""
+    await sign_in(page, daemon.token)
+    task = await send(page, "run: sleep 30")
+    await page.wait_present(armed(task, "approve"), "the confirmation")
+    title = await page.text(in_task(task, ".confirm-title"))
+    assert title == wording.confirm_title("run_command")
+    choices = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(task, '.confirm button'))})]"
+        ".map((b) => b.textContent)"
+    )
+    assert choices == [
+        wording.APPROVE,
+        wording.DENY,
+        wording.ALWAYS_ALLOW,
+        wording.ALLOW_TURN,
+        wording.STOP_DISCARD,
+        wording.STOP_KEEP,
+    ]
+    stops = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(task, '.actions button'))})]"
+        ".map((b) => b.textContent)"
+    )
+    assert stops == [wording.STOP_KEEP, wording.STOP_DISCARD]
+    unnamed = await page.evaluate(
+        """[...document.querySelectorAll('button')]
+            .filter((b) => !b.closest('[hidden]'))
+            .filter((b) => !/[A-Za-z]/.test(b.getAttribute('aria-label') || b.textContent))
+            .map((b) => b.outerHTML)"""
+    )
+    assert unnamed == []
+    assert await page.evaluate("document.querySelector('[data-tab=legs]')") is None
+
+    await page.click(armed(task, "abort-in-confirm"))
+    await wait_state(page, task, "paused")
+    assert await page.text(in_task(task, ".confirm .outcome")) == "stopped, kept to resume"
+    notes = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(task, '.note'))})]"
+        ".map((n) => n.textContent)"
+    )
+    assert notes[-1] == page_line(wording.ended_line("user_aborted"))
+
+    second = await send(page, "run: sleep 30")
+    await page.wait_present(armed(second, "cancel-in-confirm"), "the second confirmation")
+    await page.click(armed(second, "cancel-in-confirm"))
+    await wait_state(page, second, "canceled")
+    assert await page.text(in_task(second, ".confirm .outcome")) == "stopped and discarded"
+    last = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(second, '.note'))})].pop().textContent"
+    )
+    assert last == wording.ended_line("user_canceled")
+
+
+def page_line(line: str) -> str:
+    """An end line as the page words it: the REPL's ``/pending`` is the Pending tab."""
+    return line.replace(" with /pending", " from the Pending tab")
+
+
+#: A secret typed into the page's hidden field in the test below.
+SECRET_VALUE = "s3cr3t-" + secrets.token_hex(8)
+
+
+@needs_chromium
+async def test_secret_ask_takes_the_value_in_a_hidden_field(
+    page: Page, daemon: Daemon, daemon_home: Path
+) -> None:
+    """R60, R73, §7: ``secret: KEY`` from the page shows a hidden field (a
+    ``secret_ask`` event that names only the key); the value typed there is stored and
+    appears nowhere on the page or in the session's events. A second secret ask ends
+    with "Stop and discard" and stores nothing."""
+    await sign_in(page, daemon.token)
+    task = await send(page, "secret: DEPLOY_TOKEN")
+    field = in_task(task, ".secret-ask[data-armed] input.secret")
+    await page.wait_present(field, "the armed hidden field")
+    assert await page.evaluate(f"document.querySelector({json.dumps(field)}).type") == "password"
+    await page.fill(field, SECRET_VALUE)
+    await page.click(in_task(task, ".secret-ask[data-armed] [data-action=store-secret]"))
+    await wait_state(page, task, "finished")
+    with sqlite3.connect(daemon_home / "agentrio.db") as db:
+        stored = db.execute("SELECT value FROM secrets WHERE key = 'DEPLOY_TOKEN'").fetchall()
+    assert stored == [(SECRET_VALUE,)]
+    assert SECRET_VALUE not in await page.evaluate("document.body.innerText")
+    assert SECRET_VALUE not in await page.evaluate(
+        f"document.querySelector({json.dumps(field)}).value"
+    )
+
+    other = await send(page, "secret: OTHER_TOKEN")
+    await page.wait_present(in_task(other, ".secret-ask[data-armed]"), "the second field")
+    await page.click(in_task(other, ".secret-ask[data-armed] [data-action=cancel-in-confirm]"))
+    await wait_state(page, other, "canceled")
+    with sqlite3.connect(daemon_home / "agentrio.db") as db:
+        assert db.execute("SELECT key FROM secrets WHERE key = 'OTHER_TOKEN'").fetchall() == []
+
+
+#: The reviewed text of the page after the tour (tests/e2e/golden/web_tour.txt); set
+#: this variable to 1 to write it anew from a run, then review the diff.
+GOLDEN_ENV = "AGENTRIO_UPDATE_GOLDEN"
+WEB_TOUR_GOLDEN = Path(__file__).parent / "golden" / "web_tour.txt"
+
+
+def masked(text: str) -> str:
+    """The page's text with what changes from run to run masked: task hashes, session
+    ids, clock times, temporary paths."""
+    text = re.sub(r"\bchat-[0-9a-f]{12}\b", "chat-<session>", text)
+    text = re.sub(r"\b[0-9a-f]{8}(?:[0-9a-f]{24})?\b", "<hash>", text)
+    text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?", "<date>", text)
+    text = re.sub(r"\b\d{1,2}:\d{2}:\d{2}(?: [AP]M)?", "<time>", text)
+    return re.sub(r"/tmp/[^\s'\"`]+/agentrio-demo", "<tmp>/agentrio-demo", text)
+
+
+@needs_chromium
+async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Path) -> None:
+    """R8, R11, R20, R41, §7: the README tour, typed into the page (every command asks
+    here: the home allows none unasked), reads as the reviewed golden text: a command
+    approved, one denied with a reason, a question answered, the background verbs
+    refused for a ``chat-`` session, a command stopped and kept, resumed from Pending
+    and stopped and discarded, a history search, a failure and the verbs' list."""
+    await sign_in(page, daemon.token)
+    hello = await send(page, "run: echo hello")
+    await page.wait_present(armed(hello, "approve"), "the echo confirmation")
+    await page.click(armed(hello, "approve"))
+    await wait_state(page, hello, "finished")
+
+    demo = tmp_path / "agentrio-demo"
+    touch = await send(page, f"run: touch {demo}")
+    await page.wait_present(armed(touch, "deny"), "the touch confirmation")
+    await page.fill(in_task(touch, ".confirm .reason"), "not now")
+    await page.click(armed(touch, "deny"))
+    await wait_state(page, touch, "finished")
+    assert not demo.exists()
+
+    ask = await send(page, "ask: Which branch? options: main, release")
+    await wait_state(page, ask, "parked")
+    await page.click(in_task(ask, '.questions [data-option="main"]'))
+    await page.wait_for(
+        f"[...document.querySelectorAll({json.dumps(in_task(ask, '.user-text'))})]"
+        ".map((n) => n.textContent).includes('main') && "
+        f"document.querySelector({json.dumps(in_task(ask, '.badge'))}).textContent"
+        " === 'finished'",
+        "the answered question's task to finish",
+    )
+
+    for verb in ("bg: sleep 3 && echo built ;; ls", "sub: run: ls"):
+        refused = await send(page, verb)
+        await wait_state(page, refused, "finished")
+
+    sleeper = await send(page, "run: sleep 30")
+    await page.wait_present(armed(sleeper, "abort-in-confirm"), "the sleep confirmation")
+    await page.click(armed(sleeper, "abort-in-confirm"))
+    await wait_state(page, sleeper, "paused")
+    resume = f'#pending-list [data-task="{sleeper}"] [data-action=resume]'
+    await page.wait_present(resume, "the kept task in Pending")
+    await page.click(resume)
+    again = await resumed_task(page, sleeper)
+    await page.wait_present(armed(again, "cancel-in-confirm"), "the re-run's confirmation")
+    await page.click(armed(again, "cancel-in-confirm"))
+    await wait_state(page, again, "canceled")
+
+    history = await send(page, "history: echo")
+    await wait_state(page, history, "finished")
+    failed = await send(page, "fail: boom")
+    await wait_state(page, failed, "failed")
+    hello = await send(page, "hello")
+    await wait_state(page, hello, "finished")
+    await header(page, r"· 0 task\(s\)", "no task counted", 5)
+
+    shown = masked(await page.evaluate("document.querySelector('main').innerText")) + "\n"
+    if os.environ.get(GOLDEN_ENV) == "1":
+        WEB_TOUR_GOLDEN.parent.mkdir(exist_ok=True)
+        WEB_TOUR_GOLDEN.write_text(shown)
+    assert shown == WEB_TOUR_GOLDEN.read_text()

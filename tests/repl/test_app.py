@@ -38,6 +38,7 @@ from tests.repl.helpers import (
     accepted,
     ask_confirm,
     ask_questions,
+    done,
     event,
     leg_list,
 )
@@ -77,11 +78,15 @@ class Harness:
         await asyncio.sleep(0)
 
     async def esc(self) -> None:
-        """A lone Esc is recognised after the app's short escape timeout; wait until the
-        key processor has handled it."""
+        """A lone Esc is recognised after the app's short escape timeout, and acts once
+        no second key made it Alt+<key> (`repl.app.KEY_TIMEOUT_S`); wait until the key
+        processor has handled it."""
         before = self.keys_done
+        processor = self.app.application.key_processor
         self.pipe.send_text(ESC)
-        await self.until(lambda: self.keys_done > before, "Esc to be handled")
+        await self.until(
+            lambda: self.keys_done > before and not processor.key_buffer, "Esc to be handled"
+        )
 
     async def armed(self) -> None:
         """Wait until the ask's dialog is armed and has the focus (R77)."""
@@ -294,12 +299,16 @@ def test_background_menu(
 
 
 def test_esc_with_nothing_to_do() -> None:
-    """R47: with nothing open, no run, empty input and no legs, Esc changes nothing."""
+    """R47: with nothing open, no run, empty input and no legs, Esc changes nothing but
+    says so in a hint, which the next key clears."""
 
     async def scenario(h: Harness) -> None:
         await h.esc()
+        assert h.state.hint is not None
+        assert h.state.hint[0] == "nothing to stop: no task running, no background legs"
         await h.press("x")
         await h.until(lambda: h.app.buffer.text == "x", "key after Esc")
+        assert h.state.hint is None
         assert h.state.popup is None
         assert h.frames() == []
 
@@ -476,5 +485,142 @@ def test_ctrl_d_quits_on_empty_line() -> None:
         await h.press(CTRL_D)
         await h.until(lambda: h.state.quit_requested, "quit")
         await h.until(lambda: not h.app.application.is_running, "exit")
+
+    run_app(scenario)
+
+
+# ---------------------------------------------------------------- issue 19: keys
+
+
+@pytest.mark.parametrize("back", ["1", ESC])
+def test_esc_in_a_confirmation_opens_the_stop_popup_and_comes_back(back: str) -> None:
+    """R47, R77: Esc in an armed confirmation opens the stop popup (armed at once) and
+    answers nothing; Keep running (or Esc) returns to the same dialog, its selection
+    and focus untouched; it still takes its own keys."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        h.app.deliver(ask_confirm("k1"))
+        dialog = h.app.dialog
+        assert isinstance(dialog, ConfirmDialog)
+        await h.armed()
+        await h.press(DOWN)
+        await h.until(lambda: dialog.menu.selected == 1, "selection moved")
+        await h.esc()
+        popup = h.app.dialog
+        assert isinstance(popup, PopupDialog)
+        assert popup.popup.choices == (
+            wording.ESC_KEEP_RUNNING,
+            wording.STOP_KEEP,
+            wording.STOP_DISCARD,
+        )
+        await h.until(lambda: h.app.application.layout.has_focus(popup.menu), "popup focus")
+        await h.press(back)
+        await h.until(lambda: h.app.dialog is dialog, "the same dialog back")
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.menu), "dialog focus")
+        assert dialog.armed
+        assert dialog.menu.selected == 1
+        assert h.frames() == []
+        await h.press("1")
+        await h.until(lambda: h.sent, "reply")
+        assert h.frames() == [Reply(id="k1", approve=True)]
+
+    run_app(scenario)
+
+
+def test_esc_in_a_question_keeps_the_typed_answer() -> None:
+    """R47: Esc in a question's text field opens the stop popup; Keep running returns
+    to the field with its text; Stop, keep to resume pauses the task."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        h.app.deliver(ask_questions([Question(text="Name?")]))
+        dialog = h.app.dialog
+        assert isinstance(dialog, QuestionDialog)
+        await h.armed()
+        await h.press("half")
+        await h.until(lambda: dialog.element.text == "half", "typed")  # type: ignore[attr-defined]
+        await h.esc()
+        assert isinstance(h.app.dialog, PopupDialog)
+        await h.press("1")
+        await h.until(lambda: h.app.dialog is dialog, "the same dialog back")
+        await h.until(lambda: h.app.application.layout.has_focus(dialog.element), "field focus")
+        await h.press(" done")
+        await h.until(lambda: dialog.element.text == "half done", "typed")  # type: ignore[attr-defined]
+        await h.esc()
+        await h.until(lambda: isinstance(h.app.dialog, PopupDialog), "the popup again")
+        await h.press("2")
+        await h.until(lambda: h.sent, "cancel")
+        assert h.frames() == [Cancel(task_hash=HASH, pause=True)]
+        assert dialog.element.text == "half done"  # type: ignore[attr-defined]
+
+    run_app(scenario)
+
+
+def test_alt_enter_and_ctrl_j_insert_new_lines() -> None:
+    """Issue 19: Alt+Enter (Esc, Enter) and Ctrl+J add a line; Enter sends it all; a
+    lone Esc still clears the input."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press("one" + ESC + ENTER + "two" + "\n" + "three")
+        await h.until(lambda: h.app.buffer.text == "one\ntwo\nthree", "three lines")
+        await h.press(ENTER)
+        await h.until(lambda: h.sent, "run")
+        (frame,) = h.frames()
+        assert isinstance(frame, Run)
+        assert frame.input == "one\ntwo\nthree"
+        await h.press("x")
+        await h.until(lambda: h.app.buffer.text == "x")
+        h.app.deliver(done(frame.request_id))
+        await h.esc()
+        assert h.app.buffer.text == ""
+
+    run_app(scenario)
+
+
+def test_double_ctrl_c_quits_and_says_what_is_kept() -> None:
+    """Issue 19, R43: Ctrl+C on an idle empty line asks for a second, which quits; a
+    task still running (its cancel not asked) is named as kept."""
+
+    async def scenario(h: Harness) -> None:
+        await h.press(CTRL_C)
+        await h.until(lambda: h.state.hint is not None, "the hint")
+        assert not h.state.quit_requested
+        await h.press(CTRL_C)
+        await h.until(lambda: h.state.quit_requested, "quit")
+        await h.until(lambda: not h.app.application.is_running, "exit")
+
+    run_app(scenario)
+
+
+def test_ctrl_d_with_a_task_running_says_it_is_kept() -> None:
+    """R43: Ctrl+D while a task runs quits and says the task is kept, and where."""
+
+    async def scenario(h: Harness) -> None:
+        rid = await h.start_run("run: sleep 30")
+        h.app.deliver(accepted(rid))
+        await h.press(CTRL_D)
+        await h.until(lambda: not h.app.application.is_running, "exit")
+        assert any(
+            text.startswith("⏸ run: sleep 30 — stopped (window closed), kept")
+            and f"agentrio --session {SESSION}" in text
+            for _, text in h.state.output
+        )
+
+    run_app(scenario)
+
+
+def test_ctrl_r_searches_the_history() -> None:
+    """Issue 19: Ctrl+R searches earlier inputs; Enter takes the match into the line."""
+
+    async def scenario(h: Harness) -> None:
+        for line in ("/session", "/legs"):
+            await h.press(line + ENTER)
+            await h.until(lambda line=line: ("class:user", f"> {line}") in h.state.output)
+        await h.press("\x12" + "sess")
+        await h.until(lambda: not h.app.application.layout.has_focus(h.app.buffer), "search")
+        await h.press(ENTER)
+        await h.until(lambda: h.app.application.layout.has_focus(h.app.buffer), "back")
+        assert h.app.buffer.text == "/session"
 
     run_app(scenario)

@@ -103,6 +103,30 @@ def test_help_lists_every_command() -> None:
     assert "Ctrl+C" in text
 
 
+def test_help_lists_the_builtin_models_verbs() -> None:
+    """R61, issue 19: /help has a section on the built-in model's verbs when the model is
+    the built-in one, and it names every verb the model's own help reply names."""
+    from engine.models.builtin import HELP_TEXT
+    from repl.commands import BUILTIN_VERBS, verbs_text
+    from tests.repl.helpers import connected_state
+
+    text = verbs_text()
+    assert "Built-in model verbs" in text
+    engine_verbs = re.findall(r"^- (\w+):", HELP_TEXT, re.MULTILINE)
+    assert sorted(verb.split(":")[0] for verb, _ in BUILTIN_VERBS) == sorted(engine_verbs)
+    for verb, _ in BUILTIN_VERBS:
+        assert f"  {verb}" in text
+    state, _ = connected_state()  # model "builtin"
+    state.submit("/help")
+    shown = "\n".join(str(line) for _, line in state.output)
+    assert "Built-in model verbs" in shown
+    assert "  ask: Q options: a, b" in shown
+    state.model = "openai:gpt-4o"
+    state.output.clear()
+    state.submit("/help")
+    assert not any("Built-in model verbs" in str(line) for _, line in state.output)
+
+
 def test_ids() -> None:
     """SPEC §0: REPL session ids have origin cli- plus 8 hex; window hashes are random."""
     assert re.fullmatch(r"cli-[0-9a-f]{8}", new_session_id())

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from repl.faithful import (
@@ -164,6 +164,7 @@ def test_nothing_lost_nothing_hidden(command: str) -> None:
     st.lists(st.one_of(st.characters(), TRICKY, st.just("日")), max_size=80).map("".join),
     st.integers(min_value=1, max_value=30),
 )
+@example("\u0300日", 1)  # a zero-width mark, then a wide character: two rows
 def test_wrapping_keeps_every_piece(command: str, width: int) -> None:
     """R77: wrapping to a width only cuts text between characters: the rows hold every
     piece in order, no row is wider than the width (but for one escape, mark or wide

@@ -290,11 +290,14 @@ def test_ctrl_c_cancels_shown_run_without_popup() -> None:
 
 
 def test_ctrl_c_without_run() -> None:
-    """SPEC §11: Ctrl+C with no run clears the input, or says how to leave."""
+    """SPEC §11: Ctrl+C with no run clears the input, or asks for a second one to quit
+    (tests/repl/test_keys.py: the second quits)."""
     state, sent = connected_state()
-    assert state.ctrl_c(input_text="abc") is EscAction.CLEAR_INPUT
-    assert state.ctrl_c(input_text="") is EscAction.NOTHING
-    assert state.notice == "nothing to cancel — /quit or Ctrl+D leaves"
+    assert state.ctrl_c(input_text="abc", now=0.0) is EscAction.CLEAR_INPUT
+    assert state.ctrl_c(input_text="", now=1.0) is EscAction.NOTHING
+    assert state.hint is not None
+    assert state.hint[0].startswith("press Ctrl+C again to quit")
+    assert not state.quit_requested
     assert sent == []
 
 
@@ -608,7 +611,8 @@ def test_legs_session_new_help_quit() -> None:
     assert state.legs == {}
     assert sent == [ListLegs(session_id=state.session_id)]
     state.submit("/help")
-    assert state.output[-1][1].startswith("  Ctrl+C")
+    assert any(str(text).startswith("  Ctrl+C") for _, text in state.output)
+    assert state.output[-1][1].startswith("  fail: MESSAGE")
     state.submit("/nope")
     assert state.notice is not None
     assert state.notice.startswith("unknown command /nope")
@@ -628,8 +632,8 @@ def test_lists_of_other_sessions_are_ignored() -> None:
 
 
 def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
-    """R26: a background job's follow-up (no request of this window) is shown with its
-    task hash, streamed text joined into whole lines, its done not repeating it."""
+    """R26: a background job's follow-up (no request of this window) is shown under one
+    header naming its task, streamed text as one block, its done not repeating it."""
     from protocol.events import Done, TaskStarted, Text
 
     state, _ = connected_state()
@@ -640,9 +644,10 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
         state.handle(event(Text(seq=seq, at=0.0, text=piece), other))
     state.handle(event(Done(seq=9, at=0.0, text="The work finished:\nexit 0\ndone"), other))
     assert state.output[start:] == [
-        ("", "[abababab] The work finished:"),
-        ("", "[abababab] exit 0"),
-        ("", "[abababab] done"),
+        ("class:leg", "⧗ follow-up task abababab:"),
+        ("", "The work finished:"),
+        ("", "exit 0"),
+        ("", "done"),
     ]
 
 

@@ -7,7 +7,11 @@
 // - Events stream with fetch() + a ReadableStream reader of the SSE format, because
 //   EventSource cannot send headers.
 // - Every piece of daemon or event text reaches the page through textContent (the
-//   `el` helper appends strings as text nodes); innerHTML is never used.
+//   `el` helper appends strings as text nodes); innerHTML is never used. The model's
+//   Markdown is parsed into plain data (parseMarkdown) and built as elements holding
+//   text nodes, so markup in model text stays text; invisible characters in it show as
+//   escapes, by the confirmation's rule (R77).
+// - Every action is worded as in the REPL (the `wording` section, protocol/wording.py).
 
 const TOKEN_KEY = "agentrio.token";
 const SESSIONS_KEY = "agentrio.sessions";
@@ -224,6 +228,319 @@ function faithfulLines(args) {
 }
 // ---- faithful: end --------------------------------------------------------------
 
+// ---- wording: begin -------------------------------------------------------------
+// The words of every action, as protocol/wording.py has them (read its docstring): a
+// person who learns "Stop and discard" in the REPL reads the same words here.
+// tests/engine/server/test_static_page.py checks every label of protocol.wording is
+// spelled here and runs confirmTitle and endedLine under node against the Python. Pure.
+
+const APPROVE = "Approve";
+const DENY = "Deny with reason";
+const ALWAYS_ALLOW = "Always allow this exact command";
+const ALLOW_TURN = "Allow this turn";
+const STOP_DISCARD = "Stop and discard";
+const STOP_KEEP = "Stop, keep to resume";
+// The page has no Esc popup; kept so this twin of protocol/wording.py is whole.
+const ESC_KEEP_RUNNING = "Keep running";
+
+/** The first line of a confirmation: wording.confirm_title. */
+function confirmTitle(toolName, restricted = false) {
+  const tail = restricted ? " (restricted path: needs the system password)" : "";
+  return `Allow ${toolName}?${tail}`;
+}
+
+/** How a run that did not finish ended: wording.ended_line. */
+function endedLine(status, reason = "") {
+  const why = reason ? `: ${reason}` : "";
+  switch (status) {
+    case "user_canceled":
+    case "canceled":
+      return "✗ stopped and discarded";
+    case "paused":
+      return "⏸ paused — kept: resume it with /pending";
+    case "aborted":
+    case "user_aborted":
+      return `⏸ stopped${why} — kept: resume it with /pending`;
+    case "disconnected":
+      return "⏸ stopped (window closed) — kept: resume it with /pending";
+    case "parked":
+      return "? waits for answers — answer it with /pending";
+    case "failed":
+      return `✗ failed${why || ": unknown error"}`;
+    case "shutdown":
+      return "⏸ stopped (daemon shut down) — kept: resume it with /pending";
+  }
+  return `⏸ stopped (${status})${why} — kept: resume it with /pending`;
+}
+// ---- wording: end ---------------------------------------------------------------
+
+// ---- markdown: begin ------------------------------------------------------------
+// The model's Markdown, parsed into plain data (no DOM, no HTML): fenced code blocks,
+// headings, bullet and numbered lists, block quotes, rules and paragraphs; inside them
+// inline code, bold (** or __) and emphasis (* or _). Anything else (links, tables,
+// HTML) stays text as written. `markdownNodes` below builds the DOM from this with
+// text nodes only. tests/engine/server/test_static_page.py runs this section under node.
+//
+// A block is {kind: "code", info, text} | {kind: "heading", level, inline} |
+// {kind: "list", ordered, items: [{depth, number, inline}]} | {kind: "quote", inline}
+// | {kind: "rule"} | {kind: "para", inline}; an inline is a list of ["text", string]
+// | ["code", string] | ["strong", inline] | ["em", inline].
+
+const MD_FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
+const MD_HEADING = /^ {0,3}(#{1,6})[ \t]+(\S.*)$/;
+const MD_RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
+const MD_BULLET = /^( *)([-*+])[ \t]+(.*)$/;
+const MD_NUMBER = /^( *)(\d{1,9})([.)])[ \t]+(.*)$/;
+const MD_QUOTE = /^ {0,3}> ?(.*)$/;
+
+function mdOpensFence(line) {
+  const found = MD_FENCE.exec(line);
+  if (!found || (found[1][0] === "`" && found[2].includes("`"))) return null;
+  return { fence: found[1], info: found[2].trim() };
+}
+
+function mdItem(line) {
+  const bullet = MD_BULLET.exec(line);
+  if (bullet) return { ordered: false, indent: bullet[1].length, number: 0, text: bullet[3] };
+  const number = MD_NUMBER.exec(line);
+  if (number) return { ordered: true, indent: number[1].length, number: Number(number[2]), text: number[4] };
+  return null;
+}
+
+/** Does `line` start a block other than a paragraph? */
+function mdStartsBlock(line) {
+  return Boolean(mdOpensFence(line) || MD_HEADING.test(line) || MD_RULE.test(line) || mdItem(line) || MD_QUOTE.test(line));
+}
+
+/** The blocks of `text` (an unclosed fence runs to the end: text still streaming). */
+function parseMarkdown(text) {
+  const lines = text.split("\n");
+  const blocks = [];
+  let index = 0;
+  while (index < lines.length) {
+    const line = lines[index];
+    const fence = mdOpensFence(line);
+    if (fence) {
+      const body = [];
+      index += 1;
+      while (index < lines.length) {
+        const close = lines[index].trim();
+        if (close.length >= fence.fence.length && close === close[0].repeat(close.length) && close[0] === fence.fence[0]) break;
+        body.push(lines[index]);
+        index += 1;
+      }
+      index += 1;
+      blocks.push({ kind: "code", info: fence.info, text: body.join("\n") });
+      continue;
+    }
+    if (!line.trim()) {
+      index += 1;
+      continue;
+    }
+    const heading = MD_HEADING.exec(line);
+    if (heading) {
+      blocks.push({ kind: "heading", level: heading[1].length, inline: parseInline(heading[2].trimEnd()) });
+      index += 1;
+      continue;
+    }
+    if (MD_RULE.test(line)) {
+      blocks.push({ kind: "rule" });
+      index += 1;
+      continue;
+    }
+    if (mdItem(line)) {
+      index = mdList(lines, index, blocks);
+      continue;
+    }
+    if (MD_QUOTE.test(line)) {
+      const quoted = [];
+      while (index < lines.length && MD_QUOTE.test(lines[index])) quoted.push(MD_QUOTE.exec(lines[index++])[1]);
+      blocks.push({ kind: "quote", inline: parseInline(quoted.join("\n")) });
+      continue;
+    }
+    const para = [line];
+    index += 1;
+    while (index < lines.length && lines[index].trim() && !mdStartsBlock(lines[index])) para.push(lines[index++]);
+    blocks.push({ kind: "para", inline: parseInline(para.join("\n")) });
+  }
+  return blocks;
+}
+
+/** One list from lines[index] on (items of one kind; a following line that starts no
+ *  block continues the item above it); the index after it. */
+function mdList(lines, index, blocks) {
+  const first = mdItem(lines[index]);
+  const items = [];
+  let item = null;
+  while (index < lines.length) {
+    const line = lines[index];
+    const next = mdItem(line);
+    if (next && next.ordered === first.ordered) {
+      item = { depth: Math.min(3, Math.floor(next.indent / 2)), number: next.number, text: [next.text] };
+      items.push(item);
+    } else if (!next && line.trim() && !mdStartsBlock(line)) {
+      item.text.push(line.trim());
+    } else if (!line.trim() && index + 1 < lines.length && mdItem(lines[index + 1])?.ordered === first.ordered) {
+      // a blank line between two items of the list
+    } else {
+      break;
+    }
+    index += 1;
+  }
+  blocks.push({
+    kind: "list",
+    ordered: first.ordered,
+    items: items.map((it) => ({ depth: it.depth, number: it.number, inline: parseInline(it.text.join("\n")) })),
+  });
+  return index;
+}
+
+const MD_WORD = /[\p{L}\p{N}]/u;
+const mdSpace = (char) => char === undefined || /\s/.test(char);
+const mdWord = (char) => char !== undefined && MD_WORD.test(char);
+
+/** The end of the emphasis opened by `mark` ("*", "_", "**" or "__") at `start`, or -1:
+ *  the opening is followed and the closing preceded by a non-space, "_" never opens or
+ *  closes inside a word, and a single mark does not close on a double one. */
+function mdCloser(text, start, mark) {
+  const open = start + mark.length;
+  if (mdSpace(text[open]) || text[open] === mark[0]) return -1;
+  if (mark[0] === "_" && mdWord(text[start - 1])) return -1;
+  let at = text.indexOf(mark, open + 1);
+  while (at >= 0) {
+    const after = text[at + mark.length];
+    const doubled = mark.length === 1 && (after === mark || text[at - 1] === mark);
+    if (!mdSpace(text[at - 1]) && !doubled && !(mark[0] === "_" && mdWord(after))) return at;
+    at = text.indexOf(mark, at + 1);
+  }
+  return -1;
+}
+
+/** The inline pieces of `text`. */
+function parseInline(text) {
+  const out = [];
+  let plain = "";
+  const push = (piece) => {
+    if (plain) out.push(["text", plain]);
+    plain = "";
+    out.push(piece);
+  };
+  let index = 0;
+  while (index < text.length) {
+    const char = text[index];
+    if (char === "`") {
+      let run = 1;
+      while (text[index + run] === "`") run += 1;
+      const ticks = "`".repeat(run);
+      let end = text.indexOf(ticks, index + run);
+      while (end >= 0 && text[end + run] === "`") {
+        let skip = end;
+        while (text[skip] === "`") skip += 1;
+        end = text.indexOf(ticks, skip);
+      }
+      if (end > index + run) {
+        push(["code", text.slice(index + run, end)]);
+        index = end + run;
+      } else {
+        plain += ticks;
+        index += run;
+      }
+      continue;
+    }
+    if (char === "*" || char === "_") {
+      const mark = text[index + 1] === char ? char + char : char;
+      const end = mdCloser(text, index, mark);
+      if (end >= 0) {
+        push([mark.length === 2 ? "strong" : "em", parseInline(text.slice(index + mark.length, end))]);
+        index = end + mark.length;
+        continue;
+      }
+      plain += mark;
+      index += mark.length;
+      continue;
+    }
+    plain += char;
+    index += 1;
+  }
+  if (plain) out.push(["text", plain]);
+  return out;
+}
+// ---- markdown: end --------------------------------------------------------------
+
+/** `text` as nodes: every invisible character (isInvisible: the confirmation's rule,
+ *  R77) shows as its escape in a marked span, so rendering never hides one; a tab stays
+ *  a tab inside code when `tabs`. Strings become text nodes, never markup. */
+function visibleNodes(text, tabs = false) {
+  const nodes = [];
+  let plain = "";
+  for (const char of text) {
+    if (isInvisible(char.codePointAt(0)) && !(tabs && char === "\t")) {
+      if (plain) nodes.push(plain);
+      plain = "";
+      nodes.push(el("span", { class: "escape", text: escapeChar(char) }));
+    } else {
+      plain += char;
+    }
+  }
+  if (plain) nodes.push(plain);
+  return nodes;
+}
+
+function inlineNodes(pieces) {
+  return pieces.flatMap(([kind, value]) => {
+    if (kind === "text") return visibleNodes(value);
+    if (kind === "code") return [el("code", {}, ...visibleNodes(value, true))];
+    return [el(kind === "strong" ? "strong" : "em", {}, ...inlineNodes(value))];
+  });
+}
+
+/** The DOM of the model's Markdown `text` (parseMarkdown), text nodes only. */
+function markdownNodes(text) {
+  return parseMarkdown(text).map((block) => {
+    switch (block.kind) {
+      case "code":
+        return el("pre", { class: "md-code", "data-info": block.info || null },
+          el("code", {}, ...visibleNodes(block.text, true)));
+      case "heading":
+        return el(`h${Math.min(block.level + 2, 6)}`, { class: "md-heading" }, ...inlineNodes(block.inline));
+      case "list": {
+        const list = el(block.ordered ? "ol" : "ul", { start: block.ordered ? block.items[0].number : null });
+        for (const item of block.items) {
+          list.append(el("li", { class: item.depth ? `depth-${item.depth}` : null, value: block.ordered ? item.number : null },
+            ...inlineNodes(item.inline)));
+        }
+        return list;
+      }
+      case "quote":
+        return el("blockquote", {}, ...inlineNodes(block.inline));
+      case "rule":
+        return el("hr");
+      default:
+        return el("p", {}, ...inlineNodes(block.inline));
+    }
+  });
+}
+
+/** Draw an answer's Markdown (`node.markdown`) now. */
+function renderAnswer(node) {
+  node.renderPending = false;
+  node.replaceChildren(...markdownNodes(node.markdown));
+}
+
+/** Draw it at the next frame: streamed pieces arriving together render once. */
+function renderAnswerSoon(node) {
+  if (node.renderPending) return;
+  node.renderPending = true;
+  requestAnimationFrame(() => {
+    if (node.renderPending) renderAnswer(node);
+  });
+}
+
+/** An end line as the page says it: the REPL's `/pending` is the Pending tab here. */
+function pageLine(line) {
+  return line.replace(" with /pending", " from the Pending tab");
+}
+
 // ------------------------------------------------------------------ API
 
 class ApiError extends Error {
@@ -340,7 +657,7 @@ function renderSessions() {
           forget(id);
           if (current) select(knownSessions()[0] || newSessionId());
           else renderSessions();
-        }, { class: "small quiet", title: "Remove from this list" }),
+        }, { class: "small quiet", title: "Remove from this list", "aria-label": `Remove ${id} from this list` }),
       ),
     );
   }
@@ -443,8 +760,8 @@ class ChatView {
     task.actions.replaceChildren();
     if (state === "running") {
       task.actions.append(
-        button("Pause", "pause-task", () => this.stop(task, "pause")),
-        button("Cancel", "cancel-task", () => this.stop(task, "cancel")),
+        button(STOP_KEEP, "pause-task", () => this.stop(task, "pause"), { title: "Stop the task; it waits in Pending to be resumed" }),
+        button(STOP_DISCARD, "cancel-task", () => this.stop(task, "cancel"), { title: "Stop the task and delete it" }),
       );
     }
     if (state !== "running") this.closeConfirms(task, "no longer waiting");
@@ -454,17 +771,22 @@ class ChatView {
     try {
       await api("POST", `${sessionPath(this.sessionId)}/${how}/${task.hash}`);
     } catch (error) {
-      this.add(task, el("div", { class: "note error", text: `${how} failed: ${error.message}` }));
+      const what = how === "pause" ? STOP_KEEP : STOP_DISCARD;
+      this.add(task, el("div", { class: "note error", text: `${what} failed: ${error.message}` }));
     }
+    healthSoon();
   }
 
   handle(hash, event) {
     const task = this.task(hash);
     if (event.kind !== "text") task.text = null;
+    if (COUNTED.has(event.kind)) healthSoon();
     switch (event.kind) {
       case "task_started":
+        // A resumed run's input is the engine's resume message, meant for the model:
+        // show what the person did instead (the answers given here, or "resumed").
         this.add(task, el("div", { class: "user" }, el("span", { class: "who", text: "you" }),
-          el("span", { class: "user-text", text: event.input })));
+          el("span", { class: "user-text" }, ...visibleNodes(event.resumed_from ? resumeWords(event.resumed_from, event.at) : event.input))));
         if (event.resumed_from) {
           this.add(task, el("div", { class: "note", text: `resumed from task ${short(event.resumed_from)}` }));
           const selector = `.questions[data-task="${CSS.escape(event.resumed_from)}"][data-open]`;
@@ -475,8 +797,12 @@ class ChatView {
         this.setState(task, "running");
         break;
       case "text":
-        if (!task.text) task.text = this.add(task, el("div", { class: "assistant" }));
-        task.text.textContent += event.text;
+        if (!task.text) {
+          task.text = this.add(task, el("div", { class: "assistant" }));
+          task.text.markdown = "";
+        }
+        task.text.markdown += event.text;
+        renderAnswerSoon(task.text);
         break;
       case "tool_call":
         this.add(task, el("div", { class: "tool-call" },
@@ -496,6 +822,9 @@ class ChatView {
       case "confirm":
         this.add(task, confirmCard(this.sessionId, hash, event));
         break;
+      case "secret_ask":
+        this.add(task, secretCard(this.sessionId, event));
+        break;
       case "pending":
         this.add(task, questionsCard(this.sessionId, hash, event.questions));
         this.setState(task, "parked");
@@ -506,7 +835,6 @@ class ChatView {
         break;
       case "leg_started":
         this.add(task, el("div", { class: "note", text: `${event.queued ? "queued" : "started"} ${event.leg_id}: ${event.label}` }));
-        refreshLegs();
         break;
       case "leg_report":
         this.add(task, el("pre", { class: "report", text: event.text }));
@@ -514,25 +842,24 @@ class ChatView {
       case "leg_finished":
         this.add(task, el("div", { class: "note", text: `${event.leg_id} ${event.status}` },
           el("pre", { text: event.result })));
-        refreshLegs();
         break;
       case "job_settled":
         this.add(task, el("div", { class: "note", text: `${event.job_id} settled` }));
-        refreshLegs();
         break;
       case "canceled":
-        this.add(task, el("div", { class: "note warn", text: `canceled (${event.cause})${event.kept ? ": kept, resumable from Pending" : ""}` }));
-        this.setState(task, event.cause === "paused" ? "paused" : "canceled");
+        this.add(task, el("div", { class: "note warn", text: pageLine(endedLine(event.cause)) }));
+        this.setState(task, event.kept ? "paused" : "canceled");
         refreshPending();
         break;
       case "failed":
-        this.add(task, el("div", { class: "note error", text: `failed: ${event.error}` }));
+        this.add(task, el("div", { class: "note error", text: endedLine("failed", event.error) }));
         this.setState(task, "failed");
         break;
       case "done": {
         const last = task.body.lastElementChild;
-        if (last && last.classList.contains("assistant")) last.textContent = event.text;
-        else this.add(task, el("div", { class: "assistant", text: event.text }));
+        const answer = last && last.classList.contains("assistant") ? last : this.add(task, el("div", { class: "assistant" }));
+        answer.markdown = event.text;
+        renderAnswer(answer);
         this.setState(task, "finished");
         break;
       }
@@ -654,32 +981,39 @@ function firstIndex(items, test) {
   return low;
 }
 
-/** Approve / Deny (with reason) / Cancel task / Abort task for one `confirm` event.
- *  Its buttons take clicks only ARM_MS after it appeared (`data-armed` then). */
+/** The six answers of one `confirm` event, worded and ordered as the REPL's dialog
+ *  (protocol/wording.py). Its buttons take clicks only ARM_MS after it appeared
+ *  (`data-armed` then). */
 function confirmCard(sessionId, taskHash, event) {
   const reason = el("input", { class: "reason", placeholder: "reason (sent to the model)", "aria-label": "Deny reason" });
   const password = event.restricted
     ? el("input", { class: "password", type: "password", placeholder: "system password", "aria-label": "System password" })
     : null;
   const outcome = el("div", { class: "outcome", role: "status" });
-  const answers = [
-    button("Approve", "approve", () => answer({ approve: true }, "approved")),
-    button("Allow this turn", "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn")),
-    button("Always allow this exact command", "remember", () => answer({ approve: true, remember: true }, "approved and remembered")),
-    button("Deny", "deny", () => answer({ approve: false, reason: reason.value }, "denied")),
-  ];
+  const approve = button(APPROVE, "approve", () => answer({ approve: true }, "approved"),
+    { title: "Run this call once" });
+  const deny = button(DENY, "deny", () => answer({ approve: false, reason: reason.value }, "denied"),
+    { title: "Refuse the call; the reason (optional) goes to the model" });
+  const always = button(ALWAYS_ALLOW, "remember", () => answer({ approve: true, remember: true }, "approved and remembered"),
+    { title: "Run it, and run exactly this command again without asking in this session" });
+  const turn = button(ALLOW_TURN, "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn"),
+    { title: "Run it, and simple commands for the rest of this model turn" });
+  const answers = [approve, deny, always, turn];
   const stops = [
-    button("Cancel task", "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "task canceled")),
-    button("Abort task", "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "task aborted (kept resumable)")),
+    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
+      { title: "Stop the task and delete it" }),
+    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "stopped, kept to resume"),
+      { title: "Stop the task; it waits in Pending to be resumed" }),
   ];
   const card = el(
     "div",
     { class: "confirm", "data-open": true, "data-confirm": event.confirm_hash },
-    el("div", { class: "confirm-title", text: `Allow ${event.tool_name}?${event.restricted ? " (restricted path)" : ""}` }),
+    el("div", { class: "confirm-title", text: confirmTitle(event.tool_name, event.restricted) }),
     event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
     ...commandBox(event.args),
     password,
-    el("div", { class: "buttons" }, ...answers, reason),
+    el("div", { class: "buttons" }, approve, deny, reason),
+    el("div", { class: "buttons" }, always, turn),
     el("div", { class: "buttons" }, ...stops),
     outcome,
   );
@@ -695,6 +1029,58 @@ function confirmCard(sessionId, taskHash, event) {
     try {
       await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
       closeCard(card, done, true);
+      healthSoon();
+    } catch (error) {
+      if (error.status === 410) closeCard(card, "already answered or gone");
+      else outcome.textContent = `failed: ${error.message}`;
+    }
+  }
+  return card;
+}
+
+/** A hidden field for one `secret_ask` event: the value goes to the daemon once (as
+ *  the ask's answer) and is never shown, kept or echoed by the page. Armed like a
+ *  confirmation, so a stray Enter cannot send an empty or half-typed value. */
+function secretCard(sessionId, event) {
+  const field = el("input", { class: "secret", type: "password", autocomplete: "off", "aria-label": event.text });
+  const outcome = el("div", { class: "outcome", role: "status" });
+  const store = button("Store secret", "store-secret", () => answer({ approve: true, answers: [field.value] }, "stored"),
+    { title: "Send the value to the daemon, which stores it 0600; the model never sees it" });
+  const stops = [
+    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
+      { title: "Stop the task and delete it" }),
+    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "stopped, kept to resume"),
+      { title: "Stop the task; it waits in Pending to be resumed" }),
+  ];
+  const card = el(
+    "div",
+    { class: "confirm secret-ask", "data-open": true, "data-confirm": event.confirm_hash },
+    el("div", { class: "confirm-title", text: event.text }),
+    event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
+    el("div", { class: "buttons" }, field, store),
+    el("div", { class: "buttons" }, ...stops),
+    outcome,
+  );
+  for (const control of [store, ...stops]) control.disabled = true;
+  setTimeout(() => {
+    if (!card.hasAttribute("data-open")) return;
+    for (const control of [store, ...stops]) control.disabled = false;
+    card.setAttribute("data-armed", "");
+  }, ARM_MS);
+  field.addEventListener("keydown", (key) => {
+    if (key.key === "Enter") store.click();
+  });
+  async function answer(body, done) {
+    if (!card.hasAttribute("data-armed")) return;
+    if (body.approve && !field.value) {
+      outcome.textContent = "type the value first";
+      return;
+    }
+    try {
+      await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
+      field.value = "";
+      closeCard(card, done, true);
+      healthSoon();
     } catch (error) {
       if (error.status === 410) closeCard(card, "already answered or gone");
       else outcome.textContent = `failed: ${error.message}`;
@@ -741,6 +1127,53 @@ function questionForm(questions, submit) {
   return form;
 }
 
+/** The answers as the page shows them: a secret's answer is never shown. */
+function answerWords(questions, answers) {
+  return answers.map((answer, index) => (questions[index]?.secret ? "(secret)" : answer)).join(" | ");
+}
+
+// What the person did to resume a task, so its resumed run shows that as "you" and not
+// the engine's resume message: task hash -> [{words, at}] (at: ms, when asked), kept
+// in this tab's sessionStorage so a reload's replay shows it too. A resume keeps the
+// hash when the task is the session's latest, so one hash may resume several times.
+const RESUMES_KEY = "agentrio.resumes";
+const RESUMES_KEPT = 100;
+/** A run's start may be this long after the request that resumed it (ms)… */
+const RESUME_LAG_MS = 30000;
+/** …or seem this much before it (the page's clock against the daemon's). */
+const RESUME_SKEW_MS = 5000;
+
+function savedResumes() {
+  try {
+    const saved = JSON.parse(sessionStorage.getItem(RESUMES_KEY) || "{}");
+    return saved && typeof saved === "object" && !Array.isArray(saved) ? saved : {};
+  } catch {
+    return {};
+  }
+}
+
+/** Note that this page is resuming `taskHash` with what the person did (`words`). */
+function noteResume(taskHash, words) {
+  const saved = savedResumes();
+  const list = Array.isArray(saved[taskHash]) ? saved[taskHash] : [];
+  delete saved[taskHash];
+  saved[taskHash] = [...list.slice(-4), { words, at: Date.now() }];
+  const hashes = Object.keys(saved);
+  for (const old of hashes.slice(0, Math.max(0, hashes.length - RESUMES_KEPT))) delete saved[old];
+  sessionStorage.setItem(RESUMES_KEY, JSON.stringify(saved));
+}
+
+/** What "you" said for a run resumed from `previous` that started at `at` (s): the
+ *  page's latest resume of that task just before, else "resumed". */
+function resumeWords(previous, at) {
+  const started = at * 1000;
+  const list = savedResumes()[previous];
+  const fits = (Array.isArray(list) ? list : []).filter(
+    (entry) => typeof entry?.words === "string" && entry.at <= started + RESUME_SKEW_MS && entry.at >= started - RESUME_LAG_MS,
+  );
+  return fits.length ? fits[fits.length - 1].words : "resumed";
+}
+
 /** The `pending` event's questions, answered in place: resume with `answers`. */
 function questionsCard(sessionId, taskHash, questions) {
   const outcome = el("div", { class: "outcome", role: "status" });
@@ -748,10 +1181,13 @@ function questionsCard(sessionId, taskHash, questions) {
   card.append(
     el("div", { class: "confirm-title", text: "The task asks:" }),
     questionForm(questions, async (answers) => {
+      const words = answerWords(questions, answers);
+      noteResume(taskHash, words);
       try {
         await api("POST", `${sessionPath(sessionId)}/task/${taskHash}/resume`, { answers });
-        closeCard(card, `answered: ${answers.join(" | ")}`, true);
+        closeCard(card, `answered: ${words}`, true);
         refreshPending();
+        healthSoon();
       } catch (error) {
         outcome.textContent = `failed: ${error.message}`;
       }
@@ -780,9 +1216,11 @@ async function refreshPending() {
   for (const task of data.tasks) {
     const outcome = el("div", { class: "outcome", role: "status" });
     const resume = async (answers) => {
+      noteResume(task.task_hash, answers ? answerWords(task.questions, answers) : "resumed");
       try {
         await api("POST", `${sessionPath(sessionId)}/task/${task.task_hash}/resume`, answers ? { answers } : {});
         refreshPending();
+        healthSoon();
       } catch (error) {
         outcome.textContent = `resume failed: ${error.message}`;
       }
@@ -802,43 +1240,10 @@ async function refreshPending() {
         task.has_questions ? questionForm(task.questions, resume) : null,
         el("div", { class: "buttons" },
           task.has_questions ? null : button("Resume", "resume", () => resume(null)),
-          button("Drop", "drop", drop)),
+          button("Drop", "drop", drop, { title: "Delete this kept task" })),
         outcome),
     );
   }
-}
-
-async function refreshLegs() {
-  if (!view) return;
-  const sessionId = view.sessionId;
-  const list = $("legs-list");
-  let data;
-  try {
-    data = await api("GET", `${sessionPath(sessionId)}/legs`);
-  } catch (error) {
-    list.replaceChildren(el("li", { class: "error", text: error.message }));
-    return;
-  }
-  if (view?.sessionId !== sessionId) return;
-  list.replaceChildren();
-  if (!data.legs.length) list.append(el("li", { class: "muted", text: "No background legs running." }));
-  const cancel = async (legId) => {
-    try {
-      await api("POST", `${sessionPath(sessionId)}/legs/${legId}/cancel`);
-    } catch (error) {
-      list.append(el("li", { class: "error", text: `cancel failed: ${error.message}` }));
-    }
-    refreshLegs();
-  };
-  for (const leg of data.legs) {
-    list.append(
-      el("li", { class: "card", "data-leg": leg.leg_id },
-        el("div", { class: "card-title", text: leg.label }),
-        el("div", { class: "muted", text: `${leg.leg_id} · ${leg.state} · task ${short(leg.task_hash)} · ${clock(leg.started_at)}` }),
-        button("Cancel", "cancel-leg", () => cancel(leg.leg_id))),
-    );
-  }
-  if (data.legs.length > 1) list.append(el("li", {}, button("Cancel all", "cancel-all-legs", () => cancel("all"))));
 }
 
 async function searchHistory() {
@@ -879,9 +1284,8 @@ function showTab(name) {
   for (const tab of document.querySelectorAll("[data-tab]")) {
     tab.setAttribute("aria-selected", String(tab.dataset.tab === name));
   }
-  for (const panel of ["pending", "legs", "history"]) $(`panel-${panel}`).hidden = panel !== name;
+  for (const panel of ["pending", "history"]) $(`panel-${panel}`).hidden = panel !== name;
   if (name === "pending") refreshPending();
-  if (name === "legs") refreshLegs();
   if (name === "history") searchHistory();
 }
 
@@ -896,7 +1300,6 @@ function select(sessionId) {
   view = new ChatView(sessionId);
   renderSessions();
   refreshPending();
-  refreshLegs();
   $("history-list").replaceChildren();
   $("history-record").hidden = true;
   $("input").focus();
@@ -930,19 +1333,43 @@ async function send() {
   try {
     await api("POST", "/v1/send", { session_id: view.sessionId, input: text });
     input.value = "";
+    healthSoon();
   } catch (error) {
     $("send-error").textContent = `send failed: ${error.message}`;
   }
 }
 
+
+/** Events after which the header's counts change (a run starts or ends, a leg too). */
+const COUNTED = new Set(["task_started", "done", "failed", "canceled", "pending", "leg_started", "leg_finished", "job_settled"]);
+/** The header's refresh when no event comes (another session's tasks): a fallback. */
+const HEALTH_FALLBACK_MS = 10000;
+/** Events arriving together refresh the header once. */
+const HEALTH_COALESCE_MS = 50;
+let healthAsked = 0;
+let healthTimer = null;
+
+/** The header's daemon status, from /v1/health (a late reply never overwrites a newer one). */
 async function health() {
+  const asked = ++healthAsked;
+  let text;
   try {
     const response = await fetch("/v1/health", { cache: "no-store", credentials: "omit" });
     const data = await response.json();
-    $("daemon-status").textContent = `daemon ${data.version} · ${data.tasks} task(s) · ${data.legs} leg(s)`;
+    text = `daemon ${data.version} · ${data.tasks} task(s) · ${data.legs} leg(s)`;
   } catch {
-    $("daemon-status").textContent = "daemon unreachable";
+    text = "daemon unreachable";
   }
+  if (asked === healthAsked) $("daemon-status").textContent = text;
+}
+
+/** Refresh the header now (after an event or the page's own action). */
+function healthSoon() {
+  if (healthTimer !== null) return;
+  healthTimer = setTimeout(() => {
+    healthTimer = null;
+    health();
+  }, HEALTH_COALESCE_MS);
 }
 
 function main() {
@@ -982,12 +1409,11 @@ function main() {
     searchHistory();
   });
   $("pending-refresh").addEventListener("click", refreshPending);
-  $("legs-refresh").addEventListener("click", refreshLegs);
   for (const tab of document.querySelectorAll("[data-tab]")) {
     tab.addEventListener("click", () => showTab(tab.dataset.tab));
   }
   health();
-  setInterval(health, 10000);
+  setInterval(health, HEALTH_FALLBACK_MS);
   if (token()) signIn();
   else signOut();
 }

@@ -93,6 +93,23 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
             "I have 2 question(s) for you.",
         ),
         (
+            "ask: Which branch? options: main, release",
+            "ask_user",
+            {"questions": [{"text": "Which branch?", "options": ["main", "release"]}]},
+            "I have 1 question(s) for you.",
+        ),
+        (
+            "ask: Pick | a, b ;; Free? options:",
+            "ask_user",
+            {
+                "questions": [
+                    {"text": "Pick", "options": ["a", "b"]},
+                    {"text": "Free?", "options": []},
+                ]
+            },
+            "I have 2 question(s) for you.",
+        ),
+        (
             "secret: API_TOKEN",
             "store_secret",
             {"key": "API_TOKEN"},
@@ -139,7 +156,7 @@ async def test_call_ids_count_assistant_turns() -> None:
 async def test_anything_else_gets_the_help_reply(text: str) -> None:
     """R61: text that is no verb (verbs are case-sensitive) gets the help reply."""
     assert await ask([user(text)]) == ModelReply(text=HELP_TEXT)
-    for verb in ("run:", "bg:", "sub:", "ask:", "secret:", "history:", "fail:"):
+    for verb in ("run:", "bg:", "sub:", "subs:", "ask:", "options:", "secret:", "history:"):
         assert verb in HELP_TEXT
 
 
@@ -276,7 +293,7 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
             "chat_history",
             {"mode": "search", "keyword": "deploy"},
             "task a1: deploy staging\n\ntask b2: deploy prod\n",
-            'Chat history matching "deploy":\ntask a1: deploy staging\ntask b2: deploy prod',
+            'Chat history matching "deploy": 2 entries found.',
         ),
         ("chat_history", {"mode": "list"}, "", "Chat history: nothing found."),
         (
@@ -310,16 +327,32 @@ async def test_other_tool_results_are_summarised(
     assert await ask(messages) == ModelReply(text=summary)
 
 
-async def test_long_history_listing_is_shortened() -> None:
-    """R61: chat_history listings are kept short: 20 lines and a count of the rest."""
+async def test_history_listings_are_counted_not_repeated() -> None:
+    """R61, issue 19: a listing is shown with the tool result, so the summary counts its
+    entries instead of printing them twice."""
     listing = "\n".join(f"task {i}" for i in range(25))
     messages = [
         call("call_1_0", "chat_history", mode="list"),
         result("call_1_0", "chat_history", listing),
     ]
+    assert (await ask(messages)).text == "Chat history: 25 entries found."
+    messages = [
+        call("call_1_0", "chat_history", mode="search", keyword="x"),
+        result("call_1_0", "chat_history", "task 1"),
+    ]
+    assert (await ask(messages)).text == 'Chat history matching "x": 1 entry found.'
+
+
+async def test_a_long_saved_task_is_shortened() -> None:
+    """R61: a saved task read from the history is kept short: 20 lines and a count."""
+    listing = "\n".join(f"task {i}" for i in range(25))
+    messages = [
+        call("call_1_0", "chat_history", mode="read"),
+        result("call_1_0", "chat_history", listing),
+    ]
     reply = await ask(messages)
     expected = "\n".join(f"task {i}" for i in range(20))
-    assert reply.text == f"Chat history:\n{expected}\n…and 5 more line(s)."
+    assert reply.text == f"The saved task:\n{expected}\n…and 5 more line(s)."
 
 
 async def test_several_results_are_summarised_in_order() -> None:
@@ -518,16 +551,37 @@ Background reports:
 """
 
 
-async def test_group_resume_summarises_every_report() -> None:
-    """R61 (R26): a finished background group is summarised with every report."""
+async def test_group_resume_names_every_leg_and_how_it_ended() -> None:
+    """R61 (R26), issue 19: a finished background group is summarised leg by leg; the
+    legs' output, already reported as each ended, is not repeated."""
     reply = await ask([user(GROUP_RESUME)])
     assert reply == ModelReply(
-        text='The background work for "Run in the background: make; make test" finished. '
-        "The reports say:\n"
-        "- cmd_0123abcd (make) finished with exit code 0:\n"
-        "  built 3 targets\n"
-        "- cmd_89abcdef (make test) finished with exit code 1:\n"
-        "  Error: 2 tests failed"
+        text='The background work for "Run in the background: make; make test" finished.\n'
+        "- cmd_0123abcd (make): finished with exit code 0\n"
+        "- cmd_89abcdef (make test): finished with exit code 1"
+    )
+
+
+async def test_group_resume_as_the_engine_writes_it() -> None:
+    """R61 (R26): the follow-up message of engine/messages.py is read leg by leg."""
+    from engine.messages import followup_message
+
+    class Leg:
+        def __init__(self, leg_id: str, label: str, result: str) -> None:
+            self.id, self.label, self.result, self.state = leg_id, label, result, "finished"
+
+        def describe(self) -> str:
+            return f"{self.id} (command: {self.label})"
+
+        def kept_reports(self) -> list[str]:
+            return []
+
+    legs = [Leg("cmd_0123abcd", "echo one", "exit 0\none"), Leg("cmd_89abcdef", "false", "exit 1")]
+    text = followup_message(objective="o", next_step="n", task_hash="f" * 32, legs=legs)  # type: ignore[arg-type]
+    assert (await ask([user(text)])).text == (
+        'The background work for "o" finished.\n'
+        "- cmd_0123abcd (command: echo one): finished\n"
+        "- cmd_89abcdef (command: false): finished"
     )
 
 

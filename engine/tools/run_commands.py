@@ -1,0 +1,281 @@
+"""``run_commands``: the commands background sub-agents could not run, offered to the
+person in one confirmation (R84).
+
+A background sub-agent never asks (R30): a ``run_command`` call that needs a
+confirmation is not run, and its leg keeps it as a `Proposal`. When the job's follow-up
+task starts in the starting ``cli-`` session (R26), its first act -- before its model's
+first turn -- is one call of this tool (an `engine.runs.PreludeCall`, made by
+`engine.background.routing`). The model is never offered it (`available` is false).
+
+**What the person sees is what runs.** The call's arguments (`proposal_args`) are
+``command 1``, ``cwd 1`` (only when the sub-agent gave one), ``command 2``, … -- each
+command exactly as the sub-agent wrote it, a string or an argv list, in order. The
+call reads them back into the list it will run (`proposals_from_args`, strict: nothing
+else is a command) and asks with that list's arguments written afresh, so every
+front-end draws exactly what will run with its faithful renderer (R77). The list is
+never judged again into anything else. Approved, each runs in order, in the
+starting session, the way `run_command` runs an approved command (`run_plan`): a
+simple command as the argv it was judged to be, anything else through ``/bin/sh -c``
+as shown, outside the sandbox, bounded by ``[tools] command_timeout_s``. A command that
+fails does not stop the later ones; the result lists each command with how it ended.
+
+**The choices.** Approve runs them all. "Always allow this exact command" runs them
+all and remembers each command exactly, as `run_command` remembers one (R76): never a
+program, never a pattern. "Allow this turn" runs them all and allows nothing more:
+this call is the whole of its turn. Deny with reason runs none, and the model reads
+the reason. Stop and discard / Stop, keep to resume end the follow-up; none ran (a
+kept follow-up makes the offer again when it is resumed,
+`engine.background.routing.reoffers`). A command touching a restricted path marks the
+ask ``restricted`` and asks for the system password (R7) unless sudo's credentials are
+cached; a wrong password runs none. Nobody listening, a closed connection or any other
+failure of the ask runs none (R6, R8).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+import attrs
+import trio
+
+from engine.errors import AskFailed
+from engine.models.base import ToolCallRequest, ToolSpec
+from engine.pending import AskReply, AskRequest
+from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from engine.tools.policy import Verdict, classify
+from engine.tools.run_command import CommandPlan, format_command_result, run_plan
+from engine.tools.simple_command import MAX_BYTES
+from protocol import events as ev
+
+if TYPE_CHECKING:
+    from engine.pending import Entry
+
+__all__ = [
+    "MAX_PROPOSALS",
+    "Proposal",
+    "RunCommandsTool",
+    "proposal_args",
+    "proposal_from_call",
+    "proposals_from_args",
+]
+
+#: The most commands one confirmation offers; the model is told of any left out.
+MAX_PROPOSALS: Final = 32
+#: The least output kept of one command, however many share the result.
+_MIN_KEEP_BYTES: Final = 2048
+
+
+@attrs.frozen
+class Proposal:
+    """A command a background sub-agent wanted to run: exactly its ``run_command``
+    arguments ``command`` (a string, or an argv list) and ``cwd``."""
+
+    command: str | list[str]
+    cwd: str | None = None
+
+
+def proposal_from_call(args: Mapping[str, Any]) -> Proposal | None:
+    """The `Proposal` of a ``run_command`` call's arguments, or None when they do not
+    name a command the way `run_command` accepts one."""
+    command, cwd = args.get("command"), args.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        return None
+    if isinstance(command, str) and command.strip():
+        return Proposal(command, cwd)
+    if isinstance(command, list) and command and all(isinstance(w, str) for w in command):
+        return Proposal(list(command), cwd)
+    return None
+
+
+def proposal_args(proposals: Sequence[Proposal]) -> dict[str, Any]:
+    """The ``run_commands`` arguments offering ``proposals``, in order (see the module
+    docstring); `proposals_from_args` reads them back."""
+    args: dict[str, Any] = {}
+    for number, proposal in enumerate(proposals, 1):
+        command = proposal.command
+        args[f"command {number}"] = command if isinstance(command, str) else list(command)
+        if proposal.cwd is not None:
+            args[f"cwd {number}"] = proposal.cwd
+    return args
+
+
+def proposals_from_args(args: Mapping[str, Any]) -> list[Proposal]:
+    """The commands ``args`` offer, in their order; raises `ValueError` unless ``args``
+    are exactly what `proposal_args` writes: ``command 1``, an optional ``cwd 1``,
+    ``command 2``, … with nothing else, nothing out of order, and at most
+    `MAX_PROPOSALS`."""
+    proposals: list[Proposal] = []
+    names = list(args)
+    index = 0
+    while index < len(names):
+        number = len(proposals) + 1
+        if names[index] != f"command {number}":
+            raise ValueError(f"argument {names[index][:64]!r} is not 'command {number}'")
+        cwd_name = f"cwd {number}"
+        has_cwd = index + 1 < len(names) and names[index + 1] == cwd_name
+        proposal = proposal_from_call(
+            {"command": args[names[index]], "cwd": args[cwd_name] if has_cwd else None}
+        )
+        if proposal is None:
+            raise ValueError(f"argument 'command {number}' or {cwd_name!r} is not a command")
+        proposals.append(proposal)
+        index += 2 if has_cwd else 1
+    if not proposals or len(proposals) > MAX_PROPOSALS:
+        raise ValueError(f"run_commands takes 1 to {MAX_PROPOSALS} commands")
+    return proposals
+
+
+async def _judge(services: Services, proposal: Proposal) -> Verdict:
+    """`classify` one command as `run_command` does (off the Trio thread when long)."""
+    config, hidden = services.config.tools, services.sandbox.hidden
+    command, cwd = proposal.command, proposal.cwd
+    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
+    if size <= MAX_BYTES:
+        return classify(command, config, cwd=cwd, hidden=hidden)
+    return await trio.to_thread.run_sync(
+        lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
+    )
+
+
+def _named(proposal: Proposal) -> str:
+    """One command as the result names it: its JSON, so a newline in it can never pass
+    for the line saying how it ended."""
+    return json.dumps(proposal.command, ensure_ascii=False)
+
+
+def _none_run(why: str) -> ToolOutcome:
+    return ToolOutcome(ok=False, output="", skipped=f"{why}; none of the commands was run")
+
+
+class RunCommandsTool(ServiceTool):
+    """Offer proposals (`Proposal`) in one confirmation and run them as shown once approved
+    (see the module docstring). ``proposed_by`` labels the ask and its ``confirm``
+    event, so the person sees whose commands these are."""
+
+    name = "run_commands"
+
+    def __init__(self, services: Services, *, proposed_by: str) -> None:
+        super().__init__(services)
+        self._proposed_by = proposed_by
+
+    def available(self, ctx: ToolContext) -> bool:
+        return False  # never offered to a model: only a follow-up's prelude makes it
+
+    def spec(self) -> ToolSpec:
+        return ToolSpec(
+            name=self.name,
+            description=(
+                "Run the listed commands, in order, once the user approved them all in "
+                "one confirmation."
+            ),
+            parameters={"type": "object", "additionalProperties": True},
+        )
+
+    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
+        proposals = proposals_from_args(call.args)
+        verdicts = [await _judge(self._services, proposal) for proposal in proposals]
+        restricted = any(verdict.restricted for verdict in verdicts)
+        denial = await self._confirm(ctx, proposals, restricted=restricted)
+        if denial is not None:
+            return denial
+        plans = [
+            CommandPlan(command=proposal.command, argv=verdict.argv, sandboxed=False)
+            for proposal, verdict in zip(proposals, verdicts, strict=True)
+        ]
+        return await self._run_all(proposals, plans)
+
+    async def _confirm(
+        self, ctx: ToolContext, proposals: Sequence[Proposal], *, restricted: bool
+    ) -> ToolOutcome | None:
+        """Ask once; None when the person approved, else the outcome that says why
+        nothing ran."""
+        services = self._services
+        need_password = restricted and not await services.verifier.credentials_cached()
+        # Shown: the arguments written afresh from the very list that will run (the
+        # call's own arguments read back to it, so the two are equal).
+        shown = proposal_args(proposals)
+        request = AskRequest(
+            kind="tool_confirm",
+            session_id=ctx.session_id,
+            task_hash=ctx.task_hash,
+            window_hash=ctx.window_hash,
+            tool_name=self.name,
+            tool_args=shown,
+            restricted=restricted,
+            need_password=need_password,
+            subagent=self._proposed_by,
+        )
+        if not services.registry.has_listener(ctx.session_id, request):
+            return _none_run("denied: no front-end is listening for confirmations of this session")
+        entry_box: list[Entry] = []
+
+        def announce(entry: Entry) -> None:
+            entry_box.append(entry)
+            ctx.emit(
+                ev.Confirm,
+                confirm_hash=entry.id,
+                tool_name=self.name,
+                args=shown,
+                restricted=restricted,
+                subagent=self._proposed_by,
+            )
+
+        try:
+            reply = await services.registry.ask(request, on_registered=announce)
+        except AskFailed as exc:
+            return _none_run(f"denied: {exc}")
+        return await self._apply_reply(ctx, reply, need_password, proposals, entry_box)
+
+    async def _apply_reply(
+        self,
+        ctx: ToolContext,
+        reply: AskReply,
+        need_password: bool,
+        proposals: Sequence[Proposal],
+        entry_box: list[Entry],
+    ) -> ToolOutcome | None:
+        await ctx.honour_stop(reply.action)
+        if not reply.approve:
+            reason = f": {reply.reason}" if reply.reason else ""
+            return _none_run(f"denied by the user{reason}")
+        if need_password:
+            ok, error = (
+                await self._services.verifier.verify(reply.password)
+                if reply.password
+                else (False, "no password entered")
+            )
+            if entry_box:
+                self._services.registry.report_verify(entry_box[0], ok, error)
+            if not ok:
+                return _none_run(f"denied: system password check failed ({error})")
+        if reply.remember:  # each command exactly (R76); allow_turn adds nothing here
+            for proposal in proposals:
+                ctx.allowed.add(proposal.command, at=self._services.clock())
+        return None
+
+    async def _run_all(
+        self, proposals: Sequence[Proposal], plans: Sequence[CommandPlan]
+    ) -> ToolOutcome:
+        """Run every plan in order, each to its end; the result names each command."""
+        tools = self._services.config.tools
+        keep = max(_MIN_KEEP_BYTES, tools.max_result_bytes // len(plans))
+        parts: list[str] = []
+        ok = True
+        for number, (proposal, plan) in enumerate(zip(proposals, plans, strict=True), 1):
+            try:
+                result = await run_plan(
+                    self._services,
+                    plan,
+                    cwd=proposal.cwd,
+                    timeout_s=tools.command_timeout_s,
+                    keep_bytes=keep,
+                )
+            except OSError as exc:  # the program or the cwd is not there
+                ok = False
+                parts.append(f"command {number}: {_named(proposal)}\ncould not start: {exc}")
+                continue
+            ok = ok and result.exit_code == 0 and not result.timed_out
+            parts.append(f"command {number}: {_named(proposal)}\n{format_command_result(result)}")
+        return ToolOutcome(ok=ok, output="\n\n".join(parts))

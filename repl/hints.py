@@ -1,0 +1,55 @@
+"""The key hint line at the foot of each dialog: which keys it takes, as it takes them.
+
+Pure functions of what a dialog shows, so each hint is tested against the dialog's real
+keys without a terminal (`repl.dialogs` draws them in ``class:dialog.hint``). A dialog
+that is not armed yet takes no key (R77) and says so instead.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from protocol import wording
+from protocol.events import Question
+
+__all__ = ["ARMING", "confirm_hint", "popup_hint", "question_hint"]
+
+#: Shown while a confirmation or question is not armed yet (R77).
+ARMING: Final = "(arming… what you type still goes to the input line)"
+#: The keys every confirmation and question share once armed.
+_STOP: Final = f"Esc: stop menu · Ctrl+C: {wording.STOP_DISCARD.lower()}"
+
+
+def _digits(count: int) -> str:
+    """``1–6`` for six entries: the digits a menu takes (at most 9)."""
+    top = min(count, 9)
+    return "1" if top == 1 else f"1–{top}"
+
+
+def confirm_hint(*, armed: bool, asking_reason: bool = False, in_password: bool = False) -> str:
+    """A tool confirmation's hint: the six choices, the reason field, the password."""
+    if not armed:
+        return ARMING
+    if asking_reason:
+        return "type the reason · Enter sends it (the call is denied) · Esc back to the choices"
+    if in_password:
+        return f"type the system password · Enter goes to the choices · {_STOP}"
+    return f"↑↓ choose · Enter or 1–6 picks · {_STOP}"
+
+
+def question_hint(question: Question, *, armed: bool, secret: bool = False) -> str:
+    """A question's hint: options (one or several) or a text field (hidden for secrets)."""
+    if not armed:
+        return ARMING
+    if question.options and question.multi:
+        digits = _digits(len(question.options))
+        return f"↑↓ move · Space or {digits} ticks · Enter confirms · {_STOP}"
+    if question.options:
+        return f"↑↓ choose · Enter or {_digits(len(question.options))} picks · {_STOP}"
+    hidden = "typing is hidden · " if secret or question.secret else ""
+    return f"{hidden}Enter answers · {_STOP}"
+
+
+def popup_hint(choices: tuple[str, ...]) -> str:
+    """A popup's hint: it is armed from the start; Esc picks its harmless first entry."""
+    return f"↑↓ choose · Enter or {_digits(len(choices))} picks · Esc: {choices[0]}"
