@@ -29,6 +29,7 @@ from protocol.events import (
     LegReport,
     LegStarted,
     Pending,
+    SecretAsk,
     SteerInjected,
     TaskStarted,
     Text,
@@ -149,7 +150,7 @@ class Conversation:
             self._streamed.discard(task_hash)
         if isinstance(event, _ENDS):
             self.end(task_hash)
-        elif isinstance(event, Confirm):
+        elif isinstance(event, Confirm | SecretAsk):
             self.cut(task_hash)  # what follows the answer goes below the question
 
     def end(self, task_hash: str) -> None:
