@@ -203,6 +203,7 @@ async def test_secret_refused_when_not_allowed(fake: FakeTelegram, bot: Bot) -> 
     takes no value."""
     fake.say("secret: API_KEY")
     await eventually(lambda: fake.with_text("not taken in this chat"), what="the refusal")
+    await eventually(lambda: fake.with_text("store_secret not run"), what="the task goes on")
 
 
 async def test_cancel_stops_the_running_task(fake: FakeTelegram, bot: Bot) -> None:
