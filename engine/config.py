@@ -21,6 +21,7 @@ from cattrs.preconf.tomllib import make_converter
 
 from engine.errors import ConfigError
 from protocol.codec import format_problem, install_strict_hooks
+from protocol.frontends import TOKEN_KEY_REFUSED, TelegramConfig
 
 __all__ = [
     "BackgroundConfig",
@@ -28,6 +29,7 @@ __all__ = [
     "ModelConfig",
     "SandboxConfig",
     "ServerConfig",
+    "TelegramConfig",
     "ToolsConfig",
     "default_home",
     "load_config",
@@ -184,6 +186,8 @@ class Config:
     tools: ToolsConfig = attrs.field(factory=ToolsConfig)
     background: BackgroundConfig = attrs.field(factory=BackgroundConfig)
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
+    #: The Telegram front-end (docs/frontends.md); its token is never in this file.
+    telegram: TelegramConfig = attrs.field(factory=TelegramConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.
@@ -218,6 +222,11 @@ def load_config(home: Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     data.pop("home", None)
+    telegram = data.get("telegram")
+    if isinstance(telegram, dict) and "token" in telegram:
+        line = _line_of(text, "telegram.token")
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{where}: telegram.token: {TOKEN_KEY_REFUSED}")
     try:
         config = _converter.structure(data, Config)
     except Exception as exc:  # cattrs raises several kinds; all mean "bad file"

@@ -202,3 +202,24 @@ def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
         if name not in PUBLIC_MODULES
     }
     assert bad == set()
+
+
+def test_front_ends_import_only_the_protocol_and_the_client() -> None:
+    """R82: a chat front-end (agentrio/frontends/) speaks to the daemon only through
+    the protocol and the client: it never imports the engine or the REPL, and a
+    platform's library is imported by its own adapter only."""
+    bad = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for p in _modules("agentrio/frontends")
+        for name in _imports(p)
+        if name.split(".")[0] in {"engine", "repl"}
+    }
+    assert bad == set()
+    telegram_users = {
+        str(p.relative_to(ROOT))
+        for package in ("agentrio", "protocol", "engine", "repl")
+        for p in _modules(package)
+        if any(name.split(".")[0] == "telegram" for name in _imports(p))
+    }
+    assert telegram_users
+    assert all(user.startswith("agentrio/frontends/telegram/") for user in telegram_users)

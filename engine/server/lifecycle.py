@@ -15,13 +15,14 @@
    online markers;
 4. serves HTTP and WebSocket on one port (`open_server`), then removes the note of a
    deliberate stop (``daemon.stopped``, below) and writes ``<home>/daemon.json``
-   ``{pid, host, port, started_at, version}`` atomically;
+   ``{pid, host, port, started_at, version}`` atomically; and starts the enabled chat
+   front-ends as supervised children (`engine.frontends_supervisor`, R82);
 5. on SIGINT, SIGTERM or ``POST /v1/shutdown`` (``agentrio stop``): first leaves
    ``<home>/daemon.stopped`` ``{pid, at, reason}`` -- the stop was deliberate, so an
    open REPL does not start a new daemon (a crash leaves no note and is restarted) --
-   then cancels every task with cause ``shutdown`` (their ``done`` frames still go
-   out), closes connections, stops the server, closes the store, removes
-   ``daemon.json`` and exits 0 — within 5 s (R53).
+   then stops the front-ends, cancels every task with cause ``shutdown`` (their
+   ``done`` frames still go out), closes connections, stops the server, closes the
+   store, removes ``daemon.json`` and exits 0 — within 5 s (R53).
 
 `open_server` is the reusable part: tests serve an in-process engine with it.
 """
@@ -54,6 +55,7 @@ from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
 from engine.core import Engine
+from engine.frontends_supervisor import enabled_frontends, supervise_frontends
 from engine.nursery_tasks import cancel_scope
 from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
@@ -412,8 +414,12 @@ async def serve(
                     "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
                 )
                 try:
-                    why = await _wait_for_stop(signals, stop, server.context)
-                    await trio.to_thread.run_sync(write_stop_note, home, pid, why)
+                    async with trio.open_nursery() as frontends:
+                        # Chat front-ends (R82): children of the daemon, stopped first.
+                        frontends.start_soon(supervise_frontends, enabled_frontends(config))
+                        why = await _wait_for_stop(signals, stop, server.context)
+                        await trio.to_thread.run_sync(write_stop_note, home, pid, why)
+                        cancel_scope(frontends.cancel_scope, Cause.SHUTDOWN)
                     log.info("shutting down: cancelling %d task(s)", engine.task_count)
                     await engine.shutdown()
                 finally:

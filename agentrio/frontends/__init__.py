@@ -1,0 +1,3 @@
+"""Chat front-ends: a platform-neutral core (`agentrio.frontends.chat`) and one adapter
+per platform (`agentrio.frontends.telegram`; Discord next). A front-end imports only
+`protocol` and the client (`agentrio`), never the engine (tests/test_layering.py)."""

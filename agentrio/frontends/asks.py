@@ -1,0 +1,150 @@
+"""Asks in a chat: what a confirmation, a question or a secret looks like, and which
+answer each button gives.
+
+A shown ask has a short *token*; its buttons carry ``<token>|<choice>`` (Telegram
+allows 64 bytes of callback data). A press whose token is unknown — the ask was
+answered, withdrawn, or shown by an earlier run of the bot — gets `NO_LONGER_OPEN`
+and nothing is sent to agentrio: no fault ever approves.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Final, Literal
+
+import attrs
+
+from agentrio.frontends.markup import Part, code, prose
+from agentrio.frontends.platform import Button
+from agentrio.handles import Decision
+from protocol import wording
+from protocol.frames import Ask
+
+__all__ = [
+    "CHOICES",
+    "NO_LONGER_OPEN",
+    "RESTRICTED_REFUSAL",
+    "ShownAsk",
+    "Tokens",
+    "command_text",
+    "confirm_buttons",
+    "confirm_parts",
+    "decision_of",
+    "question_buttons",
+    "question_parts",
+]
+
+NO_LONGER_OPEN: Final = "This question is no longer open."
+#: Why a restricted-path confirmation is refused in a chat (docs/frontends.md).
+RESTRICTED_REFUSAL: Final = (
+    "restricted path: the system password is never asked in a chat; "
+    "run this from the REPL (agentrio) instead"
+)
+
+Choice = Literal["a", "d", "r", "k", "x"]
+
+#: Confirmation buttons: choice letter → the words of protocol/wording.py.
+CHOICES: Final[dict[str, str]] = {
+    "a": wording.APPROVE,
+    "d": wording.DENY,
+    "r": wording.ALWAYS_ALLOW,
+    "k": wording.STOP_KEEP,
+    "x": wording.STOP_DISCARD,
+}
+
+#: What each choice, once pressed, says under the confirmation.
+OUTCOMES: Final[dict[str, str]] = {
+    "a": "✓ approved",
+    "r": "✓ approved, and always allowed in this chat's session",
+    "k": "⏸ stopped — kept: resume it with /pending",
+    "x": "✗ stopped and discarded",
+}
+
+
+class Tokens:
+    """Short ids for button data."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(1)
+
+    def new(self) -> str:
+        return format(next(self._counter), "x")
+
+
+@attrs.define
+class ShownAsk:
+    """An ask as shown in one chat."""
+
+    ask: Ask
+    chat: str
+    token: str
+    #: The message carrying the buttons and its text (to edit the outcome in).
+    message: str = ""
+    text: str = ""
+    #: Answers given so far to an ask_user's questions (one per question).
+    answers: list[str] = attrs.field(factory=list)
+    #: Still answerable here.
+    live: bool = True
+    #: Offered on the current connection (an ask shown before a reconnect that is not
+    #: offered again is withdrawn).
+    reoffered: bool = True
+
+
+def command_text(ask: Ask) -> str:
+    """The whole command a confirmation asks about, as the person must read it."""
+    args = ask.tool_args
+    command = args.get("command")
+    if isinstance(command, str):
+        return command
+    commands = args.get("commands")
+    if isinstance(commands, list) and all(isinstance(c, str) for c in commands):
+        return "\n".join(commands)
+    return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def confirm_parts(ask: Ask) -> list[Part]:
+    """Title, who asks (a sub-agent), and the whole command as a code block."""
+    restricted = ask.restricted or ask.need_password
+    parts = [prose(wording.confirm_title(ask.tool_name, restricted=restricted) + "\n")]
+    if ask.subagent:
+        parts.append(prose(f"from {ask.subagent}\n"))
+    parts.append(code(command_text(ask)))
+    return parts
+
+
+def confirm_buttons(token: str) -> list[list[Button]]:
+    def button(choice: str) -> Button:
+        return Button(CHOICES[choice], f"{token}|{choice}")
+
+    return [[button("a"), button("d")], [button("r")], [button("k"), button("x")]]
+
+
+def decision_of(choice: str) -> Decision | None:
+    """The reply a confirmation button gives; None for "deny" (a reason comes first)."""
+    match choice:
+        case "a":
+            return Decision.allow()
+        case "r":
+            return Decision.allow(remember=True)
+        case "k":
+            return Decision(approve=False, action="abort_task")
+        case "x":
+            return Decision(approve=False, action="cancel_task")
+    return None
+
+
+def question_parts(ask: Ask, index: int) -> list[Part]:
+    question = ask.questions[index]
+    count = len(ask.questions)
+    head = f"Question {index + 1}/{count}: " if count > 1 else ""
+    tail = "\n(choose below, or write your answer)" if question.options else "\n(write your answer)"
+    if question.options and question.multi:
+        tail = "\n(choose one below, or write several separated by commas)"
+    return [prose(f"{head}{question.text}{tail}")]
+
+
+def question_buttons(token: str, ask: Ask, index: int) -> list[list[Button]]:
+    """One button per option (data ``<token>|o<question>.<option>``)."""
+    options = ask.questions[index].options
+    return [[Button(option, f"{token}|o{index}.{number}")] for number, option in enumerate(options)]

@@ -1,0 +1,71 @@
+"""What a button press does: answer a confirmation or a question, or resume a task
+listed by ``/pending``. A press that matches nothing open gets `NO_LONGER_OPEN`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agentrio.errors import ClientError
+from agentrio.frontends.asks import CHOICES, NO_LONGER_OPEN, OUTCOMES, decision_of
+from agentrio.frontends.conversation import Awaiting
+from agentrio.frontends.platform import Pressed
+
+if TYPE_CHECKING:
+    from agentrio.frontends.chat import ChatFrontend
+
+__all__ = ["handle_press"]
+
+
+async def handle_press(front: ChatFrontend, press: Pressed) -> None:
+    token, _, choice = press.data.partition("|")
+    if token == "resume":
+        await _resume(front, press, choice)
+        return
+    shown = front.shown.get(token)
+    if shown is None or not shown.live or shown.chat != press.chat:
+        await front.platform.answer_press(press.press, NO_LONGER_OPEN)
+        return
+    if front.client is None:
+        await front.platform.answer_press(
+            press.press, "agentrio is reconnecting: nothing was sent; press again in a moment."
+        )
+        return
+    await front.platform.answer_press(press.press)
+    if choice.startswith("o") and shown.ask.kind == "ask_user":
+        index, _, number = choice[1:].partition(".")
+        options = shown.ask.questions[int(index)].options
+        if int(index) == len(shown.answers) and number.isdigit() and int(number) < len(options):
+            await front.answer_question(shown, options[int(number)])
+        return
+    if choice == "d":
+        front.shown.pop(token, None)
+        front.conversation(press.chat).awaiting = Awaiting("reason", shown.ask.id)
+        await front.close_ask(shown, f"{CHOICES['d']}: reply with the reason", keep=True)
+        return
+    decision = decision_of(choice)
+    if decision is not None:
+        await front.decide(shown, decision, OUTCOMES[choice])
+
+
+async def _resume(front: ChatFrontend, press: Pressed, key: str) -> None:
+    target = front.resumes.pop(key, None)
+    if target is None:
+        await front.platform.answer_press(press.press, NO_LONGER_OPEN)
+        return
+    session_id, task_hash = target
+    client = front.client
+    if client is None:
+        front.resumes[key] = target
+        await front.platform.answer_press(
+            press.press, "agentrio is reconnecting: nothing was sent; press again in a moment."
+        )
+        return
+    await front.platform.answer_press(press.press)
+    conversation = front.conversation(press.chat)
+    try:
+        await front.subscribe(conversation)
+        await client.send("", session_id=session_id, pending_task=task_hash)
+    except ClientError as exc:
+        await front.say(press.chat, f"not resumed: {exc.message}")
+        return
+    await front.say(press.chat, f"↻ resuming task {task_hash[:8]}")

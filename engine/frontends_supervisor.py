@@ -1,0 +1,145 @@
+"""The chat front-ends the daemon starts: each enabled one (``[telegram] enabled``) runs
+as a child process, supervised by the daemon's nursery (R82).
+
+- **Started** with the daemon, once it serves (the child finds it through
+  ``daemon.json``): ``python -m agentrio.frontends.telegram --home <home>``, in a
+  session of its own, its output appended to ``<home>/telegram.log`` (0600). It
+  inherits the daemon's environment, so ``$AGENTRIO_TELEGRAM_TOKEN`` reaches it, and
+  the owner tag (`engine.processes.orphans`): a child a killed daemon left is ended by
+  the next one.
+- **Restarted** when it exits, after an exponential backoff with jitter (reset once a
+  run lasted `STABLE_S`). Exit code 2 is a setup error (no token, a bad ``[telegram]``
+  table): no restart can fix it, so it is logged once and not restarted.
+- **Stopped** on shutdown: SIGTERM to its process group, SIGKILL after `STOP_GRACE_S`.
+
+The engine never imports a front-end: it starts a module by name.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+import trio
+
+from engine.config import Config
+from engine.store.files import open_private
+
+__all__ = ["STOP_GRACE_S", "FrontendSpec", "enabled_frontends", "supervise_frontends"]
+
+log = logging.getLogger("agentrio.frontends")
+
+#: Seconds a stopped front-end gets between SIGTERM and SIGKILL.
+STOP_GRACE_S: Final = 3.0
+#: A run at least this long resets the backoff.
+STABLE_S: Final = 60.0
+#: The exit code of a front-end that cannot start as configured.
+SETUP_EXIT: Final = 2
+
+
+@attrs.frozen(kw_only=True)
+class FrontendSpec:
+    name: str
+    argv: Sequence[str]
+    log_path: Path
+    backoff_base_s: float = 1.0
+    backoff_cap_s: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        ceiling = min(self.backoff_cap_s, self.backoff_base_s * 2 ** min(attempt, 20))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def enabled_frontends(config: Config) -> list[FrontendSpec]:
+    home = config.home_path
+    specs = []
+    if config.telegram.enabled:
+        specs.append(
+            FrontendSpec(
+                name="telegram",
+                argv=[sys.executable, "-m", "agentrio.frontends.telegram", "--home", str(home)],
+                log_path=home / "telegram.log",
+            )
+        )
+    return specs
+
+
+async def supervise_frontends(specs: Sequence[FrontendSpec]) -> None:
+    """Run and restart every front-end of ``specs`` until cancelled."""
+    async with trio.open_nursery() as nursery:
+        for spec in specs:
+            nursery.start_soon(supervise, spec)
+
+
+async def supervise(spec: FrontendSpec) -> None:
+    attempt = 0
+    while True:
+        started = trio.current_time()
+        try:
+            code: int | str = await run_once(spec)
+        except OSError as exc:  # the log unwritable, the interpreter gone: try later
+            code = f"a start failure ({exc})"
+        if code == SETUP_EXIT:
+            log.error(
+                "the %s front-end cannot start as configured (exit %d): see %s; "
+                "not restarted until the daemon restarts",
+                spec.name,
+                code,
+                spec.log_path,
+            )
+            return
+        if trio.current_time() - started >= STABLE_S:
+            attempt = 0
+        delay = spec.delay(attempt)
+        attempt += 1
+        log.warning("the %s front-end exited with %s; restarting in %.1f s", spec.name, code, delay)
+        await trio.sleep(delay)
+
+
+async def run_once(spec: FrontendSpec) -> int:
+    """Run the front-end once; its exit code. Cancelled: its group is stopped."""
+    fd = open_private(spec.log_path, os.O_WRONLY | os.O_APPEND)
+    try:
+        process = await trio.lowlevel.open_process(
+            list(spec.argv),
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        os.close(fd)
+    log.info("started the %s front-end (pid %d, log %s)", spec.name, process.pid, spec.log_path)
+    try:
+        return await process.wait()
+    finally:
+        with trio.CancelScope(shield=True):
+            await _stop(process, spec.name)
+
+
+async def _stop(process: trio.Process, name: str) -> None:
+    if process.returncode is not None:
+        return
+    _signal_group(process.pid, signal.SIGTERM)
+    with trio.move_on_after(STOP_GRACE_S):
+        await process.wait()
+        log.info("stopped the %s front-end", name)
+        return
+    log.warning("the %s front-end did not stop in %.0f s: killed", name, STOP_GRACE_S)
+    _signal_group(process.pid, signal.SIGKILL)
+    await process.wait()
+
+
+def _signal_group(pgid: int, signum: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass

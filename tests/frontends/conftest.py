@@ -1,0 +1,137 @@
+"""Fixtures of the front-end tests: the fake Bot API, a home configured for it, the
+real daemon on that home, and the real bot (python-telegram-bot) as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+import trio
+
+from engine.testing import DaemonProcess
+from tests.frontends.fake_telegram import FakeTelegram
+
+USER = 111
+STRANGER = 666
+TOKEN = "123:TEST"
+T = TypeVar("T")
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeTelegram]:
+    server = FakeTelegram(TOKEN).start()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def write_config(home: Path, fake: FakeTelegram, *, enabled: bool = False, extra: str = "") -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        "[telegram]\n"
+        f"enabled = {'true' if enabled else 'false'}\n"
+        f"allowed_users = [{USER}]\n"
+        f'api_base_url = "{fake.base_url}"\n'
+        f"{extra}",
+        encoding="utf-8",
+    )
+
+
+@pytest.fixture
+def config_extra() -> str:
+    """More ``[telegram]`` lines (tests parametrize it)."""
+    return ""
+
+
+@pytest.fixture
+def bot_home(tmp_path: Path, fake: FakeTelegram, config_extra: str) -> Path:
+    home = tmp_path / "home"
+    write_config(home, fake, extra=config_extra)
+    return home
+
+
+def bot_env(home: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AGENTRIO_HOME": str(home),
+        "AGENTRIO_TELEGRAM_TOKEN": TOKEN,
+        "PTB_TIMEDELTA": "1",
+    }
+
+
+class Bot:
+    """``python -m agentrio.frontends.telegram`` as a subprocess (output in
+    ``<home>/bot.log``)."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.log = (home / "bot.log").open("ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "agentrio.frontends.telegram", "--home", str(home)],
+            env=bot_env(home),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.log.close()
+
+
+class Daemon:
+    """The real daemon on the bot's home; `restart` stops it (SIGTERM) and starts
+    another on the same home."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.process = DaemonProcess(home)
+
+    def restart(self) -> None:
+        assert self.process.stop() == 0
+        self.process = DaemonProcess(self.home)
+
+    def stop(self) -> int:
+        return self.process.stop()
+
+
+@pytest.fixture
+def daemon_process(bot_home: Path) -> Iterator[Daemon]:
+    daemon = Daemon(bot_home)
+    try:
+        yield daemon
+    finally:
+        daemon.stop()
+
+
+@pytest.fixture
+def bot(bot_home: Path, daemon_process: Daemon) -> Iterator[Bot]:
+    running = Bot(bot_home)
+    try:
+        yield running
+    finally:
+        code = running.stop()
+        assert code == 0, (bot_home / "bot.log").read_text()
+
+
+async def eventually(predicate: Callable[[], T], *, seconds: float = 20.0, what: str = "") -> T:
+    """Poll ``predicate`` until it returns something truthy (real time: a real bot)."""
+    with trio.move_on_after(seconds):
+        while True:
+            value = predicate()
+            if value:
+                return value
+            await trio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what or predicate}")
