@@ -20,6 +20,10 @@ __all__ = ["build_parser", "main"]
 
 _SESSION = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
 
+#: ``agentrio <name> …`` runs a chat front-end by hand (docs/frontends.md); the daemon
+#: starts the enabled ones itself. Imported only when asked for, like the daemon.
+FRONTENDS = {"telegram": "agentrio.frontends.telegram.main"}
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -33,6 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
             "agentrio daemon [--port N] ...  runs the daemon in the foreground "
             "(see: agentrio daemon --help). agentrio status [--json] | stop [--force] | "
             "start  shows, stops or starts the home's daemon (see: agentrio status --help). "
+            "agentrio telegram [--home DIR] [--store-token]  runs the Telegram front-end "
+            "by hand (docs/frontends.md). "
             "Home: $AGENTRIO_HOME or ~/.config/agentrio."
         ),
     )
@@ -61,6 +67,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["daemon"]:
         return _run_daemon(argv)
+    if argv and argv[0] in FRONTENDS:
+        import importlib
+
+        frontend = importlib.import_module(FRONTENDS[argv[0]])
+        return int(frontend.main(argv[1:]) or 0)
     if argv[:1] in (["status"], ["stop"], ["start"]):
         from repl import control
 
