@@ -28,7 +28,7 @@ from engine.causes import Cause
 from engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
 from engine.markers import MARKER_TTL_S
-from engine.messages import CONFLICT_RUNNING
+from engine.messages import CONFLICT_RUNNING, resume_said
 from engine.models.base import Model
 from engine.nursery_tasks import Supervisor, TaskHandle
 from engine.pending import AskReply, AskRequest, Entry, Listener
@@ -401,6 +401,7 @@ class Engine:
         run.completed = list(snapshot.completed)
         if ask_inline:
             run.input = f"(resuming {task_hash}: asking its saved questions)"
+            run.said = resume_said(questions, None)
             run.resume_snapshot = snapshot
         else:
             run.input = resume_input(run, snapshot, answers)

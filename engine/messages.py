@@ -49,6 +49,7 @@ __all__ = [
     "proposals_section",
     "reoffer_label",
     "resume_message",
+    "resume_said",
     "subagent_label",
     "subagent_needs_approval",
     "subagent_report",
@@ -413,3 +414,16 @@ def subagent_section(
         lines.append("calls:\n" + "\n".join(f"- {call}" for call in calls))
     lines.append(f"final answer:\n{final}" if final else "final answer: (none)")
     return "\n".join(lines)
+
+
+def resume_said(questions: Sequence[Question], answers: Sequence[str] | None) -> str:
+    """What the person did to resume a task, in the words front-ends show for it
+    (``task_started.said``): the answers, a secret one as ``(secret)`` (R73), or
+    ``resumed`` when none were given."""
+    if not answers:
+        return "resumed"
+    secret = [q.secret for q in questions]
+    return " | ".join(
+        "(secret)" if index < len(secret) and secret[index] else answer
+        for index, answer in enumerate(answers)
+    )

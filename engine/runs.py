@@ -35,7 +35,7 @@ import trio
 
 from engine.causes import Cause
 from engine.markers import MARKER_TTL_S, keep_marker_alive
-from engine.messages import CANCELED_REPLY, resume_message
+from engine.messages import CANCELED_REPLY, resume_message, resume_said
 from engine.models.base import Message, ModelError, ToolCallRequest
 from engine.nursery_tasks import TaskHandle, cancel_scope
 from engine.pending import AskRequest
@@ -147,6 +147,8 @@ class TaskRun:
     handle: TaskHandle
     allow_all: bool = False
     resumed_from: str | None = None
+    #: A resumed run's ``task_started.said``: what the person did (`resume_said`).
+    said: str = ""
     created_at: float = 0.0
     previous_answers: list[QA] = attrs.field(factory=list)
     messages: list[Message] = attrs.field(factory=list)
@@ -246,6 +248,7 @@ async def execute_task(
             input=run.input,
             origin=run.session.origin,
             resumed_from=run.resumed_from,
+            said=run.said,
         )
         run.record.append(f"user: {run.input}")
         async with trio.open_nursery() as nursery:
@@ -294,6 +297,7 @@ async def _forget(run: TaskRun) -> None:
 
 def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) -> str:
     """The first message of a resumed run (R12); answers join ``previous_answers``."""
+    run.said = resume_said(snapshot.questions, answers)
     if snapshot.questions and answers is not None:
         run.previous_answers.extend(
             QA(question=q.text, answer=a) for q, a in zip(snapshot.questions, answers, strict=False)

@@ -51,12 +51,18 @@ class Question:
 
 @attrs.frozen(kw_only=True)
 class TaskStarted:
+    """A run of a task began. ``input`` is the model's first message: for a resumed
+    run (``resumed_from`` set) that is the engine's resume message, so ``said`` carries
+    what the person did, for front-ends to show instead: the answers given joined by
+    ``" | "`` (a secret answer as ``(secret)``), or ``resumed``."""
+
     KIND: ClassVar[str] = "task_started"
     seq: int
     at: float
     input: str
     origin: str
     resumed_from: str | None = None
+    said: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)

@@ -22,7 +22,7 @@ from engine.pending import AskReply, Offered, Verified
 from engine.runs import RunOrigin
 from engine.tools.sudo import FakeVerifier
 from protocol import dumps
-from protocol.events import Question, SecretAsk
+from protocol.events import Question, SecretAsk, TaskStarted
 
 
 def _call(call_id: str, name: str, **args: object) -> ToolCallRequest:
@@ -78,6 +78,13 @@ async def test_chat_ask_user_parks_with_siblings_committed_then_resumes(
         assert (await resumed.wait_done()).status == "finished"
         assert model.calls[1][0].content == resumed.input
         assert await engine.pending_tasks("chat-park") == []
+        [started] = [
+            e
+            for e in engine.session("chat-park").hub.events_of(run.task_hash)
+            if isinstance(e, TaskStarted) and e.resumed_from
+        ]
+        # What front-ends show as "you" for the resumed run: the answer, not the input.
+        assert (started.resumed_from, started.said) == (run.task_hash, "staging")
 
 
 async def test_cli_ask_user_is_answered_inline(

@@ -30,6 +30,7 @@ from engine.messages import (
     leg_update_report,
     legs_started,
     resume_message,
+    resume_said,
 )
 from engine.models.base import Message
 from engine.snapshot import (
@@ -275,3 +276,12 @@ def test_resume_message_elided_sentence() -> None:
     )
     whole = make_snapshot("o", [Message(role="tool", content="q" * RESULT_LIMIT, tool_call_id="c")])
     assert ELIDED_SENTENCE not in resume_message(whole, answers=None, reason="interrupted")
+
+
+def test_resume_said_is_what_the_person_did() -> None:
+    """R12, R73: a resumed run's ``task_started.said``: the answers joined by " | ", a
+    secret answer masked, or "resumed" when none were given."""
+    questions = [Question(text="Where?", options=["a", "b"]), Question(text="Key", secret=True)]
+    assert resume_said(questions, ["b", "sk-123"]) == "b | (secret)"
+    assert resume_said(questions, None) == "resumed"
+    assert resume_said([], []) == "resumed"

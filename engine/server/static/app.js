@@ -786,7 +786,7 @@ class ChatView {
         // A resumed run's input is the engine's resume message, meant for the model:
         // show what the person did instead (the answers given here, or "resumed").
         this.add(task, el("div", { class: "user" }, el("span", { class: "who", text: "you" }),
-          el("span", { class: "user-text" }, ...visibleNodes(event.resumed_from ? resumeWords(event.resumed_from, event.at) : event.input))));
+          el("span", { class: "user-text" }, ...visibleNodes(event.resumed_from ? event.said || "resumed" : event.input))));
         if (event.resumed_from) {
           this.add(task, el("div", { class: "note", text: `resumed from task ${short(event.resumed_from)}` }));
           const selector = `.questions[data-task="${CSS.escape(event.resumed_from)}"][data-open]`;
@@ -1132,48 +1132,6 @@ function answerWords(questions, answers) {
   return answers.map((answer, index) => (questions[index]?.secret ? "(secret)" : answer)).join(" | ");
 }
 
-// What the person did to resume a task, so its resumed run shows that as "you" and not
-// the engine's resume message: task hash -> [{words, at}] (at: ms, when asked), kept
-// in this tab's sessionStorage so a reload's replay shows it too. A resume keeps the
-// hash when the task is the session's latest, so one hash may resume several times.
-const RESUMES_KEY = "agentrio.resumes";
-const RESUMES_KEPT = 100;
-/** A run's start may be this long after the request that resumed it (ms)… */
-const RESUME_LAG_MS = 30000;
-/** …or seem this much before it (the page's clock against the daemon's). */
-const RESUME_SKEW_MS = 5000;
-
-function savedResumes() {
-  try {
-    const saved = JSON.parse(sessionStorage.getItem(RESUMES_KEY) || "{}");
-    return saved && typeof saved === "object" && !Array.isArray(saved) ? saved : {};
-  } catch {
-    return {};
-  }
-}
-
-/** Note that this page is resuming `taskHash` with what the person did (`words`). */
-function noteResume(taskHash, words) {
-  const saved = savedResumes();
-  const list = Array.isArray(saved[taskHash]) ? saved[taskHash] : [];
-  delete saved[taskHash];
-  saved[taskHash] = [...list.slice(-4), { words, at: Date.now() }];
-  const hashes = Object.keys(saved);
-  for (const old of hashes.slice(0, Math.max(0, hashes.length - RESUMES_KEPT))) delete saved[old];
-  sessionStorage.setItem(RESUMES_KEY, JSON.stringify(saved));
-}
-
-/** What "you" said for a run resumed from `previous` that started at `at` (s): the
- *  page's latest resume of that task just before, else "resumed". */
-function resumeWords(previous, at) {
-  const started = at * 1000;
-  const list = savedResumes()[previous];
-  const fits = (Array.isArray(list) ? list : []).filter(
-    (entry) => typeof entry?.words === "string" && entry.at <= started + RESUME_SKEW_MS && entry.at >= started - RESUME_LAG_MS,
-  );
-  return fits.length ? fits[fits.length - 1].words : "resumed";
-}
-
 /** The `pending` event's questions, answered in place: resume with `answers`. */
 function questionsCard(sessionId, taskHash, questions) {
   const outcome = el("div", { class: "outcome", role: "status" });
@@ -1182,7 +1140,6 @@ function questionsCard(sessionId, taskHash, questions) {
     el("div", { class: "confirm-title", text: "The task asks:" }),
     questionForm(questions, async (answers) => {
       const words = answerWords(questions, answers);
-      noteResume(taskHash, words);
       try {
         await api("POST", `${sessionPath(sessionId)}/task/${taskHash}/resume`, { answers });
         closeCard(card, `answered: ${words}`, true);
@@ -1216,7 +1173,6 @@ async function refreshPending() {
   for (const task of data.tasks) {
     const outcome = el("div", { class: "outcome", role: "status" });
     const resume = async (answers) => {
-      noteResume(task.task_hash, answers ? answerWords(task.questions, answers) : "resumed");
       try {
         await api("POST", `${sessionPath(sessionId)}/task/${task.task_hash}/resume`, answers ? { answers } : {});
         refreshPending();
