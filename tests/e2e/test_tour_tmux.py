@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 
+from repl.commands import BUILTIN_VERBS
 from tests.e2e.conftest import ROOT, Daemon
 from tests.e2e.screens import retarget, save_screen, updating
 from tests.e2e.test_repl_tmux import Tmux, wait_for
@@ -192,6 +193,16 @@ def _outcome(row: str) -> re.Pattern[str]:
     verb = row.split(":", 1)[0] if re.match(r"^[a-z]+: ", row) else ""
     assert verb in OUTCOMES, f"the tour row {row!r} has no expected outcome in this test"
     return re.compile(OUTCOMES[verb])
+
+
+def test_every_builtin_verb_has_a_tour_row() -> None:
+    """Issue 19: each verb of the built-in model (what /help lists) has a row in the
+    README tour, and this test knows what each verb's row ends with."""
+    rows = tour_rows((ROOT / "README.md").read_text(encoding="utf-8"))
+    verbs = {verb.split(":", 1)[0] for verb, _ in BUILTIN_VERBS}
+    toured = {row.split(":", 1)[0] for row in rows if re.match(r"^[a-z]+: ", row)}
+    assert verbs <= toured, verbs - toured
+    assert set(OUTCOMES) == verbs | {""}
 
 
 def test_the_readme_tour_end_to_end(daemon: Daemon, work: Path) -> None:
