@@ -54,6 +54,9 @@ def _xterm(n: int) -> str:
 
 class _Style:
     def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
         self.fg: str | None = None
         self.bg: str | None = None
         self.bold = self.dim = self.italic = self.underline = self.reverse = False
@@ -63,7 +66,7 @@ class _Style:
         while i < len(codes):
             code = codes[i]
             if code == 0:
-                self.__init__()  # type: ignore[misc]
+                self.reset()
             elif code in (1, 2, 3, 4, 7):
                 attr = {1: "bold", 2: "dim", 3: "italic", 4: "underline", 7: "reverse"}[code]
                 setattr(self, attr, True)
