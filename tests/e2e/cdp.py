@@ -243,7 +243,15 @@ class Page:
                 if value:
                     return value
                 await trio.sleep(0.05)
-        raise AssertionError(f"timed out waiting for {what}")
+        raise AssertionError(f"timed out waiting for {what}; the page:\n{await self._tail()}")
+
+    async def _tail(self, chars: int = 3000) -> str:
+        """The end of the page's visible text, for a failure message (best effort)."""
+        try:
+            text = await self.evaluate("document.body.innerText")
+        except CdpError as exc:
+            return f"(unreadable: {exc})"
+        return str(text)[-chars:]
 
     async def wait_present(self, selector: str, what: str, deadline_s: float = 20.0) -> None:
         """Poll until an element matches ``selector``."""
