@@ -32,10 +32,14 @@ async def handle_press(front: ChatFrontend, press: Pressed) -> None:
         return
     await front.platform.answer_press(press.press)
     if choice.startswith("o") and shown.ask.kind == "ask_user":
+        # The press's data comes from the platform's client: read it as untrusted.
         index, _, number = choice[1:].partition(".")
-        options = shown.ask.questions[int(index)].options
-        if int(index) == len(shown.answers) and number.isdigit() and int(number) < len(options):
-            await front.answer_question(shown, options[int(number)])
+        if not (index.isdigit() and number.isdigit()) or int(index) != len(shown.answers):
+            return
+        if int(index) < len(shown.ask.questions):
+            options = shown.ask.questions[int(index)].options
+            if int(number) < len(options):
+                await front.answer_question(shown, options[int(number)])
         return
     if choice == "d":
         front.shown.pop(token, None)
