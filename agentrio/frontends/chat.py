@@ -370,11 +370,16 @@ class ChatFrontend:
 
     async def _show_secret(self, shown: ShownAsk, conversation: Conversation) -> None:
         key = shown.ask.tool_args.get("key", "?")
-        if not self.settings.allow_secrets_in_chat:
+        why = (
+            "allow_secrets_in_chat is off"
+            if not self.settings.allow_secrets_in_chat
+            else self.platform.cannot_delete(shown.chat)
+        )
+        if why:
             await self.say(
                 shown.chat,
                 f"A secret value is asked for {key!r}. Secrets are not taken in this chat "
-                "(allow_secrets_in_chat is off): store it from the REPL (agentrio) instead. "
+                f"({why}): store it from the REPL (agentrio) instead. "
                 "The question was declined.",
             )
             await self._refuse(shown.ask, "secrets are not taken in this chat")

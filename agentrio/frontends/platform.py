@@ -122,6 +122,11 @@ class ChatPlatform(Protocol):
         """Whether ``chat`` is a group chat (from its id, or as the adapter saw it)."""
         ...
 
+    def cannot_delete(self, chat: str) -> str:
+        """Why the bot cannot delete a person's message in ``chat`` (a secret is only
+        taken where it can be deleted at once); empty when it can."""
+        ...
+
 
 @attrs.frozen
 class Backoff:

@@ -121,6 +121,7 @@ class FakeDiscord:
         self.answered: dict[str, tuple[int, str]] = {}
         self.failures: dict[str, list[Failure]] = {}
         self.identified = 0
+        self.dm_channels: set[int] = set()
         self.resumed = 0
         #: The transcript: ("person"|"bot-message"|"press"|"deleted", text).
         self.log: list[tuple[str, str]] = []
@@ -187,7 +188,9 @@ class FakeDiscord:
         self, text: str, *, user: int = 111, channel: int | None = None, guild: int | None = None
     ) -> int:
         """A person writes ``text`` (in their DM with the bot, unless ``channel``)."""
-        channel = dm_channel(user) if channel is None else channel
+        if channel is None:
+            channel = dm_channel(user)
+            self.dm_channels.add(channel)
         message_id = next(self.ids)
         with self.lock:
             self.person_messages[(channel, message_id)] = text
@@ -197,14 +200,20 @@ class FakeDiscord:
         }
         if guild is not None:
             data["guild_id"] = str(guild)
-            data["member"] = {"roles": [], "joined_at": _now(), "deaf": False, "mute": False}
+            data["member"] = {
+                "roles": [],
+                "flags": 0,
+                "joined_at": _now(),
+                "deaf": False,
+                "mute": False,
+            }
         self._dispatch("MESSAGE_CREATE", data)
         return message_id
 
-    def press(self, message: Sent, label: str, *, user: int = 111) -> str:
+    def press(self, message: Sent, label: str, *, user: int = 111, guild: int | None = None) -> str:
         """Press the button labelled ``label`` (a prefix is enough) under ``message``."""
         data = next(d for text, d in message.buttons if text.startswith(label))
-        return self.press_data(message, data, user=user)
+        return self.press_data(message, data, user=user, guild=guild)
 
     def press_data(
         self, message: Sent, custom_id: str, *, user: int = 111, guild: int | None = None
@@ -219,7 +228,7 @@ class FakeDiscord:
             "type": 3,
             "data": {"custom_id": custom_id, "component_type": 2},
             "channel_id": str(message.channel),
-            "channel": {"id": str(message.channel), "type": 1 if guild is None else 0},
+            "channel": _channel_json(message.channel, guild),
             "token": f"itoken-{press_id}",
             "version": 1,
             "attachment_size_limit": 8_000_000,
@@ -239,6 +248,7 @@ class FakeDiscord:
             data["member"] = {
                 "user": user_json(user),
                 "roles": [],
+                "flags": 0,
                 "joined_at": _now(),
                 "deaf": False,
                 "mute": False,
@@ -457,6 +467,10 @@ class FakeDiscord:
 
     def _delete(self, channel: int, message_id: int) -> web.Response:
         key = (channel, message_id)
+        if key in self.person_messages and channel in self.dm_channels:
+            return _json(  # as Discord: no bot deletes a person's message in a DM
+                {"message": "Cannot execute action on a DM channel", "code": 50003}, status=403
+            )
         if key in self.person_messages:
             self.deleted.add(key)
             self.log.append(("deleted", "•" * 8))
@@ -533,6 +547,20 @@ def _json(body: Any, *, status: int = 200, headers: dict[str, str] | None = None
         status=status,
         headers={"Content-Type": "application/json", **(headers or {})},
     )
+
+
+def _channel_json(channel: int, guild: int | None) -> dict[str, Any]:
+    if guild is None:
+        return {"id": str(channel), "type": 1, "recipients": []}
+    return {
+        "id": str(channel),
+        "type": 0,
+        "guild_id": str(guild),
+        "name": f"channel-{channel}",
+        "position": 0,
+        "permission_overwrites": [],
+        "parent_id": None,
+    }
 
 
 def _now() -> str:

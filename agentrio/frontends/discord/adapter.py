@@ -181,6 +181,14 @@ class DiscordPlatform:
         return channel is not None and getattr(channel, "guild", None) is not None
 
 
+    def cannot_delete(self, chat: str) -> str:
+        """Discord lets no bot delete a person's message in a direct message; in a
+        server channel it needs the Manage Messages permission (docs/frontends.md)."""
+        if self.is_group(chat):
+            return ""
+        return "Discord does not let bots delete your messages in direct messages"
+
+
 class DiscordBot(discord.Client):
     """The gateway side: messages and button presses to the core."""
 

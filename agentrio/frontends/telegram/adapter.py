@@ -128,6 +128,11 @@ class TelegramPlatform:
         """Telegram's group and channel ids are negative; private chats are users."""
         return chat.startswith("-")
 
+    def cannot_delete(self, chat: str) -> str:
+        """Bots may delete incoming messages in every chat they answer in (private
+        chats; groups where the bot is an admin, as docs/frontends.md says)."""
+        return ""
+
 
 def updates_to_core(
     inbox: Inbox,
