@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 import trio
 
 from agentrio import connect
+from engine.testing import DaemonProcess
 from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, eventually
 from tests.frontends.fake_discord import FakeDiscord, Sent, dm_channel
 
@@ -401,3 +403,25 @@ async def test_transcript_for_the_docs(fake: FakeDiscord, bot: Bot, tmp_path: Pa
     print(transcript)
     assert "[Approve] [Deny with reason]" in transcript
     assert "hello from agentrio" in transcript
+
+
+async def test_daemon_starts_and_stops_the_discord_bot(fake: FakeDiscord, tmp_path: Path) -> None:
+    """R82: ``[discord] enabled``: the daemon runs the bot (it answers), logs it to
+    <home>/discord.log (0600) without the token, and ends it on shutdown."""
+    home = tmp_path / "home"
+    write_config(home, fake, enabled=True)
+    daemon = await trio.to_thread.run_sync(
+        lambda: DaemonProcess(home, {"AGENTRIO_DISCORD_TOKEN": TOKEN})
+    )
+    try:
+        await eventually(lambda: fake.identified, what="the bot on the gateway")
+        fake.say("/pending")
+        await eventually(lambda: fake.with_text("Nothing is waiting"), what="the bot's answer")
+        log = home / "discord.log"
+        assert stat.S_IMODE(log.stat().st_mode) == 0o600
+        assert "Discord bot" in log.read_text()
+        assert TOKEN not in log.read_text()
+    finally:
+        code = await trio.to_thread.run_sync(daemon.stop)
+    assert code == 0
+    assert "stopping" in (home / "discord.log").read_text()

@@ -49,6 +49,9 @@ T = TypeVar("T")
 ROW_BUTTONS = 5
 ROWS = 5
 LABEL_LENGTH = 80
+#: A press not answered by the core this soon is acknowledged by the adapter
+#: (Discord allows 3 s).
+ACK_DEADLINE_S = 2.5
 NO_MENTIONS = discord.AllowedMentions.none()
 
 
@@ -180,7 +183,6 @@ class DiscordPlatform:
         channel = self.client.get_channel(int(chat))
         return channel is not None and getattr(channel, "guild", None) is not None
 
-
     def cannot_delete(self, chat: str) -> str:
         """Discord lets no bot delete a person's message in a direct message; in a
         server channel it needs the Manage Messages permission (docs/frontends.md)."""
@@ -199,6 +201,7 @@ class DiscordBot(discord.Client):
         self.presses: dict[str, discord.Interaction] = {}
         self.guild_channels: set[str] = set()
         self.ready = asyncio.Event()
+        self._late: set[asyncio.Task[None]] = set()
 
     async def on_ready(self) -> None:
         log.info("Discord bot %s connected", self.user)
@@ -234,6 +237,7 @@ class DiscordBot(discord.Client):
             self.guild_channels.add(chat)
         press = str(interaction.id)
         self.presses[press] = interaction
+        asyncio.get_running_loop().call_later(ACK_DEADLINE_S, self._ack_late, press)
         self.inbox.deliver(
             Pressed(
                 chat=chat,
@@ -244,6 +248,22 @@ class DiscordBot(discord.Client):
                 message=str(interaction.message.id),
             )
         )
+
+    def _ack_late(self, press: str) -> None:
+        """Discord drops a press not answered within 3 s: when the core is slow to
+        answer it (busy waiting out a rate limit), acknowledge it here."""
+        interaction = self.presses.pop(press, None)
+        if interaction is not None and not interaction.response.is_done():
+            task = asyncio.get_running_loop().create_task(_defer(interaction))
+            self._late.add(task)
+            task.add_done_callback(self._late.discard)
+
+
+async def _defer(interaction: discord.Interaction) -> None:
+    try:
+        await interaction.response.defer()
+    except discord.HTTPException as exc:
+        log.info("press %s not acknowledged: %s", interaction.id, exc)
 
 
 _PERSON_MESSAGES: Sequence[discord.MessageType] = (

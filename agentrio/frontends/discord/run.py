@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from pathlib import Path
 
+import aiohttp
 import discord
 import discord.gateway
 import discord.http
@@ -38,6 +40,8 @@ def point_at(config: DiscordConfig) -> None:
     """discord.py's REST base and first gateway URL, from ``[discord]``."""
     discord.http.Route.BASE = config.api_base_url.rstrip("/")
     discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(config.gateway_url)
+    # The bot never joins voice: no warning that voice's libraries are missing.
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
 
 
 def settings_of(config: DiscordConfig) -> ChatSettings:
@@ -62,10 +66,7 @@ async def run_bot(home: Path, config: DiscordConfig, token: str) -> None:
 
     async def host(portal: GuestPortal) -> None:
         stop = stop_signals()
-        try:
-            await client.login(token)
-        except discord.LoginFailure as exc:
-            raise SetupError(f"Discord refused the bot token: {exc}") from None
+        await _login(client, token)
         connection = asyncio.create_task(client.connect(reconnect=True))
         try:
             waiting = asyncio.create_task(stop.wait())
@@ -90,3 +91,20 @@ async def run_bot(home: Path, config: DiscordConfig, token: str) -> None:
         await run_core(inbox, portal, ready, settings_of(config), platform, home, "discord")
 
     await run_with_guest(host, guest)
+
+
+async def _login(client: DiscordBot, token: str) -> None:
+    """Log in until it works: the network may be down when the bot starts. A token
+    Discord refuses is a `SetupError` (no retry can fix it)."""
+    attempt = 0
+    while True:
+        try:
+            await client.login(token)
+            return
+        except discord.LoginFailure as exc:
+            raise SetupError(f"Discord refused the bot token: {exc}") from None
+        except (discord.DiscordServerError, aiohttp.ClientError, OSError, TimeoutError) as exc:
+            delay = random.uniform(0.5, 1.0) * min(30.0, 0.5 * 2**attempt)
+            log.warning("Discord not reachable (%s); retrying in %.1f s", exc, delay)
+        attempt += 1
+        await asyncio.sleep(delay)
