@@ -181,7 +181,7 @@ class DiscordMarkdown:
         return "```\n"
 
     def code_close(self) -> str:
-        return "\n```"
+        return "\n```\n"  # what follows starts on a line of its own, even inline code
 
     def code_body(self, text: str) -> str:
         return text.replace("`", "`" + _ZWSP)

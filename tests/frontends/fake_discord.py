@@ -56,10 +56,30 @@ def user_json(user: int) -> dict[str, Any]:
     }
 
 
+#: A fenced code block or inline code: shown verbatim (no escapes inside).
+_CODE = re.compile(r"```\n?(.*?)\n?```\n?|`([^`\n]+)`", re.S)
+
+
+def unescape(markdown: str, *, fences: bool = False) -> str:
+    """Discord's markdown as read: backslash escapes resolved outside code, zero-width
+    spaces dropped; code blocks kept fenced when ``fences``."""
+    out: list[str] = []
+    position = 0
+    for match in _CODE.finditer(markdown):
+        out.append(re.sub(r"\\(.)", r"\1", markdown[position : match.start()], flags=re.S))
+        block, inline = match.group(1), match.group(2)
+        if block is not None:
+            out.append(f"```\n{block}\n```\n" if fences else block)
+        else:
+            out.append(f"`{inline}`" if fences else inline)
+        position = match.end()
+    out.append(re.sub(r"\\(.)", r"\1", markdown[position:], flags=re.S))
+    return "".join(out).replace(ZWSP, "")
+
+
 def plain(markdown: str) -> str:
     """What a person reads: fences and escapes gone, zero-width spaces dropped."""
-    text = re.sub(r"```\n?|\n?```", "", markdown)
-    return re.sub(r"\\(.)", r"\1", text, flags=re.S).replace(ZWSP, "")
+    return unescape(markdown)
 
 
 @attrs.define
@@ -297,7 +317,7 @@ class FakeDiscord:
                 if sent is None or sent.deleted:
                     continue
                 buttons = " ".join(f"[{label}]" for label in sent.shown_buttons)
-                body = re.sub(r"\\(.)", r"\1", sent.text, flags=re.S).replace(ZWSP, "")
+                body = unescape(sent.text, fences=True)
                 lines.append(f"**bot:**\n\n{body.strip()}" + (f"\n\n{buttons}" if buttons else ""))
         return "\n\n".join(lines) + "\n"
 

@@ -92,7 +92,9 @@ def test_pages_within_limit_with_whole_code_blocks(chunks: list[tuple[bool, str]
     for page in pages:
         assert utf16_length(page) <= 2000
         assert page.count("```") % 2 == 0
-    shown = "".join(unescape(re.sub(r"```\n|\n```", "", page)).replace(ZWSP, "") for page in pages)
+    shown = "".join(
+        unescape(re.sub(r"```\n|\n```\n", "", page)).replace(ZWSP, "") for page in pages
+    )
     original = "".join(t for _, t in chunks).replace(ZWSP, "")
     # Escaping aside, every character is kept in order.
     assert shown.replace("\\", "") == original.replace("\\", "")
