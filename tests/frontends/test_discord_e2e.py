@@ -425,3 +425,25 @@ async def test_daemon_starts_and_stops_the_discord_bot(fake: FakeDiscord, tmp_pa
         code = await trio.to_thread.run_sync(daemon.stop)
     assert code == 0
     assert "stopping" in (home / "discord.log").read_text()
+
+
+async def test_a_press_is_acknowledged_in_time_while_the_core_is_busy(
+    fake: FakeDiscord, bot: Bot, tmp_path: Path
+) -> None:
+    """R82: Discord drops a press not acknowledged within 3 s. While the core waits out
+    a 6 s rate limit, a press is acknowledged by the adapter (at 2.5 s, far before the
+    core gets to it) and is still acted on afterwards."""
+    target = tmp_path / "late-press"
+    fake.say(f"run: touch {target}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    fake.fail_next("POST messages", 429, retry_after=6)
+    fake.say("/help")
+    await eventually(
+        lambda: any(c[2] == 429 for c in fake.calls_of("POST messages")), what="the 429"
+    )
+    pressed_at = trio.current_time()
+    press = fake.press(confirm, "Approve")
+    await eventually(lambda: fake.answered.get(press), what="the acknowledgement")
+    assert trio.current_time() - pressed_at < 4.5
+    assert fake.answered[press] == (6, "")
+    await eventually(target.exists, seconds=30, what="the file")
