@@ -1,6 +1,7 @@
-"""The configuration of the chat front-ends (``[telegram]``, ``[discord]`` in config.toml), shared by
-the daemon, which validates it at start and starts the enabled front-ends, and by the
-front-end processes, which read it themselves (they never import the engine).
+"""The configuration of the chat front-ends (``[telegram]``, ``[discord]`` in
+config.toml), shared by the daemon, which validates it at start and starts the enabled
+front-ends, and by the front-end processes, which read it themselves (they never import
+the engine).
 
 Pure values: reading the file and the token is the caller's business. The bot token
 is never a key of the file (`token_key_refused`): it comes from the environment
