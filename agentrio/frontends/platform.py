@@ -1,6 +1,6 @@
 """What the chat core needs of a platform, and what a platform hands the core.
 
-An adapter (Telegram today, Discord next) implements `ChatPlatform` on the Trio side
+An adapter (Telegram, Discord) implements `ChatPlatform` on the Trio side
 (its library calls cross to asyncio through `agentrio.guest`) and turns its library's
 updates into `Said` and `Pressed`. Its failures reach the core as `PlatformError`\\s:
 `RetryLater` (429 with ``retry_after``), `Transient` (5xx, timeouts, a dropped
