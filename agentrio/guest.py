@@ -1,5 +1,5 @@
 """Trio as a guest of an asyncio loop: the pattern of every front-end whose library runs
-on asyncio (prompt_toolkit for the REPL, python-telegram-bot for Telegram).
+on asyncio (prompt_toolkit for the REPL, python-telegram-bot and discord.py for the bots).
 
 asyncio hosts the library; agentrio's Trio client runs as a Trio *guest* on the same
 thread (``trio.lowlevel.start_guest_run``). Three crossings, all here:

@@ -21,11 +21,12 @@ from cattrs.preconf.tomllib import make_converter
 
 from engine.errors import ConfigError
 from protocol.codec import format_problem, install_strict_hooks
-from protocol.frontends import TOKEN_KEY_REFUSED, TelegramConfig
+from protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
 __all__ = [
     "BackgroundConfig",
     "Config",
+    "DiscordConfig",
     "ModelConfig",
     "SandboxConfig",
     "ServerConfig",
@@ -188,6 +189,8 @@ class Config:
     sandbox: SandboxConfig = attrs.field(factory=SandboxConfig)
     #: The Telegram front-end (docs/frontends.md); its token is never in this file.
     telegram: TelegramConfig = attrs.field(factory=TelegramConfig)
+    #: The Discord front-end (docs/frontends.md); its token is never in this file.
+    discord: DiscordConfig = attrs.field(factory=DiscordConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.
@@ -222,11 +225,12 @@ def load_config(home: Path | None = None) -> Config:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     data.pop("home", None)
-    telegram = data.get("telegram")
-    if isinstance(telegram, dict) and "token" in telegram:
-        line = _line_of(text, "telegram.token")
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{where}: telegram.token: {TOKEN_KEY_REFUSED}")
+    for platform in ("telegram", "discord"):
+        table = data.get(platform)
+        if isinstance(table, dict) and "token" in table:
+            line = _line_of(text, f"{platform}.token")
+            where = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{where}: {platform}.token: {token_key_refused(platform)}")
     try:
         config = _converter.structure(data, Config)
     except Exception as exc:  # cattrs raises several kinds; all mean "bad file"

@@ -1,14 +1,14 @@
-"""The chat front-ends the daemon starts: each enabled one (``[telegram] enabled``) runs
-as a child process, supervised by the daemon's nursery (R82).
+"""The chat front-ends the daemon starts: each enabled one (``[telegram] enabled``,
+``[discord] enabled``) runs as a child process, supervised by the daemon's nursery (R82).
 
 - **Started** with the daemon, once it serves (the child finds it through
-  ``daemon.json``): ``python -m agentrio.frontends.telegram --home <home>``, in a
-  session of its own, its output appended to ``<home>/telegram.log`` (0600). It
-  inherits the daemon's environment, so ``$AGENTRIO_TELEGRAM_TOKEN`` reaches it, and
+  ``daemon.json``): ``python -m agentrio.frontends.<name> --home <home>``, in a
+  session of its own, its output appended to ``<home>/<name>.log`` (0600). It
+  inherits the daemon's environment, so ``$AGENTRIO_<NAME>_TOKEN`` reaches it, and
   the owner tag (`engine.processes.orphans`): a child a killed daemon left is ended by
   the next one.
 - **Restarted** when it exits, after an exponential backoff with jitter (reset once a
-  run lasted `STABLE_S`). Exit code 2 is a setup error (no token, a bad ``[telegram]``
+  run lasted `STABLE_S`). Exit code 2 is a setup error (no token, a bad ``[<name>]``
   table): no restart can fix it, so it is logged once and not restarted.
 - **Stopped** on shutdown: SIGTERM to its process group, SIGKILL after `STOP_GRACE_S`.
 
@@ -60,16 +60,16 @@ class FrontendSpec:
 
 def enabled_frontends(config: Config) -> list[FrontendSpec]:
     home = config.home_path
-    specs = []
-    if config.telegram.enabled:
-        specs.append(
-            FrontendSpec(
-                name="telegram",
-                argv=[sys.executable, "-m", "agentrio.frontends.telegram", "--home", str(home)],
-                log_path=home / "telegram.log",
-            )
+    enabled = {"telegram": config.telegram.enabled, "discord": config.discord.enabled}
+    return [
+        FrontendSpec(
+            name=name,
+            argv=[sys.executable, "-m", f"agentrio.frontends.{name}", "--home", str(home)],
+            log_path=home / f"{name}.log",
         )
-    return specs
+        for name, on in enabled.items()
+        if on
+    ]
 
 
 async def supervise_frontends(specs: Sequence[FrontendSpec]) -> None:

@@ -22,7 +22,10 @@ _SESSION = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
 
 #: ``agentrio <name> …`` runs a chat front-end by hand (docs/frontends.md); the daemon
 #: starts the enabled ones itself. Imported only when asked for, like the daemon.
-FRONTENDS = {"telegram": "agentrio.frontends.telegram.main"}
+FRONTENDS = {
+    "telegram": "agentrio.frontends.telegram.main",
+    "discord": "agentrio.frontends.discord.main",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
             "agentrio daemon [--port N] ...  runs the daemon in the foreground "
             "(see: agentrio daemon --help). agentrio status [--json] | stop [--force] | "
             "start  shows, stops or starts the home's daemon (see: agentrio status --help). "
-            "agentrio telegram [--home DIR] [--store-token]  runs the Telegram front-end "
-            "by hand (docs/frontends.md). "
+            "agentrio telegram|discord [--home DIR] [--store-token]  runs a chat "
+            "front-end by hand (docs/frontends.md). "
             "Home: $AGENTRIO_HOME or ~/.config/agentrio."
         ),
     )

@@ -223,3 +223,11 @@ def test_front_ends_import_only_the_protocol_and_the_client() -> None:
     }
     assert telegram_users
     assert all(user.startswith("agentrio/frontends/telegram/") for user in telegram_users)
+    discord_users = {
+        str(p.relative_to(ROOT))
+        for package in ("agentrio", "protocol", "engine", "repl")
+        for p in _modules(package)
+        if any(name.split(".")[0] in {"discord", "aiohttp"} for name in _imports(p))
+    }
+    assert discord_users
+    assert all(user.startswith("agentrio/frontends/discord/") for user in discord_users)

@@ -2,9 +2,9 @@
 answer each button gives.
 
 A shown ask has a short *token*; its buttons carry ``<token>|<choice>`` (Telegram
-allows 64 bytes of callback data). A press whose token is unknown — the ask was
-answered, withdrawn, or shown by an earlier run of the bot — gets `NO_LONGER_OPEN`
-and nothing is sent to agentrio: no fault ever approves.
+allows 64 bytes of callback data, Discord 100 characters of ``custom_id``). A press
+whose token is unknown — the ask was answered, withdrawn, or shown by an earlier run of
+the bot — gets `NO_LONGER_OPEN` and nothing is sent to agentrio: no fault ever approves.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 connection to the daemon (reconnecting with backoff and jitter). Through it:
 
 - **who**: only ``allowed_users`` reach agentrio; anyone else gets one refusal, and
-  nothing of theirs reaches the engine. Group chats only with ``allow_groups``.
+  nothing of theirs reaches the engine. Group chats only with ``allow_groups`` (and
+  only those of ``group_chats``, when given).
 - **sessions**: one per chat, ``<prefix><chat id>`` (``/new`` starts another,
   ``<prefix><chat id>_<n>``); the front-end is the listener for its prefix and
   subscribes to the sessions of its chats (their events become live messages).
@@ -75,6 +76,10 @@ class ChatSettings:
     platform_name: str
     allowed_users: frozenset[int]
     allow_groups: bool = False
+    #: With ``allow_groups``: only these group chats (None: every one).
+    group_chats: frozenset[str] | None = None
+    #: What the platform calls its group chats, in the refusal.
+    groups_word: str = "group chats"
     allow_secrets_in_chat: bool = False
     edit_interval_s: float = EDIT_INTERVAL_S
     reoffer_wait_s: float = REOFFER_WAIT_S
@@ -234,10 +239,12 @@ class ChatFrontend:
                     f"{item.user}; its owner can add it to allowed_users.",
                 )
             return False
-        if item.group and not self.settings.allow_groups:
+        if item.group and not self._group_allowed(item.chat):
             if isinstance(item, Said) and item.chat not in self.refused_chats:
                 self.refused_chats.add(item.chat)
-                await self.say(item.chat, "This bot does not work in group chats here.")
+                await self.say(
+                    item.chat, f"This bot does not work in {self.settings.groups_word} here."
+                )
             return False
         return True
 
@@ -336,8 +343,12 @@ class ChatFrontend:
         else:
             await self._show_question(shown, 0, conversation)
 
+    def _group_allowed(self, chat: str) -> bool:
+        chats = self.settings.group_chats
+        return self.settings.allow_groups and (chats is None or chat in chats)
+
     async def _may_show(self, chat: str) -> bool:
-        return self.settings.allow_groups or not self.platform.is_group(chat)
+        return not self.platform.is_group(chat) or self._group_allowed(chat)
 
     async def _refuse(self, ask: Ask, reason: str) -> None:
         if self.client is None:
@@ -359,11 +370,16 @@ class ChatFrontend:
 
     async def _show_secret(self, shown: ShownAsk, conversation: Conversation) -> None:
         key = shown.ask.tool_args.get("key", "?")
-        if not self.settings.allow_secrets_in_chat:
+        why = (
+            "allow_secrets_in_chat is off"
+            if not self.settings.allow_secrets_in_chat
+            else self.platform.cannot_delete(shown.chat)
+        )
+        if why:
             await self.say(
                 shown.chat,
                 f"A secret value is asked for {key!r}. Secrets are not taken in this chat "
-                "(allow_secrets_in_chat is off): store it from the REPL (agentrio) instead. "
+                f"({why}): store it from the REPL (agentrio) instead. "
                 "The question was declined.",
             )
             await self._refuse(shown.ask, "secrets are not taken in this chat")

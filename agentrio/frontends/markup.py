@@ -20,8 +20,10 @@ from typing import Final, Protocol
 import attrs
 
 __all__ = [
+    "DISCORD_MARKDOWN",
     "TELEGRAM_HTML",
     "Dialect",
+    "DiscordMarkdown",
     "Part",
     "TelegramHtml",
     "code",
@@ -138,6 +140,57 @@ class TelegramHtml:
 
 
 TELEGRAM_HTML: Final = TelegramHtml()
+
+#: What Discord's markdown reads as markup (emphasis, code, spoilers, quotes, headings,
+#: lists, masked links, mentions/channels/emoji/timestamps ``<…>``, ``@everyone``):
+#: a backslash before any of them shows the character itself.
+DISCORD_SPECIAL: Final = frozenset("\\*_~`|<>#-+[]().:@")
+_ZWSP: Final = "\u200b"
+
+
+class DiscordMarkdown:
+    """Discord's markdown: prose has every markup character backslash-escaped (so no
+    formatting, link or mention can be injected; messages are also sent with no
+    allowed mentions); code blocks are fenced, and a backtick inside one is followed by
+    a zero-width space so that no run of three can close the block."""
+
+    limit = 2000
+
+    def measure(self, text: str) -> int:
+        return utf16_length(text)  # never less than Discord's count of characters
+
+    def escape(self, text: str) -> str:
+        return "".join("\\" + c if c in DISCORD_SPECIAL else c for c in text)
+
+    def prose(self, text: str) -> str:
+        """Escaped text; inline `code` and **bold** (within a line) rendered."""
+        out: list[str] = []
+        position = 0
+        for match in _INLINE.finditer(text):
+            out.append(self.escape(text[position : match.start()]))
+            code_text, bold_text = match.group(1), match.group(2)
+            if code_text is not None:
+                out.append(f"`{code_text}`")  # no backtick or newline inside: verbatim
+            else:
+                out.append(f"**{self.prose(bold_text)}**")
+            position = match.end()
+        out.append(self.escape(text[position:]))
+        return "".join(out)
+
+    def code_open(self) -> str:
+        return "```\n"
+
+    def code_close(self) -> str:
+        return "\n```\n"  # what follows starts on a line of its own, even inline code
+
+    def code_body(self, text: str) -> str:
+        return text.replace("`", "`" + _ZWSP)
+
+    def bold(self, text: str) -> str:
+        return f"**{self.escape(text)}**"
+
+
+DISCORD_MARKDOWN: Final = DiscordMarkdown()
 
 
 def render(parts: Iterable[Part], dialect: Dialect) -> str:

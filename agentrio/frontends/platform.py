@@ -1,6 +1,6 @@
 """What the chat core needs of a platform, and what a platform hands the core.
 
-An adapter (Telegram today, Discord next) implements `ChatPlatform` on the Trio side
+An adapter (Telegram, Discord) implements `ChatPlatform` on the Trio side
 (its library calls cross to asyncio through `agentrio.guest`) and turns its library's
 updates into `Said` and `Pressed`. Its failures reach the core as `PlatformError`\\s:
 `RetryLater` (429 with ``retry_after``), `Transient` (5xx, timeouts, a dropped
@@ -120,6 +120,11 @@ class ChatPlatform(Protocol):
 
     def is_group(self, chat: str) -> bool:
         """Whether ``chat`` is a group chat (from its id, or as the adapter saw it)."""
+        ...
+
+    def cannot_delete(self, chat: str) -> str:
+        """Why the bot cannot delete a person's message in ``chat`` (a secret is only
+        taken where it can be deleted at once); empty when it can."""
         ...
 
 

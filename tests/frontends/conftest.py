@@ -66,15 +66,17 @@ def bot_env(home: Path) -> dict[str, str]:
 
 
 class Bot:
-    """``python -m agentrio.frontends.telegram`` as a subprocess (output in
+    """``python -m agentrio.frontends.<name>`` as a subprocess (output in
     ``<home>/bot.log``)."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(
+        self, home: Path, name: str = "telegram", env: dict[str, str] | None = None
+    ) -> None:
         self.home = home
         self.log = (home / "bot.log").open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "agentrio.frontends.telegram", "--home", str(home)],
-            env=bot_env(home),
+            [sys.executable, "-m", f"agentrio.frontends.{name}", "--home", str(home)],
+            env=bot_env(home) if env is None else env,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,

@@ -53,6 +53,9 @@ class FakePlatform:
     def is_group(self, chat: str) -> bool:
         return False
 
+    def cannot_delete(self, chat: str) -> str:
+        return ""
+
 
 async def test_edits_at_most_once_a_second(mock_clock: trio.testing.MockClock) -> None:
     """R82: text streamed in 100 pieces, 50 ms apart, costs one send and an edit per

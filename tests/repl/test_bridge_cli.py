@@ -149,13 +149,19 @@ def test_cli_rejects_a_non_cli_session(capsys: pytest.CaptureFixture[str]) -> No
     assert "--session must look like cli-" in capsys.readouterr().out
 
 
-def test_agentrio_telegram_runs_the_front_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("name", ["telegram", "discord"])
+def test_agentrio_runs_a_chat_front_end(
+    name: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """R82: ``agentrio telegram`` runs the Telegram front-end by hand; with no token
-    anywhere it says where one goes and exits 2 (a setup error) without connecting."""
-    monkeypatch.delenv("AGENTRIO_TELEGRAM_TOKEN", raising=False)
-    assert cli.main(["telegram", "--home", str(tmp_path)]) == 2
+    """R82: ``agentrio telegram`` / ``agentrio discord`` run a front-end by hand; with
+    no token anywhere it says where one goes and exits 2 (a setup error) without
+    connecting."""
+    variable = f"AGENTRIO_{name.upper()}_TOKEN"
+    monkeypatch.delenv(variable, raising=False)
+    assert cli.main([name, "--home", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no bot token" in err
-    assert "AGENTRIO_TELEGRAM_TOKEN" in err
+    assert variable in err

@@ -7,8 +7,7 @@
 `Refused` — except "message is not modified", which is success.
 
 `updates_to_core` is PTB's one handler: every message and button press of the bot
-becomes a `Said` or `Pressed` on the core's channel (never blocking PTB: when the core
-is far behind, the update is dropped and logged).
+becomes a `Said` or `Pressed` for the core (`agentrio.frontends.hosting.Inbox`).
 """
 
 from __future__ import annotations
@@ -18,12 +17,12 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
-import trio
 from telegram import InlineKeyboardButton, InlineKeyboardMarkup, Update
 from telegram.constants import ChatType, ParseMode
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.ext import Application, ContextTypes
 
+from agentrio.frontends.hosting import Inbox
 from agentrio.frontends.markup import TELEGRAM_HTML, Dialect
 from agentrio.frontends.platform import (
     Buttons,
@@ -129,31 +128,23 @@ class TelegramPlatform:
         """Telegram's group and channel ids are negative; private chats are users."""
         return chat.startswith("-")
 
+    def cannot_delete(self, chat: str) -> str:
+        """Bots may delete incoming messages in every chat they answer in (private
+        chats; groups where the bot is an admin, as docs/frontends.md says)."""
+        return ""
+
 
 def updates_to_core(
-    portal: GuestPortal, channel: Callable[[], trio.MemorySendChannel[Inbound] | None]
+    inbox: Inbox,
 ) -> Callable[[Update, ContextTypes.DEFAULT_TYPE], Coroutine[Any, Any, None]]:
     """PTB's handler: each update as a `Said` or `Pressed` for the core."""
 
     async def handle(update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         item = inbound_of(update)
-        send = channel()
-        if item is None:
-            return
-        if send is None:
-            log.warning("agentrio side not started: update %s dropped", update.update_id)
-            return
-        if not portal.to_trio(_put, send, item):
-            log.warning("agentrio side not running: update %s dropped", update.update_id)
+        if item is not None:
+            inbox.deliver(item)
 
     return handle
-
-
-def _put(send: trio.MemorySendChannel[Inbound], item: Inbound) -> None:
-    try:
-        send.send_nowait(item)
-    except (trio.WouldBlock, trio.BrokenResourceError, trio.ClosedResourceError):
-        log.warning("too many updates waiting: one from chat %s dropped", item.chat)
 
 
 def inbound_of(update: Update) -> Inbound | None:

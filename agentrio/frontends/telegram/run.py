@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-import signal
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +14,10 @@ from telegram import Update
 from telegram.error import InvalidToken, NetworkError, RetryAfter, TimedOut
 from telegram.ext import Application, TypeHandler
 
-import agentrio
-from agentrio.frontends.chat import ChatFrontend, ChatSettings
-from agentrio.frontends.platform import Inbound
-from agentrio.frontends.sessions import SessionBook
+from agentrio.frontends.chat import ChatSettings
+from agentrio.frontends.hosting import Inbox, run_core, stop_signals
+from agentrio.frontends.setup import SetupError
 from agentrio.frontends.telegram.adapter import TelegramPlatform, seconds_of, updates_to_core
-from agentrio.frontends.telegram.main import SetupError
 from agentrio.guest import GuestPortal, run_with_guest
 from protocol.frontends import TelegramConfig
 
@@ -28,8 +25,6 @@ __all__ = ["build_application", "run_bot"]
 
 log = logging.getLogger("agentrio.frontends.telegram")
 
-#: Updates the core may have waiting before new ones are dropped.
-INBOUND_BUFFER = 256
 #: Seconds getUpdates waits on the server for updates.
 POLL_TIMEOUT_S = 10
 
@@ -60,17 +55,12 @@ def settings_of(config: TelegramConfig) -> ChatSettings:
 async def run_bot(home: Path, config: TelegramConfig, token: str) -> None:
     """Run until SIGTERM/SIGINT (or until either half fails)."""
     application = build_application(config, token)
-    box: dict[str, trio.MemorySendChannel[Inbound]] = {}
     ready = trio.Event()
+    inbox = Inbox()
 
     async def host(portal: GuestPortal) -> None:
-        application.add_handler(
-            TypeHandler(Update, updates_to_core(portal, lambda: box.get("send")))
-        )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, stop.set)
+        application.add_handler(TypeHandler(Update, updates_to_core(inbox)))
+        stop = stop_signals()
         await _initialize(application)
         try:
             await application.start()
@@ -91,17 +81,8 @@ async def run_bot(home: Path, config: TelegramConfig, token: str) -> None:
             await application.shutdown()
 
     async def guest(portal: GuestPortal) -> None:
-        send, receive = trio.open_memory_channel[Inbound](INBOUND_BUFFER)
-        box["send"] = send  # updates wait in the channel until the core runs
-        await ready.wait()
-        front = ChatFrontend(
-            settings_of(config),
-            TelegramPlatform(application, portal),
-            connect=lambda: agentrio.connect(home=home),
-            sessions=SessionBook("tg-", home / "frontends" / "telegram.json"),
-        )
-        async with send, receive:
-            await front.run(receive)
+        platform = TelegramPlatform(application, portal)
+        await run_core(inbox, portal, ready, settings_of(config), platform, home, "telegram")
 
     await run_with_guest(host, guest)
 

@@ -1,0 +1,130 @@
+"""What every chat front-end's process does before its bot runs: read its table of
+``<home>/config.toml`` (``[telegram]``, ``[discord]``), read its bot token
+(``$AGENTRIO_<NAME>_TOKEN`` or ``<home>/<name>.token``, owner-only; never the TOML file),
+store a token (``--store-token``), parse its command line and set up its log.
+
+A `SetupError` means the front-end cannot start as configured: its process exits 2 and
+the daemon does not restart it (`engine.frontends_supervisor`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+import tomllib
+from pathlib import Path
+from typing import TypeVar
+
+import cattrs
+
+from protocol.codec import format_problem, install_strict_hooks
+from protocol.frontends import token_key_refused
+
+__all__ = [
+    "SetupError",
+    "default_home",
+    "load_table",
+    "parse_args",
+    "read_token",
+    "setup_logging",
+    "store_token",
+]
+
+C = TypeVar("C")
+
+_converter = cattrs.Converter(forbid_extra_keys=True)
+install_strict_hooks(_converter)
+
+
+class SetupError(Exception):
+    """The front-end cannot start: the message says why and what to do."""
+
+
+def load_table(home: Path, name: str, cls: type[C]) -> C:
+    """``[name]`` of ``<home>/config.toml`` as ``cls`` (its defaults when absent)."""
+    path = home / "config.toml"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return cls()
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise SetupError(f"{path}: {exc}") from None
+    table = data.get(name, {})
+    if not isinstance(table, dict):
+        raise SetupError(f"{path}: {name}: expected a table")
+    if "token" in table:
+        raise SetupError(f"{path}: {name}.token: {token_key_refused(name)}")
+    try:
+        return _converter.structure(table, cls)
+    except Exception as exc:  # cattrs raises several kinds; all mean "bad table"
+        messages = cattrs.transform_error(exc, path=name, format_exception=format_problem)
+        raise SetupError(f"{path}: {messages[0] if messages else exc}") from None
+
+
+def read_token(home: Path, name: str) -> str:
+    """The bot token: ``$AGENTRIO_<NAME>_TOKEN``, else ``<home>/<name>.token`` (which
+    must be owner-only)."""
+    variable = f"AGENTRIO_{name.upper()}_TOKEN"
+    token = os.environ.get(variable, "").strip()
+    if token:
+        return token
+    path = home / f"{name}.token"
+    try:
+        mode = path.stat().st_mode
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise SetupError(
+            f"no bot token: set ${variable} or run `agentrio {name} --store-token`"
+        ) from None
+    except OSError as exc:
+        raise SetupError(f"{path}: cannot read ({exc.strerror})") from None
+    if mode & 0o077:
+        raise SetupError(f"{path} is readable by others: chmod 600 {path}")
+    if not token:
+        raise SetupError(f"{path} is empty")
+    return token
+
+
+def store_token(home: Path, name: str, token: str) -> Path:
+    """Write ``token`` to ``<home>/<name>.token`` (0600, atomically)."""
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = home / f"{name}.token"
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token.strip() + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namespace:
+    """``--home DIR`` and ``--store-token``; ``home`` comes back resolved."""
+    parser = argparse.ArgumentParser(
+        prog=f"agentrio {name}",
+        description=f"Run the {title} front-end (docs/frontends.md).",
+    )
+    parser.add_argument("--home", metavar="DIR", help="agentrio home")
+    parser.add_argument(
+        "--store-token",
+        action="store_true",
+        help=f"read the bot token from stdin, store it in <home>/{name}.token (0600), exit",
+    )
+    args = parser.parse_args(argv)
+    args.home = Path(args.home).expanduser() if args.home else default_home()
+    return args
+
+
+def setup_logging() -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def default_home() -> Path:
+    from agentrio.home import default_home as home
+
+    return home()
