@@ -212,8 +212,9 @@ async def shown_run(h: Harness) -> str:
     ],
 )
 def test_cancel_popup_choices(keys: str, frames: list[Outgoing]) -> None:
-    """R47, R40, R41: after output, Esc opens No / Pause / Yes; No (or Esc) sends
-    nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+    """R47, R40, R41: after output, Esc opens the stop menu; "Keep running" (or Esc)
+    sends nothing, "Stop, keep to resume" sends cancel{pause:true}, "Stop and discard"
+    cancel{pause:false}."""
 
     async def scenario(h: Harness) -> None:
         await shown_run(h)

@@ -177,7 +177,8 @@ def shown_run(state: ReplState, sent: list[object]) -> str:
 
 
 def test_esc_opens_popup_once_something_was_shown() -> None:
-    """R47: a run that has shown output is cancelled through the No / Pause / Yes popup."""
+    """R47: a run that has shown output is stopped through the stop menu ("Keep running",
+    "Stop, keep to resume", "Stop and discard")."""
     state, sent = connected_state()
     rid = shown_run(state, sent)
     assert state.esc(picker_open=False, input_text="") is EscAction.CANCEL_POPUP
@@ -191,7 +192,8 @@ def test_esc_opens_popup_once_something_was_shown() -> None:
 
 
 def test_popup_no_pause_yes() -> None:
-    """R47, R40, R41: No sends nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+    """R47, R40, R41: "Keep running" sends nothing, "Stop, keep to resume" sends
+    cancel{pause:true}, "Stop and discard" cancel{pause:false}."""
     for index, expected in [
         (0, []),
         (1, [Cancel(task_hash=HASH, pause=True)]),
