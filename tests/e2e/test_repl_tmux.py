@@ -149,8 +149,7 @@ def _start_repl(tmux: Tmux, home: Path) -> None:
 
 def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
     """R47, R41, R42: Esc on a running task opens the stop menu; "Stop, keep to resume"
-    keeps it;
-    /pending lists it and /pending 1 resumes it in the same window."""
+    keeps it; /pending lists it and /pending 1 resumes it in the same window."""
     tmux = Tmux()
     try:
         _start_repl(tmux, daemon_home)
