@@ -5,8 +5,10 @@ with no newline — or, for a line of rendered Markdown (`repl.markdown`), ``(""
 fragments)`` with the line's styled pieces. Tool calls and results are compact:
 arguments on one clipped line, long output folded to its first lines plus a count of
 what was left out, so a big ``cat`` never floods the terminal (the full output stays
-in the task's history). A background tool's result is written for the model (where
-its reports will arrive); the person sees one line naming the legs it started.
+in the task's history). A tool call names what it does in words where the tool is
+known (`call_lines`). A background tool's result is written for the model (where its
+reports will arrive); the person already saw each leg start (a `LegStarted` notice),
+so it shows nothing. A ``subagents`` result folds to one line per sub-agent.
 """
 
 from __future__ import annotations
@@ -107,14 +109,94 @@ def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
     as in the confirmation dialog, R77), so the transcript never shows a two-line
     command as one; a cut says how much was left out."""
     if set(args) == {"command"} and isinstance(args["command"], str):
-        text = args["command"]
-    else:
-        text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
+        return _faithful(args["command"], width)
+    return _faithful(_json(args), width)
+
+
+def _faithful(text: str, width: int = LINE_WIDTH) -> str:
+    """``text`` on one line, escaped (`repl.faithful`), cut at ``width`` with a count."""
     shown = "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
     if len(shown) <= width:
         return shown
     tail = f"… (+{len(shown) - (width - 16):,} characters)"
     return shown[: width - 16] + tail
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def call_lines(name: str, args: dict[str, Any]) -> list[Line]:
+    """A tool call as the person reads it: ``⚙ tool: what it does``.
+
+    The tools a model calls most show their arguments in words — a question with its
+    options, each background command or sub-agent objective on a line of its own, a
+    secret's key, a history search — escaped like `format_args`. Arguments they do
+    not know stay visible as JSON after them; only a background call's ``objective``
+    and ``next``, the model's notes to its own follow-up task, are left out (the
+    confirmation shows them). Any other tool, or arguments of unexpected shape, show
+    as `format_args`."""
+    readable = _readable(name, args)
+    if readable is None:
+        return [("class:tool", f"⚙ {name}: {format_args(args)}")]
+    items, used = readable
+    rest = {key: value for key, value in args.items() if key not in used}
+    tail = f" {_faithful(_json(rest))}" if rest else ""
+    if len(items) == 1:
+        return [("class:tool", f"⚙ {name}: {_faithful(items[0])}{tail}")]
+    return [
+        ("class:tool", f"⚙ {name}:{tail}"),
+        *[("class:tool", f"    {_faithful(item)}") for item in items],
+    ]
+
+
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _readable(name: str, args: dict[str, Any]) -> tuple[list[str], set[str]] | None:
+    """What `call_lines` shows of a known tool's call: its items and the keys they
+    say; None when the arguments are not what the tool takes."""
+    match name:
+        case "background_command" if commands := _strings(args.get("commands")):
+            return commands, {"commands", "objective", "next"}
+        case "background_subagents" if objectives := _strings(args.get("objectives")):
+            return objectives, {"objectives", "objective", "next"}
+        case "subagents" if objectives := _strings(args.get("objectives")):
+            return objectives, {"objectives"}
+        case "store_secret" if isinstance(key := args.get("key"), str):
+            return [key], {"key"}
+        case "chat_history" if args.get("mode") == "search" and isinstance(
+            keyword := args.get("keyword"), str
+        ):
+            return [f"search {_json(keyword)}"], {"mode", "keyword"}
+        case "chat_history" if args.get("mode") == "read" and isinstance(
+            task := args.get("task_hash"), str
+        ):
+            return [f"read task {task}"], {"mode", "task_hash"}
+        case "chat_history" if args.get("mode", "list") == "list":
+            return ["list"], {"mode"}
+        case "ask_user" if isinstance(questions := args.get("questions"), list) and questions:
+            items = [_question(q) for q in questions]
+            shown = [item for item in items if item is not None]
+            return (shown, {"questions"}) if len(shown) == len(items) else None
+    return None
+
+
+def _question(question: object) -> str | None:
+    """``Which branch? (main / release)``; None for a question of unexpected shape."""
+    if not isinstance(question, dict) or not isinstance(text := question.get("text"), str):
+        return None
+    if set(question) - {"text", "options", "multi"}:
+        return None
+    options = question.get("options") or []
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        return None
+    several = " (several answers)" if question.get("multi") is True else ""
+    choices = f" ({' / '.join(options)})" if options else ""
+    return f"{text}{choices}{several}"
 
 
 def render_event(event: Event) -> list[Line]:
@@ -131,13 +213,15 @@ def render_event(event: Event) -> list[Line]:
         case Text(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")]
         case ToolCall(tool_name=name, args=args):
-            return [("class:tool", f"⚙ {name}: {format_args(args)}")]
+            return call_lines(name, args)
         case ToolResult(ok=True, output=output, tool_name=name) if name in BACKGROUND_TOOLS:
-            legs = list(dict.fromkeys(_LEG_RE.findall(output)))
-            if legs:
-                started = f"{len(legs)} background leg{'s' if len(legs) > 1 else ''} started"
-                return [("class:leg", f"  ⧗ {started}: {', '.join(legs)} — reports follow here")]
+            if _LEG_RE.search(output):
+                return []  # each leg's start is its own notice (`LegStarted`)
             return [("class:ok", f"  ✓ {name}"), *fold(output, style="class:result", indent="    ")]
+        case ToolResult(ok=True, output=output, tool_name="subagents") if ended := _subagents_ended(
+            output
+        ):
+            return [("class:ok", "  ✓ subagents"), *ended]
         case ToolResult(ok=ok, output=output, tool_name=name):
             mark = ("class:ok", f"  ✓ {name}") if ok else ("class:error", f"  ✗ {name} failed")
             return [mark, *fold(output, style="class:result", indent="    ")]
@@ -167,6 +251,14 @@ def render_event(event: Event) -> list[Line]:
             return [("class:error", f"✗ failed: {clip(error)}")]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
+
+
+def _subagents_ended(output: str) -> list[Line]:
+    """A ``subagents`` result (engine/tools/subagents.py) folded to one line per
+    sub-agent, ``sub-agent 1/2: <objective> — finished``; the model's reply quotes
+    the answers. Empty for output of another shape."""
+    heads = re.findall(r"^## (sub-agent \d+/\d+: .*)\nstatus: *(.*)$", output, re.MULTILINE)
+    return [("class:result", f"    {clip(head)} — {clip(status, 40)}") for head, status in heads]
 
 
 def render_done_status(status: str, error: str) -> list[Line]:

@@ -35,6 +35,7 @@ from protocol.frames import (
     Welcome,
     Withdrawn,
 )
+from protocol.wording import plural
 from repl.commands import (
     AllowedCmd,
     CancelChoice,
@@ -426,7 +427,7 @@ class ReplState:
             self.transcript.end_message(run)
         cut = len(self.runs)
         self._cut_runs += cut
-        tail = f"; {cut} running task(s) kept in /pending" if cut else ""
+        tail = f"; {plural(cut, 'running task')} kept in /pending" if cut else ""
         self.write(f"lost the daemon connection ({reason}){tail} — reconnecting…", "class:error")
         self.runs.clear()
         self._by_hash.clear()

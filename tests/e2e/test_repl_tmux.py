@@ -233,7 +233,7 @@ def test_typing_legs_while_a_confirm_appears_approves_nothing(
         wait_for(lambda: "no background legs running" in tmux.lines(), "/legs at the prompt")
         wait_for(lambda: ARMED in tmux.screen(), "the dialog, armed and still open")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the dialog still open")
-        wait_for(lambda: "1 question(s)" in tmux.screen(), "the task still waiting")
+        wait_for(lambda: "? 1 question" in tmux.screen(), "the task still waiting")
         assert not any("→ Approve" in line for line in tmux.lines())
         assert not target.exists()
         tmux("send-keys", "-t", "repl", "Enter")

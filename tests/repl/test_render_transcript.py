@@ -111,9 +111,10 @@ def test_late_leg_events_of_an_ended_run_carry_no_task_tag() -> None:
     assert not any(text.startswith("[") for text in texts(state))
 
 
-def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
-    """Issue 19: the background tool's result is written for the model (where reports
-    arrive); the person sees how many legs started, which, and that reports follow."""
+def test_a_background_start_is_announced_once() -> None:
+    """Issue 19: a background call shows its commands one per line (not its JSON with
+    the model's ``objective``/``next`` notes), each leg's start is announced once, and
+    the tool's result, written for the model (where reports arrive), adds nothing."""
     state, sent = connected_state()
     start(state, sent)
     mark = len(state.output)
@@ -121,10 +122,10 @@ def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
     state.handle(
         event(ToolCall(seq=2, at=0.0, call_id="c", tool_name="background_command", args=args))
     )
-    for seq, leg in ((3, "cmd_0000000a"), (4, "cmd_0000000b")):
+    for seq, leg, label in ((3, "cmd_0000000a", "echo one"), (4, "cmd_0000000b", "echo two")):
         state.handle(
             event(
-                LegStarted(seq=seq, at=0.0, job_id="job_1", leg_id=leg, label="echo", queued=False)
+                LegStarted(seq=seq, at=0.0, job_id="job_1", leg_id=leg, label=label, queued=False)
             )
         )
     output = (
@@ -139,12 +140,13 @@ def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
             )
         )
     )
-    shown = texts(state, mark)
-    assert (
-        shown[-1]
-        == "  ⧗ 2 background legs started: cmd_0000000a, cmd_0000000b — reports follow here"
-    )
-    assert not any("Background Report" in line for line in shown)
+    assert texts(state, mark) == [
+        "⚙ background_command:",
+        "    echo one",
+        "    echo two",
+        "⧗ background cmd_0000000a started: echo one",
+        "⧗ background cmd_0000000b started: echo two",
+    ]
 
 
 def test_model_text_is_rendered_markdown() -> None:

@@ -420,7 +420,7 @@ def test_disconnect_ends_runs_and_reconnect_says_so() -> None:
     assert (state.runs, state.asks, state.legs) == ({}, {}, {})
     assert state.output[-1] == (
         "class:error",
-        "lost the daemon connection (daemon went away); 1 running task(s) kept in /pending "
+        "lost the daemon connection (daemon went away); 1 running task kept in /pending "
         "— reconnecting…",
     )
     state.handle(Connected(url="http://h:2", daemon_version="0.1.0", reconnect=True))
