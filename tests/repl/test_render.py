@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from protocol.events import ToolResult
 from repl.render import LINE_WIDTH, call_lines, format_args, line_text, render_event
 
@@ -19,7 +21,7 @@ def test_a_long_call_says_how_much_was_left_out() -> None:
     assert shown.endswith("… (+819 characters)")
 
 
-def _call(name: str, args: dict[str, object]) -> list[str]:
+def _call(name: str, args: dict[str, Any]) -> list[str]:
     return [line_text(line) for line in call_lines(name, args)]
 
 
