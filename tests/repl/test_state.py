@@ -5,6 +5,8 @@ SPEC §11, R5, R7, R40–R47. Frames go to a list; every test asserts the exact 
 
 from __future__ import annotations
 
+import attrs
+
 from protocol import wording
 from protocol.events import (
     Canceled,
@@ -469,6 +471,22 @@ def test_answer_confirm_and_questions() -> None:
     state.answer_questions("q1", ["s3cret"])
     assert sent[-1] == Reply(id="q1", answers=["s3cret"])
     assert all("s3cret" not in text for _, text in state.output)
+
+
+def test_an_answer_to_a_sub_agent_names_it() -> None:
+    """R80 (issue 19): approving a sub-agent's call, or answering its question, says
+    which sub-agent it went to (the ask's ``subagent`` label)."""
+    state, _ = connected_state()
+    label = "sub-agent 1/2: run: touch /tmp/x"
+    state.handle(attrs.evolve(ask_confirm("k1"), subagent=label))
+    state.answer_confirm("k1", ConfirmChoice.APPROVE)
+    assert state.output[-1] == ("class:dim", f"  → Approve (run_command, {label})")
+    state.handle(attrs.evolve(ask_questions([Question(text="Which?")]), subagent=label))
+    state.answer_questions("q1", ["main"])
+    assert state.output[-1] == ("class:dim", f"  → Which?: main ({label})")
+    state.handle(ask_confirm("k2"))
+    state.answer_confirm("k2", ConfirmChoice.APPROVE)
+    assert state.output[-1] == ("class:dim", "  → Approve (run_command)")
 
 
 def test_verify() -> None:
