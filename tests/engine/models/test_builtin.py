@@ -280,7 +280,7 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
         (
             "store_secret",
             {"key": "API_TOKEN"},
-            "stored the secret API_TOKEN (12 characters)",
+            "stored the secret API_TOKEN",
             "Stored the secret API_TOKEN.",
         ),
         (
