@@ -242,9 +242,10 @@ def render_event(event: Event) -> list[Line]:
         case LegFinished(leg_id=leg, status=status, result=result):
             style = "class:leg" if status == "finished" else "class:warn"
             return [(style, f"⧗ background {leg} {status}"), *fold(result, style="class:result")]
-        case JobSettled(job_id=job, followup_task=followup):
-            tail = f"; follow-up task {followup[:8]}" if followup else ""
-            return [("class:dim", f"⧗ {job} settled{tail}")]
+        case JobSettled():
+            # Each leg's end was shown; a follow-up task's answer comes as its own block
+            # (`repl.transcript`), whichever of the two events arrives first.
+            return []
         case Canceled(cause=cause):
             return [("class:warn", wording.ended_line(cause))]
         case Failed(error=error):

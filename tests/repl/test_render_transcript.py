@@ -4,6 +4,8 @@ is written for the person (issue 19)."""
 
 from __future__ import annotations
 
+import pytest
+
 from protocol.events import (
     Done,
     JobSettled,
@@ -54,7 +56,6 @@ def test_a_notice_never_cuts_a_runs_unfinished_line() -> None:
     state.handle(done(rid))
     assert texts(state, mark) == [
         "⧗ background cmd_0000000a finished",
-        "⧗ job_1 settled",
         "Started the leg, and it runs.",
         "Done.",
     ]
@@ -79,19 +80,32 @@ def test_a_turn_given_by_a_report_starts_its_own_line() -> None:
     ]
 
 
-def test_notices_of_other_tasks_do_not_land_inside_a_follow_up_answer() -> None:
-    """Issue 19: a follow-up's answer prints as one block under one header; a notice
-    arriving while it streams goes above it, and no line carries a task tag."""
+@pytest.mark.parametrize("settled_at", [0, 1, 2, 3])
+def test_a_follow_up_answer_prints_the_same_whenever_its_job_settles(settled_at: int) -> None:
+    """Issue 19: a follow-up's answer prints as one block under one header naming no
+    id, and the job's settling (an event of another task, arriving before, during or
+    after the answer) adds nothing, so the transcript reads the same in every order;
+    a notice arriving while the answer streams goes above it."""
     state, _ = connected_state()
-    state.handle(event(TaskStarted(seq=1, at=0.0, input="[Resumed …]", origin="cli-"), FOLLOWUP))
     mark = len(state.output)
-    state.handle(event(Text(seq=2, at=0.0, text="The work finished.\nLeg cmd_0"), FOLLOWUP))
-    state.handle(event(JobSettled(seq=9, at=0.0, job_id="job_1", followup_task=FOLLOWUP), OTHER))
-    state.handle(event(Text(seq=3, at=0.0, text="000000a: exit 0"), FOLLOWUP))
-    state.handle(event(Done(seq=4, at=0.0, text="x"), FOLLOWUP))
+    follow_up = [
+        TaskStarted(seq=1, at=0.0, input="[Resumed …]", origin="cli-"),
+        Text(seq=2, at=0.0, text="The work finished.\nLeg cmd_0"),
+        Text(seq=3, at=0.0, text="000000a: exit 0"),
+        Done(seq=4, at=0.0, text="x"),
+    ]
+    settled = JobSettled(seq=9, at=0.0, job_id="job_1", followup_task=FOLLOWUP)
+    for index, step in enumerate(follow_up):
+        if index == settled_at + 1:
+            state.handle(event(settled, OTHER))
+        if index == 2:
+            state.handle(event(leg_finished(5, "cmd_0000000b"), OTHER))
+        state.handle(event(step, FOLLOWUP))
+    if settled_at == 3:
+        state.handle(event(settled, OTHER))
     assert texts(state, mark) == [
-        "⧗ job_1 settled; follow-up task cdcdcdcd",
-        "⧗ follow-up task cdcdcdcd:",
+        "⧗ background cmd_0000000b finished",
+        "⧗ follow-up on the background work:",
         "The work finished.",
         "Leg cmd_0000000a: exit 0",
     ]

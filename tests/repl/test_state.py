@@ -653,7 +653,7 @@ def test_lists_of_other_sessions_are_ignored() -> None:
 
 def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
     """R26: a background job's follow-up (no request of this window) is shown under one
-    header naming its task, streamed text as one block, its done not repeating it."""
+    header, streamed text as one block, its done not repeating it."""
     from protocol.events import Done, TaskStarted, Text
 
     state, _ = connected_state()
@@ -664,7 +664,7 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
         state.handle(event(Text(seq=seq, at=0.0, text=piece), other))
     state.handle(event(Done(seq=9, at=0.0, text="The work finished:\nexit 0\ndone"), other))
     assert state.output[start:] == [
-        ("class:leg", "⧗ follow-up task abababab:"),
+        ("class:leg", "⧗ follow-up on the background work:"),
         ("", "The work finished:"),
         ("", "exit 0"),
         ("", "done"),
