@@ -14,6 +14,7 @@ so it shows nothing. A ``subagents`` result folds to one line per sub-agent.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any, Final
 
@@ -38,7 +39,7 @@ from protocol.events import (
     ToolSkipped,
 )
 from repl.faithful import line_pieces
-from repl.markdown import Fragments
+from repl.markdown import Fragments, render_markdown
 
 __all__ = [
     "FOLD_LINES",
@@ -63,6 +64,9 @@ LINE_WIDTH: Final = 200
 #: Tools whose result tells the model where its legs' reports will arrive.
 BACKGROUND_TOOLS: Final = frozenset({"background_command", "background_subagents"})
 _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
+#: How a background sub-agent's result starts and where its answer begins.
+_REPORT_SAVED: Final = "report saved to "
+_FINAL_ANSWER: Final = "final answer:\n"
 
 
 def markdown_line(fragments: Fragments) -> Line:
@@ -241,7 +245,7 @@ def render_event(event: Event) -> list[Line]:
             return [("class:leg", f"⧗ report from {leg}:"), *fold(text, style="class:result")]
         case LegFinished(leg_id=leg, status=status, result=result):
             style = "class:leg" if status == "finished" else "class:warn"
-            return [(style, f"⧗ background {leg} {status}"), *fold(result, style="class:result")]
+            return [(style, f"⧗ background {leg} {status}"), *leg_result(status, result)]
         case JobSettled():
             # Each leg's end was shown; a follow-up task's answer comes as its own block
             # (`repl.transcript`), whichever of the two events arrives first.
@@ -252,6 +256,42 @@ def render_event(event: Event) -> list[Line]:
             return [("class:error", f"✗ failed: {clip(error)}")]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
+
+
+def leg_result(status: str, result: str) -> list[Line]:
+    """A finished leg's result, folded. A background sub-agent's (engine/messages.py
+    `subagent_result`: ``report saved to <path>``, ``sub-agent <status>``, ``final
+    answer:`` …) shows its report's path with ``~`` for the home directory, leaves out
+    the status line the header already says, and renders the answer's Markdown like
+    model text."""
+    head, _, rest = result.partition("\n")
+    if not head.startswith(_REPORT_SAVED):
+        return fold(result, style="class:result")
+    lines: list[Line] = [("class:result", f"  report: {clip(_tilde(head[len(_REPORT_SAVED) :]))}")]
+    first, _, after = rest.partition("\n")
+    if first == f"sub-agent {status}":
+        rest = after
+    before, marker, answer = rest.partition(_FINAL_ANSWER)
+    lines += fold(before, style="class:result")
+    if marker:
+        lines.append(("class:result", "  final answer:"))
+        lines += _markdown_fold(answer)
+    return lines
+
+
+def _markdown_fold(text: str, indent: str = "    ") -> list[Line]:
+    """`fold` for Markdown: the first lines rendered (`repl.markdown`)."""
+    rendered = render_markdown(text.rstrip("\n")) if text.strip() else []
+    shown = [markdown_line((("", indent), *line)) for line in rendered[:FOLD_LINES]]
+    if len(rendered) > FOLD_LINES:
+        shown.append(("class:dim", f"{indent}… {len(rendered) - FOLD_LINES} more lines (folded)"))
+    return shown
+
+
+def _tilde(path: str) -> str:
+    """``path`` with the person's home directory written ``~``."""
+    home = os.path.expanduser("~").rstrip("/")
+    return "~" + path[len(home) :] if home and path.startswith(home + "/") else path
 
 
 def _subagents_ended(output: str) -> list[Line]:

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.events import ToolResult
-from repl.render import LINE_WIDTH, call_lines, format_args, line_text, render_event
+import pytest
+
+from protocol.events import LegFinished, ToolResult
+from repl.markdown import CODE, CODE_BLOCK
+from repl.render import (
+    LINE_WIDTH,
+    call_lines,
+    format_args,
+    line_fragments,
+    line_text,
+    render_event,
+)
 
 
 def test_a_two_line_command_never_reads_as_one() -> None:
@@ -81,3 +91,31 @@ def test_a_subagents_result_folds_to_a_line_per_sub_agent() -> None:
         "    sub-agent 1/2: run: ls — finished",
         "    sub-agent 2/2: b — failed",
     ]
+
+
+def test_a_sub_agent_leg_report_is_rendered_for_the_person(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 19: a background sub-agent's result shows its report's path with ``~`` for
+    the home directory, not the status its header already says, and its answer's
+    Markdown rendered like model text (no backticks, code styled)."""
+    monkeypatch.setenv("HOME", "/home/ann")
+    result = (
+        "report saved to /home/ann/.agentrio/sessions/cli-1/reports/sub_0000000a.md\n"
+        "sub-agent finished\nfinal answer:\n`ls` finished:\n```\nnotes.txt\n```"
+    )
+    finished = LegFinished(
+        seq=1, at=0.0, job_id="job_1", leg_id="sub_0000000a", status="finished", result=result
+    )
+    lines = render_event(finished)
+    assert [line_text(line) for line in lines] == [
+        "⧗ background sub_0000000a finished",
+        "  report: ~/.agentrio/sessions/cli-1/reports/sub_0000000a.md",
+        "  final answer:",
+        "    ls finished:",
+        "    ```",
+        "    notes.txt",
+        "    ```",
+    ]
+    assert any(CODE in style for style, _ in line_fragments(lines[3:4]))
+    assert any(CODE_BLOCK in style for style, _ in line_fragments(lines[5:6]))
