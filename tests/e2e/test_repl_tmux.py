@@ -286,7 +286,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
     confirmation in this window, labelled; approving creates X and one tool result
     holds both. A sub-agent's open confirmation is withdrawn (its dialog closes, the
     command never runs) when the parent is cancelled (Ctrl+C from the dialog), and
-    Esc → Yes ends a task whose sub-agents' commands are all running."""
+    Esc → "Stop and discard" ends a task whose sub-agents' commands are all running."""
     made, never, late = tmp_path / "made", tmp_path / "never", tmp_path / "late"
     tmux = Tmux()
     try:
@@ -294,7 +294,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         tmux("send-keys", "-t", "repl", f"subs: run: touch {made} ;; run: echo hi", "Enter")
         _approve_each(tmux, [f"sub-agent 1/2: run: touch {made}", "sub-agent 2/2: run: echo hi"])
         wait_for(lambda: "  ✓ subagents" in tmux.lines(), "the one subagents result")
-        wait_for(lambda: "The 2 sub-agent(s) ended" in tmux.screen(), "the summary")
+        wait_for(lambda: "The 2 sub-agents ended:" in tmux.screen(), "the summary")
         assert made.exists()
 
         tmux("send-keys", "-t", "repl", f"subs: run: touch {never}", "Enter")

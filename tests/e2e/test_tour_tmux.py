@@ -67,9 +67,9 @@ def mask(text: str, work: str, home: str) -> str:
     ``work`` (the stand-in for ``/tmp``) becomes ``/tmp`` (a dialog's right border is
     kept in its column) and ``home`` becomes ``<home>``; then session ids ``cli-<id>``,
     leg, job and task ids (``cmd_<id>``, ``sub_<id>``, ``job_<id>``, ``task <id>``, task
-    hashes ``<task>``, whole or the 8 characters a history listing shows), the daemon's port and version, dates ``<time>``, elapsed
-    seconds ``<n>s`` and spinner frames (all ``⠿``). Trailing blanks and the empty rows
-    below the last line are dropped.
+    hashes ``<task>``, whole or the 8 characters a history listing shows), the daemon's
+    port and version, dates ``<time>``, elapsed seconds ``<n>s`` and spinner frames (all
+    ``⠿``). Trailing blanks and the empty rows below the last line are dropped.
     """
     text = retarget(text, work, "/tmp").replace(home, "<home>")
     text = re.sub(r"\bcli-[0-9a-f]{8}\b", "cli-<id>", text)
