@@ -22,6 +22,7 @@ __all__ = [
     "STOP_KEEP",
     "confirm_title",
     "ended_line",
+    "plural",
 ]
 
 #: Run the proposed call once.
@@ -38,6 +39,12 @@ STOP_DISCARD: Final = "Stop and discard"
 STOP_KEEP: Final = "Stop, keep to resume"
 #: The harmless choice of the Esc popup.
 ESC_KEEP_RUNNING: Final = "Keep running"
+
+
+def plural(count: int, word: str, many: str = "") -> str:
+    """``1 question``, ``2 questions``: a count and its noun, singular or plural
+    (``many`` when the plural is not ``word + "s"``)."""
+    return f"{count} {word if count == 1 else (many or word + 's')}"
 
 
 def confirm_title(tool_name: str, *, restricted: bool = False) -> str:

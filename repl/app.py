@@ -80,6 +80,32 @@ def write_lines(output: Output, lines: list[Line]) -> None:
     output.flush()
 
 
+def erase_live_area(app: Application[None]) -> None:
+    """Erase what the app drew (prompt, dialog, toolbar) and put the cursor where it began.
+
+    prompt_toolkit's ``renderer.erase()`` erases down from the area's first cell; when
+    that cell is the screen's top-left (a REPL started in a fresh terminal), tmux and
+    some terminals take it as a clear screen and push the area — a stale ``>`` and
+    toolbar — into the scrollback above the lines printed next. So the first row is
+    erased on its own and the rest from the row below (a drawn area has at least the
+    input row and the toolbar row)."""
+    renderer = app.renderer
+    if renderer.last_rendered_screen is None:
+        renderer.erase()
+        return
+    output = app.output
+    output.cursor_backward(renderer._cursor_pos.x)
+    output.cursor_up(renderer._cursor_pos.y)
+    output.erase_end_of_line()
+    output.cursor_down(1)
+    output.erase_down()
+    output.cursor_up(1)
+    output.reset_attributes()
+    output.enable_autowrap()
+    output.flush()
+    renderer.reset(leave_alternate_screen=True)
+
+
 class ReplApp:
     """One REPL window. See the module docstring."""
 
@@ -325,6 +351,6 @@ class ReplApp:
             return
         lines = self.state.output[self.state.flushed :]
         self.state.flushed = len(self.state.output)
-        app.renderer.erase()
+        erase_live_area(app)
         write_lines(app.output, lines)
         app.renderer.request_absolute_cursor_position()

@@ -30,6 +30,7 @@ from protocol.frames import (
     PendingTaskInfo,
 )
 from protocol.http import ErrorBody, HistoryList
+from protocol.wording import plural
 from repl.faithful import line_pieces
 from repl.messages import HttpCall, HttpResult, Outgoing
 from repl.render import clip
@@ -178,8 +179,9 @@ class SessionLists:
         if self._announce_pending:
             self._announce_pending = False
             if frame.tasks:
+                waits = "waits" if len(frame.tasks) == 1 else "wait"
                 self._host.write(
-                    f"{len(frame.tasks)} paused task(s) wait in {where} — "
+                    f"{plural(len(frame.tasks), 'paused task')} {waits} in {where} — "
                     "/pending lists them, /pending N resumes one",
                     "class:warn",
                 )

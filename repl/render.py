@@ -5,13 +5,16 @@ with no newline — or, for a line of rendered Markdown (`repl.markdown`), ``(""
 fragments)`` with the line's styled pieces. Tool calls and results are compact:
 arguments on one clipped line, long output folded to its first lines plus a count of
 what was left out, so a big ``cat`` never floods the terminal (the full output stays
-in the task's history). A background tool's result is written for the model (where
-its reports will arrive); the person sees one line naming the legs it started.
+in the task's history). A tool call names what it does in words where the tool is
+known (`call_lines`). A background tool's result is written for the model (where its
+reports will arrive); the person already saw each leg start (a `LegStarted` notice),
+so it shows nothing. A ``subagents`` result folds to one line per sub-agent.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any, Final
 
@@ -36,7 +39,7 @@ from protocol.events import (
     ToolSkipped,
 )
 from repl.faithful import line_pieces
-from repl.markdown import Fragments
+from repl.markdown import Fragments, render_markdown
 
 __all__ = [
     "FOLD_LINES",
@@ -61,6 +64,9 @@ LINE_WIDTH: Final = 200
 #: Tools whose result tells the model where its legs' reports will arrive.
 BACKGROUND_TOOLS: Final = frozenset({"background_command", "background_subagents"})
 _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
+#: How a background sub-agent's result starts and where its answer begins.
+_REPORT_SAVED: Final = "report saved to "
+_FINAL_ANSWER: Final = "final answer:\n"
 
 
 def markdown_line(fragments: Fragments) -> Line:
@@ -107,14 +113,94 @@ def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
     as in the confirmation dialog, R77), so the transcript never shows a two-line
     command as one; a cut says how much was left out."""
     if set(args) == {"command"} and isinstance(args["command"], str):
-        text = args["command"]
-    else:
-        text = json.dumps(args, ensure_ascii=False, separators=(", ", ": "))
+        return _faithful(args["command"], width)
+    return _faithful(_json(args), width)
+
+
+def _faithful(text: str, width: int = LINE_WIDTH) -> str:
+    """``text`` on one line, escaped (`repl.faithful`), cut at ``width`` with a count."""
     shown = "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
     if len(shown) <= width:
         return shown
     tail = f"… (+{len(shown) - (width - 16):,} characters)"
     return shown[: width - 16] + tail
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def call_lines(name: str, args: dict[str, Any]) -> list[Line]:
+    """A tool call as the person reads it: ``⚙ tool: what it does``.
+
+    The tools a model calls most show their arguments in words — a question with its
+    options, each background command or sub-agent objective on a line of its own, a
+    secret's key, a history search — escaped like `format_args`. Arguments they do
+    not know stay visible as JSON after them; only a background call's ``objective``
+    and ``next``, the model's notes to its own follow-up task, are left out (the
+    confirmation shows them). Any other tool, or arguments of unexpected shape, show
+    as `format_args`."""
+    readable = _readable(name, args)
+    if readable is None:
+        return [("class:tool", f"⚙ {name}: {format_args(args)}")]
+    items, used = readable
+    rest = {key: value for key, value in args.items() if key not in used}
+    tail = f" {_faithful(_json(rest))}" if rest else ""
+    if len(items) == 1:
+        return [("class:tool", f"⚙ {name}: {_faithful(items[0])}{tail}")]
+    return [
+        ("class:tool", f"⚙ {name}:{tail}"),
+        *[("class:tool", f"    {_faithful(item)}") for item in items],
+    ]
+
+
+def _strings(value: object) -> list[str] | None:
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def _readable(name: str, args: dict[str, Any]) -> tuple[list[str], set[str]] | None:
+    """What `call_lines` shows of a known tool's call: its items and the keys they
+    say; None when the arguments are not what the tool takes."""
+    match name:
+        case "background_command" if commands := _strings(args.get("commands")):
+            return commands, {"commands", "objective", "next"}
+        case "background_subagents" if objectives := _strings(args.get("objectives")):
+            return objectives, {"objectives", "objective", "next"}
+        case "subagents" if objectives := _strings(args.get("objectives")):
+            return objectives, {"objectives"}
+        case "store_secret" if isinstance(key := args.get("key"), str):
+            return [key], {"key"}
+        case "chat_history" if args.get("mode") == "search" and isinstance(
+            keyword := args.get("keyword"), str
+        ):
+            return [f"search {_json(keyword)}"], {"mode", "keyword"}
+        case "chat_history" if args.get("mode") == "read" and isinstance(
+            task := args.get("task_hash"), str
+        ):
+            return [f"read task {task}"], {"mode", "task_hash"}
+        case "chat_history" if args.get("mode", "list") == "list":
+            return ["list"], {"mode"}
+        case "ask_user" if isinstance(questions := args.get("questions"), list) and questions:
+            items = [_question(q) for q in questions]
+            shown = [item for item in items if item is not None]
+            return (shown, {"questions"}) if len(shown) == len(items) else None
+    return None
+
+
+def _question(question: object) -> str | None:
+    """``Which branch? (main / release)``; None for a question of unexpected shape."""
+    if not isinstance(question, dict) or not isinstance(text := question.get("text"), str):
+        return None
+    if set(question) - {"text", "options", "multi"}:
+        return None
+    options = question.get("options") or []
+    if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+        return None
+    several = " (several answers)" if question.get("multi") is True else ""
+    choices = f" ({' / '.join(options)})" if options else ""
+    return f"{text}{choices}{several}"
 
 
 def render_event(event: Event) -> list[Line]:
@@ -131,13 +217,15 @@ def render_event(event: Event) -> list[Line]:
         case Text(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")]
         case ToolCall(tool_name=name, args=args):
-            return [("class:tool", f"⚙ {name}: {format_args(args)}")]
+            return call_lines(name, args)
         case ToolResult(ok=True, output=output, tool_name=name) if name in BACKGROUND_TOOLS:
-            legs = list(dict.fromkeys(_LEG_RE.findall(output)))
-            if legs:
-                started = f"{len(legs)} background leg{'s' if len(legs) > 1 else ''} started"
-                return [("class:leg", f"  ⧗ {started}: {', '.join(legs)} — reports follow here")]
+            if _LEG_RE.search(output):
+                return []  # each leg's start is its own notice (`LegStarted`)
             return [("class:ok", f"  ✓ {name}"), *fold(output, style="class:result", indent="    ")]
+        case ToolResult(ok=True, output=output, tool_name="subagents") if ended := _subagents_ended(
+            output
+        ):
+            return [("class:ok", "  ✓ subagents"), *ended]
         case ToolResult(ok=ok, output=output, tool_name=name):
             mark = ("class:ok", f"  ✓ {name}") if ok else ("class:error", f"  ✗ {name} failed")
             return [mark, *fold(output, style="class:result", indent="    ")]
@@ -157,16 +245,61 @@ def render_event(event: Event) -> list[Line]:
             return [("class:leg", f"⧗ report from {leg}:"), *fold(text, style="class:result")]
         case LegFinished(leg_id=leg, status=status, result=result):
             style = "class:leg" if status == "finished" else "class:warn"
-            return [(style, f"⧗ background {leg} {status}"), *fold(result, style="class:result")]
-        case JobSettled(job_id=job, followup_task=followup):
-            tail = f"; follow-up task {followup[:8]}" if followup else ""
-            return [("class:dim", f"⧗ {job} settled{tail}")]
+            return [(style, f"⧗ background {leg} {status}"), *leg_result(status, result)]
+        case JobSettled():
+            # Each leg's end was shown; a follow-up task's answer comes as its own block
+            # (`repl.transcript`), whichever of the two events arrives first.
+            return []
         case Canceled(cause=cause):
             return [("class:warn", wording.ended_line(cause))]
         case Failed(error=error):
             return [("class:error", f"✗ failed: {clip(error)}")]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
+
+
+def leg_result(status: str, result: str) -> list[Line]:
+    """A finished leg's result, folded. A background sub-agent's (engine/messages.py
+    `subagent_result`: ``report saved to <path>``, ``sub-agent <status>``, ``final
+    answer:`` …) shows its report's path with ``~`` for the home directory, leaves out
+    the status line the header already says, and renders the answer's Markdown like
+    model text."""
+    head, _, rest = result.partition("\n")
+    if not head.startswith(_REPORT_SAVED):
+        return fold(result, style="class:result")
+    lines: list[Line] = [("class:result", f"  report: {clip(_tilde(head[len(_REPORT_SAVED) :]))}")]
+    first, _, after = rest.partition("\n")
+    if first == f"sub-agent {status}":
+        rest = after
+    before, marker, answer = rest.partition(_FINAL_ANSWER)
+    lines += fold(before, style="class:result")
+    if marker:
+        lines.append(("class:result", "  final answer:"))
+        lines += _markdown_fold(answer)
+    return lines
+
+
+def _markdown_fold(text: str, indent: str = "    ") -> list[Line]:
+    """`fold` for Markdown: the first lines rendered (`repl.markdown`)."""
+    rendered = render_markdown(text.rstrip("\n")) if text.strip() else []
+    shown = [markdown_line((("", indent), *line)) for line in rendered[:FOLD_LINES]]
+    if len(rendered) > FOLD_LINES:
+        shown.append(("class:dim", f"{indent}… {len(rendered) - FOLD_LINES} more lines (folded)"))
+    return shown
+
+
+def _tilde(path: str) -> str:
+    """``path`` with the person's home directory written ``~``."""
+    home = os.path.expanduser("~").rstrip("/")
+    return "~" + path[len(home) :] if home and path.startswith(home + "/") else path
+
+
+def _subagents_ended(output: str) -> list[Line]:
+    """A ``subagents`` result (engine/tools/subagents.py) folded to one line per
+    sub-agent, ``sub-agent 1/2: <objective> — finished``; the model's reply quotes
+    the answers. Empty for output of another shape."""
+    heads = re.findall(r"^## (sub-agent \d+/\d+: .*)\nstatus: *(.*)$", output, re.MULTILINE)
+    return [("class:result", f"    {clip(head)} — {clip(status, 40)}") for head, status in heads]
 
 
 def render_done_status(status: str, error: str) -> list[Line]:

@@ -35,6 +35,7 @@ from protocol.frames import (
     Welcome,
     Withdrawn,
 )
+from protocol.wording import plural
 from repl.commands import (
     AllowedCmd,
     CancelChoice,
@@ -339,7 +340,7 @@ class ReplState:
             return
         self.send(confirm_reply(ask_id, choice, reason=reason, password=password))
         tail = f": {clip(reason, 80)}" if choice is ConfirmChoice.DENY and reason else ""
-        self.write(f"  → {choice.value}{tail} ({ask.tool_name})", "class:dim")
+        self.write(f"  → {choice.value}{tail} ({ask.tool_name}{_asker(ask)})", "class:dim")
 
     def answer_questions(self, ask_id: str, answers: list[str]) -> None:
         ask = self.asks.pop(ask_id, None)
@@ -348,7 +349,8 @@ class ReplState:
         self.send(question_reply(ask_id, answers))
         for question, answer in zip(ask.questions, answers, strict=False):
             shown = "••••" if question.secret or ask.kind == "secret" else clip(answer, 80)
-            self.write(f"  → {clip(question.text, 60)}: {shown}", "class:dim")
+            asker = f" ({_asker(ask)[2:]})" if ask.subagent else ""
+            self.write(f"  → {clip(question.text, 60)}: {shown}{asker}", "class:dim")
 
     # ------------------------------------------------------------ from the Trio side
 
@@ -426,7 +428,7 @@ class ReplState:
             self.transcript.end_message(run)
         cut = len(self.runs)
         self._cut_runs += cut
-        tail = f"; {cut} running task(s) kept in /pending" if cut else ""
+        tail = f"; {plural(cut, 'running task')} kept in /pending" if cut else ""
         self.write(f"lost the daemon connection ({reason}){tail} — reconnecting…", "class:error")
         self.runs.clear()
         self._by_hash.clear()
@@ -486,3 +488,9 @@ class ReplState:
         self.send(ListLegs(session_id=self.session_id))
         if frame.status in ("paused", "parked", "aborted"):
             self.send(self.lists.pending_query())
+
+
+def _asker(ask: Ask) -> str:
+    """``, sub-agent 1/2: <objective>`` when a sub-agent asks (R80), else empty: which
+    of the task's sub-agents the answer went to."""
+    return f", {clip(ask.subagent, 80)}" if ask.subagent else ""

@@ -14,6 +14,7 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.layout import ConditionalContainer, FormattedTextControl, Window
 
+from protocol.wording import plural
 from repl.state import ReplState
 
 __all__ = ["SPINNER", "make_toolbar", "spinner_frame", "toolbar_fragments"]
@@ -49,7 +50,7 @@ def toolbar_fragments(state: ReplState, now: float | None = None) -> StyleAndTex
         extra = f" ({queued} queued)" if queued else ""
         parts += [sep, ("class:toolbar.busy", f"{spin} legs {len(state.legs)}{extra}")]
     if state.asks:
-        parts += [sep, ("class:toolbar.warn", f"? {len(state.asks)} question(s)")]
+        parts += [sep, ("class:toolbar.warn", f"? {plural(len(state.asks), 'question')}")]
     if state.pending_tasks:
         parts += [sep, ("class:toolbar", f"{len(state.pending_tasks)} pending")]
     parts.append(("class:toolbar", " "))

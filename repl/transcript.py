@@ -8,14 +8,16 @@ lines (issue 19):
   line not finished yet waits in `RunView.partial`, which the screen shows live under
   the transcript. A tool call, a result or the run's end ends the message: its unfinished
   line is printed then.
-- **Notices** — a leg started, reported or finished, a job settled — are printed at
-  once, above. They end no one's line: a partial line stays where it is, live, and
+- **Notices** — a leg started, reported or finished — are printed at once, above
+  (a job's settling prints nothing: its legs' ends were shown, and a follow-up task
+  announces itself). They end no one's line: a partial line stays where it is, live, and
   goes on when the next piece of text comes.
 - **Tasks this window did not request** (a background job's follow-up, R26; late leg
   events of an ended run): their notices show at once, without a task tag (the leg
-  or job id says what they are about). Their text is held until its message ends and
-  then printed as one block under a single header naming the task, so nothing lands
-  inside it; a ``done`` does not repeat text that streamed.
+  id says what they are about). Their text is held until its message ends and then
+  printed as one block under a single ``⧗ follow-up on the background work:`` header,
+  so nothing lands inside it; a ``done`` does not repeat text that streamed. The
+  header names no task id: the person sees none elsewhere.
 
 `ReplState` owns one `Transcript`; the UI prints ``output`` past ``flushed``.
 """
@@ -41,7 +43,10 @@ from repl.markdown import Fence, render_line
 from repl.render import Line, markdown_line, render_event
 from repl.views import FOREIGN_VIEWS_KEPT, RunView
 
-__all__ = ["NOTICES", "Transcript"]
+__all__ = ["FOLLOWUP_HEADER", "NOTICES", "Transcript"]
+
+#: The header over a follow-up task's answer (R26).
+FOLLOWUP_HEADER: Final = "⧗ follow-up on the background work:"
 
 #: Events that are notices: printed at once, never ending a task's unfinished line.
 NOTICES: Final = (LegStarted, LegReport, LegFinished, JobSettled)
@@ -165,7 +170,7 @@ class Transcript:
         held.text = ""
         if (text or more) and not held.introduced:
             held.introduced = True
-            self.output.append(("class:leg", f"⧗ follow-up task {task_hash[:8]}:"))
+            self.output.append(("class:leg", FOLLOWUP_HEADER))
         if text:
             self._markdown(f"task {task_hash}", text.split("\n"))
             self._fences.pop(f"task {task_hash}", None)

@@ -71,6 +71,7 @@ from engine.messages import (
     INTERRUPTED_RESUME_HEADER,
     REPORT_FINISHED_HEADER,
     REPORT_UPDATE_HEADER,
+    SUBAGENTS_RESULT_HEADER,
 )
 from engine.models.base import (
     Message,
@@ -81,6 +82,7 @@ from engine.models.base import (
     ToolSpec,
     stream_pieces,
 )
+from protocol.wording import plural
 
 __all__ = [
     "HELP_TEXT",
@@ -132,6 +134,8 @@ _EXIT_RE: Final = re.compile(
     re.IGNORECASE,
 )
 _ELIDED_RE: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
+#: Lines of each sub-agent's final answer a ``subagents`` summary quotes.
+_ANSWER_LINES: Final = 6
 _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
 #: A leg's first line in a group's reports: ``Leg cmd_… (command: make): finished``, or
 #: the short ``- cmd_… (make) finished with exit code 0:``.
@@ -230,15 +234,12 @@ def _summarise_result(message: Message, call: ToolCallRequest | None) -> str:
     if name == "chat_history":
         return _summarise_history(args, content)
     if name == "subagents":
-        count = len(args.get("objectives", [])) or "the"
-        return f"The {count} sub-agent(s) ended:\n{_fence(content)}"
+        return _summarise_subagents(content)
     if name in ("background_command", "background_subagents"):
+        # The front-ends announce each leg as it starts: say only what comes next.
         legs = list(dict.fromkeys(_LEG_RE.findall(content)))
         if legs:
-            return (
-                f"Started {len(legs)} background leg(s): {', '.join(legs)}; "
-                "I will report when they finish."
-            )
+            return f"I will report here when {'it finishes' if len(legs) == 1 else 'they finish'}."
     return f"{name} returned:\n{_fence(content)}"
 
 
@@ -260,6 +261,29 @@ def _summarise_command(args: dict[str, Any], content: str) -> str:
     return f"{label} {ended}:\n{_fence(output)}"
 
 
+def _summarise_subagents(content: str) -> str:
+    """Each sub-agent of a ``subagents`` result (engine/tools/subagents.py: a
+    ``## sub-agent i/n: objective`` section with ``status:``, ``calls:`` and ``final
+    answer:``) as its objective, how it ended and its answer's first lines."""
+    sections = re.split(r"^## sub-agent \d+/\d+: ", content, flags=re.MULTILINE)[1:]
+    if not content.startswith(SUBAGENTS_RESULT_HEADER) or not sections:
+        return f"The sub-agents ended:\n{_fence(content)}"
+    items = [f"The {plural(len(sections), 'sub-agent')} ended:"]
+    for number, section in enumerate(sections, 1):
+        objective, _, body = section.partition("\n")
+        status = re.search(r"^status: *(.*)$", body, flags=re.MULTILINE)
+        how = status.group(1).strip() if status else "ended"
+        items.append(f"{number}. {objective.strip()} → {how}")
+        answer = body.partition("\nfinal answer:\n")[2].strip("\n")
+        lines = answer.split("\n") if answer else []
+        shown = lines[:_ANSWER_LINES] + (["…"] if len(lines) > _ANSWER_LINES else [])
+        fences = [m.group(1) for line in shown if (m := re.match(r" *(`{3,}|~{3,})", line))]
+        if len(fences) % 2:
+            shown.append(fences[-1])  # a code block cut open by the short view is closed
+        items += [f"   {line}" if line else "" for line in shown]
+    return "\n".join(items)
+
+
 def _summarise_history(args: dict[str, Any], content: str) -> str:
     mode = str(args.get("mode", "list"))
     keyword = str(args.get("keyword", ""))
@@ -275,7 +299,7 @@ def _summarise_history(args: dict[str, Any], content: str) -> str:
         return f"{title}: {len(lines)} entr{'y' if len(lines) == 1 else 'ies'} found."
     shown = "\n".join(lines[:_HISTORY_LINES])
     more = len(lines) - _HISTORY_LINES
-    suffix = f"\n…and {more} more line(s)." if more > 0 else ""
+    suffix = f"\n…and {plural(more, 'more line')}." if more > 0 else ""
     return f"{title}:\n{shown}{suffix}"
 
 
@@ -417,14 +441,13 @@ def _verb_bg(rest: str, available: set[str], turn: int) -> ModelReply:
         )
     args = {
         "commands": commands,
-        "objective": "Run in the background: " + "; ".join(commands),
+        "objective": "; ".join(commands),
         "next": "Summarise the results.",
     }
-    labels = ", ".join(f"`{c}`" for c in commands)
     return _call(
         "background_command",
         args,
-        f"Starting {len(commands)} background command(s): {labels}.",
+        f"Starting {plural(len(commands), 'background command')}.",
         available,
         turn,
     )
@@ -442,7 +465,7 @@ def _verb_sub(rest: str, available: set[str], turn: int) -> ModelReply:
     return _call(
         "background_subagents",
         args,
-        f"Starting {len(objectives)} background sub-agent(s).",
+        f"Starting {plural(len(objectives), 'background sub-agent')}.",
         available,
         turn,
     )
@@ -457,7 +480,8 @@ def _verb_subs(rest: str, available: set[str], turn: int) -> ModelReply:
     return _call(
         "subagents",
         {"objectives": objectives},
-        f"Starting {len(objectives)} sub-agent(s) and waiting for them.",
+        f"Starting {plural(len(objectives), 'sub-agent')} and waiting for "
+        f"{'it' if len(objectives) == 1 else 'them'}.",
         available,
         turn,
     )
@@ -478,7 +502,7 @@ def _verb_ask(rest: str, available: set[str], turn: int) -> ModelReply:
     return _call(
         "ask_user",
         {"questions": questions},
-        f"I have {len(questions)} question(s) for you.",
+        f"I have {'a question' if len(questions) == 1 else f'{len(questions)} questions'} for you.",
         available,
         turn,
     )

@@ -80,4 +80,4 @@ class StoreSecretTool(ServiceTool):
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")
         await self._services.store.put_secret(ctx.session_id, key, value)
-        return ToolOutcome(output=f"stored the secret {key} ({len(value)} characters)")
+        return ToolOutcome(output=f"stored the secret {key}")  # never its length

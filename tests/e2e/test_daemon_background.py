@@ -117,7 +117,7 @@ async def test_bg_command_job_file_logs_and_follow_up(daemon: Daemon) -> None:
             followup = settled.followup_task
             done = dones[followup]
             text = done.text
-            assert text.startswith('The background work for "Run in the background: sleep 1;')
+            assert text.startswith('The background work for "sleep 1;')
             # Each leg's output was reported as it ended; the follow-up names each leg.
             assert all(f"- {leg} (" in text for leg in finished)
             data = json.loads((background / f"{job_id}.json").read_text())

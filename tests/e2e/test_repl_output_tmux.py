@@ -179,20 +179,24 @@ def test_a_leg_notice_never_cuts_a_streamed_line(
 
 
 def test_background_output_is_written_for_the_person(builtin_home: Path, tmux: Tmux) -> None:
-    """Issue 19: a background job shows one line for its start (not the model-facing
-    tool result), its legs' output once, a follow-up that names the legs without
-    repeating their output, and no task-id prefix on any line; ``history:`` prints its
-    results once."""
+    """Issue 19: a background job shows its commands one per line and one line per
+    leg's start (not the model-facing tool result), its legs' output once, a follow-up
+    that names the legs without repeating their output, no job or task id, and no
+    task-id prefix on any line; ``history:`` prints its results once, short hashes."""
     _start_repl(tmux, builtin_home)
     tmux("send-keys", "-t", "repl", "bg: echo one ;; echo two", "Enter")
     wait_for(
-        lambda: any(x.startswith("  ⧗ 2 background legs started: cmd_") for x in tmux.lines()),
-        "the person's line for the started legs",
+        lambda: any(re.match(r"⧗ background cmd_\w+ started: echo two", x) for x in tmux.lines()),
+        "the person's line for each started leg",
     )
-    wait_for(lambda: "⧗ follow-up task" in tmux.screen(), "the follow-up")
+    wait_for(lambda: "⧗ follow-up on the background work:" in tmux.screen(), "the follow-up")
     wait_for(lambda: any("(command: echo two): finished" in x for x in tmux.lines()), "its legs")
-    wait_for(lambda: any(re.match(r"⧗ job_\w+ settled", x) for x in tmux.lines()), "settled")
     lines = _history(tmux)
+    assert ["⚙ background_command:", "    echo one", "    echo two"] == [
+        line for line in lines if line.startswith("⚙") or line in ("    echo one", "    echo two")
+    ]
+    assert not any("legs started" in line or "settled" in line for line in lines)
+    assert not any(re.search(r"\b(job_|task )[0-9a-f]{8}", line) for line in lines)
     assert not any("Background Report" in line for line in lines)
     assert not any(re.match(r"\[[0-9a-f]{8}\] ", line) for line in lines)
     assert [line for line in lines if line.strip() == "one"] == ["  one"]
@@ -200,7 +204,7 @@ def test_background_output_is_written_for_the_person(builtin_home: Path, tmux: T
     tmux("send-keys", "-t", "repl", "history: echo", "Enter")
     wait_for(lambda: "Chat history matching" in tmux.screen(), "the history summary")
     lines = _history(tmux)
-    hits = [line for line in lines if re.search(r"[0-9a-f]{32} \[finished\]", line)]
+    hits = [line for line in lines if re.match(r" +[0-9a-f]{8} · finished · ", line)]
     assert len(hits) == 2, hits
     assert 'Chat history matching "echo": 2 entries found.' in lines
 

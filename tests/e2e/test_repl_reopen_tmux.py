@@ -21,7 +21,7 @@ __all__ = ["daemon_home"]  # the fixture, imported for these tests
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
-WAITING = "1 paused task(s) wait in your cli- sessions"
+WAITING = "1 paused task waits in your cli- sessions"
 LISTED = re.compile(r"1\. [0-9a-f]{8}  cli-[0-9a-f]+  \d+[smhd] ago  ")
 
 

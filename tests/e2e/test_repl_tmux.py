@@ -148,8 +148,8 @@ def _start_repl(tmux: Tmux, home: Path) -> None:
 
 
 def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
-    """R47, R41, R42: Esc on a running task opens No / Pause / Yes; Pause keeps it;
-    /pending lists it and /pending 1 resumes it in the same window."""
+    """R47, R41, R42: Esc on a running task opens the stop menu; "Stop, keep to resume"
+    keeps it; /pending lists it and /pending 1 resumes it in the same window."""
     tmux = Tmux()
     try:
         _start_repl(tmux, daemon_home)
@@ -233,7 +233,7 @@ def test_typing_legs_while_a_confirm_appears_approves_nothing(
         wait_for(lambda: "no background legs running" in tmux.lines(), "/legs at the prompt")
         wait_for(lambda: ARMED in tmux.screen(), "the dialog, armed and still open")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the dialog still open")
-        wait_for(lambda: "1 question(s)" in tmux.screen(), "the task still waiting")
+        wait_for(lambda: "? 1 question" in tmux.screen(), "the task still waiting")
         assert not any("→ Approve" in line for line in tmux.lines())
         assert not target.exists()
         tmux("send-keys", "-t", "repl", "Enter")
@@ -286,7 +286,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
     confirmation in this window, labelled; approving creates X and one tool result
     holds both. A sub-agent's open confirmation is withdrawn (its dialog closes, the
     command never runs) when the parent is cancelled (Ctrl+C from the dialog), and
-    Esc → Yes ends a task whose sub-agents' commands are all running."""
+    Esc → "Stop and discard" ends a task whose sub-agents' commands are all running."""
     made, never, late = tmp_path / "made", tmp_path / "never", tmp_path / "late"
     tmux = Tmux()
     try:
@@ -294,7 +294,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         tmux("send-keys", "-t", "repl", f"subs: run: touch {made} ;; run: echo hi", "Enter")
         _approve_each(tmux, [f"sub-agent 1/2: run: touch {made}", "sub-agent 2/2: run: echo hi"])
         wait_for(lambda: "  ✓ subagents" in tmux.lines(), "the one subagents result")
-        wait_for(lambda: "The 2 sub-agent(s) ended" in tmux.screen(), "the summary")
+        wait_for(lambda: "The 2 sub-agents ended:" in tmux.screen(), "the summary")
         assert made.exists()
 
         tmux("send-keys", "-t", "repl", f"subs: run: touch {never}", "Enter")

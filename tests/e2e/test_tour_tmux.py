@@ -66,36 +66,23 @@ def mask(text: str, work: str, home: str) -> str:
 
     ``work`` (the stand-in for ``/tmp``) becomes ``/tmp`` (a dialog's right border is
     kept in its column) and ``home`` becomes ``<home>``; then session ids ``cli-<id>``,
-    leg, job and task ids (``cmd_<id>``, ``sub_<id>``, ``job_<id>``, ``task <id>``, 32-hex
-    task hashes ``<task>``), the daemon's port and version, dates ``<time>``, elapsed
-    seconds ``<n>s`` and spinner frames (all ``⠿``). Trailing blanks and the empty rows
-    below the last line are dropped.
+    leg, job and task ids (``cmd_<id>``, ``sub_<id>``, ``job_<id>``, ``task <id>``, task
+    hashes ``<task>``, whole or the 8 characters a history listing shows), the daemon's
+    port and version, dates ``<time>``, elapsed seconds ``<n>s`` and spinner frames (all
+    ``⠿``). Trailing blanks and the empty rows below the last line are dropped.
     """
-    text = _settled_first(retarget(text, work, "/tmp").replace(home, "<home>"))
+    text = retarget(text, work, "/tmp").replace(home, "<home>")
     text = re.sub(r"\bcli-[0-9a-f]{8}\b", "cli-<id>", text)
     text = re.sub(r"\b(cmd|sub|job)_[0-9a-f]{8}\b", r"\1_<id>", text)
     text = re.sub(r"\btask [0-9a-f]{8}\b", "task <id>", text)
     text = re.sub(r"\b[0-9a-f]{32}\b", "<task>", text)
+    text = re.sub(r"\b[0-9a-f]{8}(?= · )", "<task>", text)
     text = re.sub(r"http://127\.0\.0\.1:\d+", "http://127.0.0.1:<port>", text)
     text = re.sub(r"daemon \d+\.\d+\.\d+\S*", "daemon <version>", text)
     text = re.sub(r"\d{4}-\d\d-\d\d \d\d:\d\d(:\d\d)?", "<time>", text)
     text = re.sub(r"\b\d+s\b", "<n>s", text)
     text = _SPINNER.sub("⠿", text)
     return "\n".join(line.rstrip() for line in text.splitlines()).strip("\n") + "\n"
-
-
-def _settled_first(text: str) -> str:
-    """Each ``⧗ job_… settled; follow-up task T`` line just above ``⧗ follow-up task T:``.
-
-    The two come from separate events (the job settles; its follow-up task streams)
-    and either may be printed first; the golden fixes one order."""
-    lines = text.split("\n")
-    for settled in [line for line in lines if re.match(r"⧗ job_\w+ settled; follow-up", line)]:
-        header = f"⧗ follow-up task {settled.rsplit(' ', 1)[1]}:"
-        if header in lines:
-            lines.remove(settled)
-            lines.insert(lines.index(header), settled)
-    return "\n".join(lines)
 
 
 @pytest.fixture
@@ -179,9 +166,9 @@ def _history(tmux: Tmux) -> str:
 OUTCOMES = {
     "run": r"finished with exit code \d+",
     "ask": r"You answered: ",
-    "bg": r"(?s)⧗ job_\w+ settled.*• cmd_\w+.*• cmd_\w+|• cmd_\w+.*• cmd_\w+.*⧗ job_\w+ settled",
-    "sub": r"(?s)⧗ job_\w+ settled.*• sub_\w+|• sub_\w+.*⧗ job_\w+ settled",
-    "subs": r"sub-agent\(s\) ended",
+    "bg": r"(?s)⧗ follow-up on the background work:.*• cmd_\w+.*• cmd_\w+",
+    "sub": r"(?s)⧗ follow-up on the background work:.*• sub_\w+",
+    "subs": r"The \d+ sub-agents? ended:",
     "secret": r"Stored the secret",
     "history": r"Chat history matching",
     "fail": r"✗ failed: model error",

@@ -22,7 +22,7 @@ from engine.pending import AskReply, Offered, Verified
 from engine.runs import RunOrigin
 from engine.tools.sudo import FakeVerifier
 from protocol import dumps
-from protocol.events import Question, SecretAsk, TaskStarted
+from protocol.events import Question, SecretAsk, TaskStarted, ToolResult
 
 
 def _call(call_id: str, name: str, **args: object) -> ToolCallRequest:
@@ -209,7 +209,8 @@ async def test_secret_never_leaks(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """R73: a secret given to store_secret appears in no event, history row, snapshot,
-    log line or exception text."""
+    log line or exception text — nor does its length (issue 19: the tool result said
+    "(19 characters)")."""
     secret = "sk-VERY-SECRET-7731"
     caplog.set_level(logging.DEBUG)
     async with open_engine(config, clock=wall_clock) as engine:
@@ -230,6 +231,8 @@ async def test_secret_never_leaks(
     texts = [outcome.text, *(dumps(e) for e in events), *(repr(h) for h in history)]
     texts += [repr(r) for r in rows] + [r.getMessage() for r in caplog.records]
     assert all(secret not in text for text in texts)
+    [result] = [e for e in events if isinstance(e, ToolResult)]
+    assert result.output == "stored the secret API_KEY"
     assert outcome.text == "Stored the secret API_KEY."
     [asked] = [e for e in events if isinstance(e, SecretAsk)]
     assert (asked.confirm_hash, asked.key) == (notice.entry.id, "API_KEY")

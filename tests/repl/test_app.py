@@ -212,8 +212,9 @@ async def shown_run(h: Harness) -> str:
     ],
 )
 def test_cancel_popup_choices(keys: str, frames: list[Outgoing]) -> None:
-    """R47, R40, R41: after output, Esc opens No / Pause / Yes; No (or Esc) sends
-    nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+    """R47, R40, R41: after output, Esc opens the stop menu; "Keep running" (or Esc)
+    sends nothing, "Stop, keep to resume" sends cancel{pause:true}, "Stop and discard"
+    cancel{pause:false}."""
 
     async def scenario(h: Harness) -> None:
         await shown_run(h)
@@ -624,3 +625,46 @@ def test_ctrl_r_searches_the_history() -> None:
         assert h.app.buffer.text == "/session"
 
     run_app(scenario)
+
+
+class _RecordingOutput(DummyOutput):
+    """A `DummyOutput` that records the cursor moves and erases the app makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def cursor_up(self, amount: int) -> None:
+        self.calls.append(("up", amount))
+
+    def cursor_down(self, amount: int) -> None:
+        self.calls.append(("down", amount))
+
+    def erase_down(self) -> None:
+        self.calls.append(("erase_down", 0))
+
+    def erase_end_of_line(self) -> None:
+        self.calls.append(("erase_line", 0))
+
+
+def test_printing_above_the_prompt_never_clears_from_its_first_cell() -> None:
+    """Issue 19: the first line printed above a freshly drawn prompt (the ``connected``
+    line) must not leave a stale ``>`` and toolbar in the scrollback. Erasing down from
+    the live area's first cell is a clear screen to tmux when that cell is the top-left,
+    which pushes the area into the scrollback; the area's first row is erased alone."""
+
+    async def main() -> None:
+        output = _RecordingOutput()
+        with create_pipe_input() as pipe, create_app_session(input=pipe, output=output):
+            state = ReplState(session_id=SESSION, window_hash="w1", send=lambda _: None)
+            app = ReplApp(state, arm_delay_s=TEST_ARM_DELAY_S)
+            task = asyncio.ensure_future(app.run())
+            h = Harness(pipe, app, [])
+            await h.until(lambda: app.application.renderer.last_rendered_screen is not None)
+            output.calls.clear()
+            app.deliver(Connected(url="http://127.0.0.1:1", daemon_version="0.1.0"))
+            app.exit()
+            await asyncio.wait_for(task, 5)
+        moves = output.calls[: output.calls.index(("erase_down", 0)) + 1]
+        assert moves[-3:] == [("erase_line", 0), ("down", 1), ("erase_down", 0)], moves
+
+    asyncio.run(main())

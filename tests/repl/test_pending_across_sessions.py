@@ -62,7 +62,7 @@ def test_start_says_how_many_tasks_wait() -> None:
     state.handle(by_origin(task("a" * 32, OTHER, 120), task("b" * 32, OTHER, 30)))
     assert state.output[-1] == (
         "class:warn",
-        "2 paused task(s) wait in your cli- sessions — /pending lists them, /pending N resumes one",
+        "2 paused tasks wait in your cli- sessions — /pending lists them, /pending N resumes one",
     )
     lines = len(state.output)
     state.handle(by_origin(task("a" * 32, OTHER, 120)))

@@ -2,7 +2,20 @@
 
 from __future__ import annotations
 
-from repl.render import LINE_WIDTH, format_args
+from typing import Any
+
+import pytest
+
+from protocol.events import LegFinished, ToolResult
+from repl.markdown import CODE, CODE_BLOCK
+from repl.render import (
+    LINE_WIDTH,
+    call_lines,
+    format_args,
+    line_fragments,
+    line_text,
+    render_event,
+)
 
 
 def test_a_two_line_command_never_reads_as_one() -> None:
@@ -16,3 +29,93 @@ def test_a_long_call_says_how_much_was_left_out() -> None:
     shown = format_args({"command": "ls " + "a" * 1000})
     assert len(shown) <= LINE_WIDTH + 16
     assert shown.endswith("… (+819 characters)")
+
+
+def _call(name: str, args: dict[str, Any]) -> list[str]:
+    return [line_text(line) for line in call_lines(name, args)]
+
+
+def test_known_tool_calls_read_as_words() -> None:
+    """Issue 19: the calls a model makes most read as what they do, not as JSON: a
+    question with its options, one background command or objective per line (the
+    model's ``objective``/``next`` notes left out), a secret's key, a history search."""
+    question = {"text": "Which branch?", "options": ["main", "release"]}
+    assert _call("ask_user", {"questions": [question]}) == [
+        "⚙ ask_user: Which branch? (main / release)"
+    ]
+    args = {"commands": ["sleep 3 && echo built", "ls"], "objective": "o", "next": "n"}
+    assert _call("background_command", args) == [
+        "⚙ background_command:",
+        "    sleep 3 && echo built",
+        "    ls",
+    ]
+    assert _call("background_subagents", {"objectives": ["run: ls"], "objective": "x"}) == [
+        "⚙ background_subagents: run: ls"
+    ]
+    assert _call("subagents", {"objectives": ["a", "b"]}) == ["⚙ subagents:", "    a", "    b"]
+    assert _call("store_secret", {"key": "DEPLOY_TOKEN"}) == ["⚙ store_secret: DEPLOY_TOKEN"]
+    assert _call("chat_history", {"mode": "search", "keyword": "echo"}) == [
+        '⚙ chat_history: search "echo"'
+    ]
+    assert _call("chat_history", {"mode": "list"}) == ["⚙ chat_history: list"]
+
+
+def test_readable_calls_stay_faithful() -> None:
+    """Issue 19, R77: a readable call escapes what could mislead like the JSON did,
+    keeps every argument it does not word as JSON, and an unknown tool or a call of
+    unexpected shape stays JSON."""
+    assert _call("background_command", {"commands": ["echo a\ntouch x"], "cwd": "/srv"}) == [
+        '⚙ background_command: echo a\\ntouch x {"cwd": "/srv"}'
+    ]
+    assert _call("ask_user", {"questions": [{"text": "Ok?\u202e", "multi": True}]}) == [
+        "⚙ ask_user: Ok?\\u202e (several answers)"
+    ]
+    assert _call("ask_user", {"questions": [{"text": "Ok?", "secret": True}]}) == [
+        '⚙ ask_user: {"questions": [{"text": "Ok?", "secret": true}]}'
+    ]
+    assert _call("mystery", {"a": 1}) == ['⚙ mystery: {"a": 1}']
+    assert _call("store_secret", {"key": 5}) == ['⚙ store_secret: {"key": 5}']
+
+
+def test_a_subagents_result_folds_to_a_line_per_sub_agent() -> None:
+    """Issue 19: a ``subagents`` result (internal header, status and calls lines) shows
+    as one line per sub-agent and how it ended; the model's reply quotes the answers."""
+    output = (
+        "[Sub-agent results]\n\n## sub-agent 1/2: run: ls\nstatus: finished\ncalls:\n"
+        "- run_command {} → exit 0\nfinal answer:\nok\n\n## sub-agent 2/2: b\n"
+        "status: failed\ncalls:\nfinal answer:\nno"
+    )
+    result = ToolResult(seq=1, at=0.0, call_id="c", tool_name="subagents", ok=True, output=output)
+    assert [line_text(line) for line in render_event(result)] == [
+        "  ✓ subagents",
+        "    sub-agent 1/2: run: ls — finished",
+        "    sub-agent 2/2: b — failed",
+    ]
+
+
+def test_a_sub_agent_leg_report_is_rendered_for_the_person(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 19: a background sub-agent's result shows its report's path with ``~`` for
+    the home directory, not the status its header already says, and its answer's
+    Markdown rendered like model text (no backticks, code styled)."""
+    monkeypatch.setenv("HOME", "/home/ann")
+    result = (
+        "report saved to /home/ann/.agentrio/sessions/cli-1/reports/sub_0000000a.md\n"
+        "sub-agent finished\nfinal answer:\n`ls` finished:\n```\nnotes.txt\n```"
+    )
+    finished = LegFinished(
+        seq=1, at=0.0, job_id="job_1", leg_id="sub_0000000a", status="finished", result=result
+    )
+    lines = render_event(finished)
+    assert [line_text(line) for line in lines] == [
+        "⧗ background sub_0000000a finished",
+        "  report: ~/.agentrio/sessions/cli-1/reports/sub_0000000a.md",
+        "  final answer:",
+        "    ls finished:",
+        "    ```",
+        "    notes.txt",
+        "    ```",
+    ]
+    assert any(CODE in style for style, _ in line_fragments(lines[3:4]))
+    assert any(CODE_BLOCK in style for style, _ in line_fragments(lines[5:6]))

@@ -4,6 +4,8 @@ is written for the person (issue 19)."""
 
 from __future__ import annotations
 
+import pytest
+
 from protocol.events import (
     Done,
     JobSettled,
@@ -54,7 +56,6 @@ def test_a_notice_never_cuts_a_runs_unfinished_line() -> None:
     state.handle(done(rid))
     assert texts(state, mark) == [
         "⧗ background cmd_0000000a finished",
-        "⧗ job_1 settled",
         "Started the leg, and it runs.",
         "Done.",
     ]
@@ -79,19 +80,32 @@ def test_a_turn_given_by_a_report_starts_its_own_line() -> None:
     ]
 
 
-def test_notices_of_other_tasks_do_not_land_inside_a_follow_up_answer() -> None:
-    """Issue 19: a follow-up's answer prints as one block under one header; a notice
-    arriving while it streams goes above it, and no line carries a task tag."""
+@pytest.mark.parametrize("settled_at", [0, 1, 2, 3])
+def test_a_follow_up_answer_prints_the_same_whenever_its_job_settles(settled_at: int) -> None:
+    """Issue 19: a follow-up's answer prints as one block under one header naming no
+    id, and the job's settling (an event of another task, arriving before, during or
+    after the answer) adds nothing, so the transcript reads the same in every order;
+    a notice arriving while the answer streams goes above it."""
     state, _ = connected_state()
-    state.handle(event(TaskStarted(seq=1, at=0.0, input="[Resumed …]", origin="cli-"), FOLLOWUP))
     mark = len(state.output)
-    state.handle(event(Text(seq=2, at=0.0, text="The work finished.\nLeg cmd_0"), FOLLOWUP))
-    state.handle(event(JobSettled(seq=9, at=0.0, job_id="job_1", followup_task=FOLLOWUP), OTHER))
-    state.handle(event(Text(seq=3, at=0.0, text="000000a: exit 0"), FOLLOWUP))
-    state.handle(event(Done(seq=4, at=0.0, text="x"), FOLLOWUP))
+    follow_up = [
+        TaskStarted(seq=1, at=0.0, input="[Resumed …]", origin="cli-"),
+        Text(seq=2, at=0.0, text="The work finished.\nLeg cmd_0"),
+        Text(seq=3, at=0.0, text="000000a: exit 0"),
+        Done(seq=4, at=0.0, text="x"),
+    ]
+    settled = JobSettled(seq=9, at=0.0, job_id="job_1", followup_task=FOLLOWUP)
+    for index, step in enumerate(follow_up):
+        if index == settled_at + 1:
+            state.handle(event(settled, OTHER))
+        if index == 2:
+            state.handle(event(leg_finished(5, "cmd_0000000b"), OTHER))
+        state.handle(event(step, FOLLOWUP))
+    if settled_at == 3:
+        state.handle(event(settled, OTHER))
     assert texts(state, mark) == [
-        "⧗ job_1 settled; follow-up task cdcdcdcd",
-        "⧗ follow-up task cdcdcdcd:",
+        "⧗ background cmd_0000000b finished",
+        "⧗ follow-up on the background work:",
         "The work finished.",
         "Leg cmd_0000000a: exit 0",
     ]
@@ -111,9 +125,10 @@ def test_late_leg_events_of_an_ended_run_carry_no_task_tag() -> None:
     assert not any(text.startswith("[") for text in texts(state))
 
 
-def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
-    """Issue 19: the background tool's result is written for the model (where reports
-    arrive); the person sees how many legs started, which, and that reports follow."""
+def test_a_background_start_is_announced_once() -> None:
+    """Issue 19: a background call shows its commands one per line (not its JSON with
+    the model's ``objective``/``next`` notes), each leg's start is announced once, and
+    the tool's result, written for the model (where reports arrive), adds nothing."""
     state, sent = connected_state()
     start(state, sent)
     mark = len(state.output)
@@ -121,10 +136,10 @@ def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
     state.handle(
         event(ToolCall(seq=2, at=0.0, call_id="c", tool_name="background_command", args=args))
     )
-    for seq, leg in ((3, "cmd_0000000a"), (4, "cmd_0000000b")):
+    for seq, leg, label in ((3, "cmd_0000000a", "echo one"), (4, "cmd_0000000b", "echo two")):
         state.handle(
             event(
-                LegStarted(seq=seq, at=0.0, job_id="job_1", leg_id=leg, label="echo", queued=False)
+                LegStarted(seq=seq, at=0.0, job_id="job_1", leg_id=leg, label=label, queued=False)
             )
         )
     output = (
@@ -139,12 +154,13 @@ def test_the_background_tool_result_shows_a_line_for_the_person() -> None:
             )
         )
     )
-    shown = texts(state, mark)
-    assert (
-        shown[-1]
-        == "  ⧗ 2 background legs started: cmd_0000000a, cmd_0000000b — reports follow here"
-    )
-    assert not any("Background Report" in line for line in shown)
+    assert texts(state, mark) == [
+        "⚙ background_command:",
+        "    echo one",
+        "    echo two",
+        "⧗ background cmd_0000000a started: echo one",
+        "⧗ background cmd_0000000b started: echo two",
+    ]
 
 
 def test_model_text_is_rendered_markdown() -> None:

@@ -5,6 +5,8 @@ SPEC §11, R5, R7, R40–R47. Frames go to a list; every test asserts the exact 
 
 from __future__ import annotations
 
+import attrs
+
 from protocol import wording
 from protocol.events import (
     Canceled,
@@ -177,7 +179,8 @@ def shown_run(state: ReplState, sent: list[object]) -> str:
 
 
 def test_esc_opens_popup_once_something_was_shown() -> None:
-    """R47: a run that has shown output is cancelled through the No / Pause / Yes popup."""
+    """R47: a run that has shown output is stopped through the stop menu ("Keep running",
+    "Stop, keep to resume", "Stop and discard")."""
     state, sent = connected_state()
     rid = shown_run(state, sent)
     assert state.esc(picker_open=False, input_text="") is EscAction.CANCEL_POPUP
@@ -191,7 +194,8 @@ def test_esc_opens_popup_once_something_was_shown() -> None:
 
 
 def test_popup_no_pause_yes() -> None:
-    """R47, R40, R41: No sends nothing, Pause sends cancel{pause:true}, Yes cancel{pause:false}."""
+    """R47, R40, R41: "Keep running" sends nothing, "Stop, keep to resume" sends
+    cancel{pause:true}, "Stop and discard" cancel{pause:false}."""
     for index, expected in [
         (0, []),
         (1, [Cancel(task_hash=HASH, pause=True)]),
@@ -418,7 +422,7 @@ def test_disconnect_ends_runs_and_reconnect_says_so() -> None:
     assert (state.runs, state.asks, state.legs) == ({}, {}, {})
     assert state.output[-1] == (
         "class:error",
-        "lost the daemon connection (daemon went away); 1 running task(s) kept in /pending "
+        "lost the daemon connection (daemon went away); 1 running task kept in /pending "
         "— reconnecting…",
     )
     state.handle(Connected(url="http://h:2", daemon_version="0.1.0", reconnect=True))
@@ -467,6 +471,22 @@ def test_answer_confirm_and_questions() -> None:
     state.answer_questions("q1", ["s3cret"])
     assert sent[-1] == Reply(id="q1", answers=["s3cret"])
     assert all("s3cret" not in text for _, text in state.output)
+
+
+def test_an_answer_to_a_sub_agent_names_it() -> None:
+    """R80 (issue 19): approving a sub-agent's call, or answering its question, says
+    which sub-agent it went to (the ask's ``subagent`` label)."""
+    state, _ = connected_state()
+    label = "sub-agent 1/2: run: touch /tmp/x"
+    state.handle(attrs.evolve(ask_confirm("k1"), subagent=label))
+    state.answer_confirm("k1", ConfirmChoice.APPROVE)
+    assert state.output[-1] == ("class:dim", f"  → Approve (run_command, {label})")
+    state.handle(attrs.evolve(ask_questions([Question(text="Which?")]), subagent=label))
+    state.answer_questions("q1", ["main"])
+    assert state.output[-1] == ("class:dim", f"  → Which?: main ({label})")
+    state.handle(ask_confirm("k2"))
+    state.answer_confirm("k2", ConfirmChoice.APPROVE)
+    assert state.output[-1] == ("class:dim", "  → Approve (run_command)")
 
 
 def test_verify() -> None:
@@ -633,7 +653,7 @@ def test_lists_of_other_sessions_are_ignored() -> None:
 
 def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
     """R26: a background job's follow-up (no request of this window) is shown under one
-    header naming its task, streamed text as one block, its done not repeating it."""
+    header, streamed text as one block, its done not repeating it."""
     from protocol.events import Done, TaskStarted, Text
 
     state, _ = connected_state()
@@ -644,7 +664,7 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
         state.handle(event(Text(seq=seq, at=0.0, text=piece), other))
     state.handle(event(Done(seq=9, at=0.0, text="The work finished:\nexit 0\ndone"), other))
     assert state.output[start:] == [
-        ("class:leg", "⧗ follow-up task abababab:"),
+        ("class:leg", "⧗ follow-up on the background work:"),
         ("", "The work finished:"),
         ("", "exit 0"),
         ("", "done"),

@@ -56,10 +56,10 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
             "background_command",
             {
                 "commands": ["make", "make test"],
-                "objective": "Run in the background: make; make test",
+                "objective": "make; make test",
                 "next": "Summarise the results.",
             },
-            "Starting 2 background command(s): `make`, `make test`.",
+            "Starting 2 background commands.",
         ),
         (
             "sub: count the files",
@@ -69,7 +69,7 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
                 "objective": "count the files",
                 "next": "Summarise the sub-agent report.",
             },
-            "Starting 1 background sub-agent(s).",
+            "Starting 1 background sub-agent.",
         ),
         (
             "sub: a ;; b",
@@ -79,7 +79,7 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
                 "objective": "a; b",
                 "next": "Summarise the sub-agent report.",
             },
-            "Starting 2 background sub-agent(s).",
+            "Starting 2 background sub-agents.",
         ),
         (
             "ask: Deploy now? | yes, no ;; Your name?",
@@ -90,13 +90,13 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
                     {"text": "Your name?", "options": []},
                 ]
             },
-            "I have 2 question(s) for you.",
+            "I have 2 questions for you.",
         ),
         (
             "ask: Which branch? options: main, release",
             "ask_user",
             {"questions": [{"text": "Which branch?", "options": ["main", "release"]}]},
-            "I have 1 question(s) for you.",
+            "I have a question for you.",
         ),
         (
             "ask: Pick | a, b ;; Free? options:",
@@ -107,7 +107,7 @@ async def ask(messages: list[Message], tools: list[ToolSpec] = ALL_TOOLS) -> Mod
                     {"text": "Free?", "options": []},
                 ]
             },
-            "I have 2 question(s) for you.",
+            "I have 2 questions for you.",
         ),
         (
             "secret: API_TOKEN",
@@ -280,7 +280,7 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
         (
             "store_secret",
             {"key": "API_TOKEN"},
-            "stored the secret API_TOKEN (12 characters)",
+            "stored the secret API_TOKEN",
             "Stored the secret API_TOKEN.",
         ),
         (
@@ -300,14 +300,13 @@ async def test_argv_command_is_shown_shell_quoted() -> None:
             "background_command",
             {},
             "started job_0badcafe: cmd_0123abcd, cmd_89abcdef",
-            "Started 2 background leg(s): cmd_0123abcd, cmd_89abcdef; "
-            "I will report when they finish.",
+            "I will report here when they finish.",
         ),
         (
             "background_subagents",
             {},
             "sub_deadbeef queued",
-            "Started 1 background leg(s): sub_deadbeef; I will report when they finish.",
+            "I will report here when it finishes.",
         ),
         ("background_command", {}, "refused", "background_command returned:\n```\nrefused\n```"),
         ("mystery", {}, "42", "mystery returned:\n```\n42\n```"),
@@ -352,7 +351,7 @@ async def test_a_long_saved_task_is_shortened() -> None:
     ]
     reply = await ask(messages)
     expected = "\n".join(f"task {i}" for i in range(20))
-    assert reply.text == f"The saved task:\n{expected}\n…and 5 more line(s)."
+    assert reply.text == f"The saved task:\n{expected}\n…and 5 more lines."
 
 
 async def test_several_results_are_summarised_in_order() -> None:
@@ -705,3 +704,58 @@ async def test_resume_reissues_an_interrupted_subagents_call() -> None:
     assert "call subagents again" in text
     reply = await ask([user(text)], SUBS_TOOLS)
     assert [(c.name, c.args) for c in reply.tool_calls] == [("subagents", args)]
+
+
+SUBS_RESULT = """[Sub-agent results]
+
+## sub-agent 1/2: run: touch /tmp/x
+status: finished
+calls:
+- run_command {"command": "touch /tmp/x"} → exit 0
+final answer:
+`touch /tmp/x` finished with exit code 0 and printed nothing.
+
+## sub-agent 2/2: count the lines
+status: failed
+calls:
+final answer:
+```
+1
+2
+3
+4
+5
+6
+7
+```"""
+
+
+async def test_subagents_result_is_summarised_for_the_person() -> None:
+    """R80 (issue 19): a ``subagents`` result is summarised as each sub-agent's
+    objective, how it ended and its answer's first lines — not quoted whole with the
+    result's internal header, ``status:`` and ``calls:`` lines; a code block the short
+    view cuts is closed."""
+    reply = await ask(
+        [
+            user("subs: run: touch /tmp/x ;; count the lines"),
+            call("c1", "subagents", objectives=["run: touch /tmp/x", "count the lines"]),
+            result("c1", "subagents", SUBS_RESULT),
+        ],
+        SUBS_TOOLS,
+    )
+    assert reply.text == "\n".join(
+        [
+            "The 2 sub-agents ended:",
+            "1. run: touch /tmp/x → finished",
+            "   `touch /tmp/x` finished with exit code 0 and printed nothing.",
+            "2. count the lines → failed",
+            "   ```",
+            "   1",
+            "   2",
+            "   3",
+            "   4",
+            "   5",
+            "   …",
+            "   ```",
+        ]
+    )

@@ -162,9 +162,9 @@ async def test_confirmation_is_labelled_and_approval_runs_it(
     assert made.exists()
     [confirm] = [e for e in events if isinstance(e, Confirm)]
     assert confirm.subagent == request.subagent
-    assert "The 2 sub-agent(s) ended" in outcome.text
+    assert "The 2 sub-agents ended:" in outcome.text
     assert "finished with exit code 0" in outcome.text
-    assert "sub-agent 2/2: history:" in outcome.text
+    assert "2. history: → finished" in outcome.text
 
 
 async def _parent_waiting_on_a_subagent(
