@@ -321,7 +321,17 @@ def classify(
 
     The command is parsed once (`simple_argv`); ``Verdict.argv`` carries the argv that
     was judged, so the caller runs exactly that. ``hidden`` lists absolute paths a
-    command must not name to run unasked (the agentrio home, credential places)."""
+    command must not name to run unasked (the agentrio home, credential places).
+
+    Total: any text gets a verdict, never an exception. A NUL byte can reach no program
+    (``execve`` refuses it), so such a command is judged no further and asks."""
+    if "\x00" in (command if isinstance(command, str) else "".join(command)):
+        return Verdict(
+            needs_confirm=True,
+            restricted=False,
+            reason="needs confirmation: the command contains a NUL byte (no program gets one)",
+            argv=None,
+        )
     parsed = simple_argv(command)
     if parsed.argv is not None:
         problem = _read_only_problem(parsed.argv, config, cwd, hidden)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from engine.config import ToolsConfig
@@ -113,11 +113,21 @@ _operators = st.sampled_from(SHELL_OPERATORS)
 
 
 @given(before=st.text(), operator=_operators, after=st.text())
+@example(before="cat ~\x00/x", operator=";", after="")  # a NUL after ~ broke expanduser
 def test_a_shell_operator_is_never_read_only(before: str, operator: str, after: str) -> None:
     """R60: any text containing a shell operator is never read-only."""
     command = f"{before}{operator}{after}"
     assert is_read_only(command, CONFIG) is False
     assert classify(command, CONFIG).needs_confirm is True
+
+
+@pytest.mark.parametrize("command", ["cat ~\x00/x", "ls ~ab\x00c", ["ls", "a\x00b"]])
+def test_a_nul_byte_is_judged_and_asks(command: str | list[str]) -> None:
+    """R60, R74: the gate is total: a command with a NUL byte (which no program can
+    receive) gets a verdict that asks, never an exception."""
+    verdict = classify(command, CONFIG)
+    assert (verdict.needs_confirm, verdict.argv) == (True, None)
+    assert "NUL byte" in verdict.reason
 
 
 @given(program=st.sampled_from(CONFIG.readonly_commands), operator=_operators, arg=st.text())
