@@ -89,6 +89,14 @@ class ShownAsk:
     #: Offered on the current connection (an ask shown before a reconnect that is not
     #: offered again is withdrawn).
     reoffered: bool = True
+    #: The closed text of an ask answered before its message was sent (a reply typed
+    #: while the prompt was on its way); written in once the message exists.
+    closed_text: str | None = None
+
+    def begin(self, text: str) -> None:
+        """Start showing ``text`` as a new message (the ask's next question, or its
+        first): nothing sent yet, nothing closed."""
+        self.text, self.message, self.closed_text = text, "", None
 
 
 def command_text(ask: Ask) -> str:

@@ -390,22 +390,33 @@ class ChatFrontend:
                 "it is deleted as soon as it is read."
             )
         ]
-        await self._register(shown, parts, ())
+        # Awaited before the prompt is out: a message that arrives while it is being
+        # sent is the value (deleted, never a steer carrying it to the model).
         conversation.awaiting = Awaiting("secret", shown.ask.id)
+        await self._register(shown, parts, ())
 
     async def _show_question(self, shown: ShownAsk, index: int, conversation: Conversation) -> None:
         buttons = question_buttons(shown.token, shown.ask, index)
+        conversation.awaiting = Awaiting("answer", shown.ask.id)  # before: as above
         await self._register(shown, question_parts(shown.ask, index), buttons)
-        conversation.awaiting = Awaiting("answer", shown.ask.id)
 
     async def _register(self, shown: ShownAsk, parts: list[Part], buttons: Buttons) -> None:
         pages = paginate(parts, self.platform.dialect)
+        token = shown.token
+        shown.begin(pages[-1])
+        # Answerable before it is sent: the person may reply while the prompt is still
+        # on its way (a secret typed at once must be taken as the value, never as a
+        # message to the task).
+        self.shown[token] = shown
+        self.by_ask[shown.ask.id] = shown
         for page in pages[:-1]:
             await self.send(shown.chat, page)
-        shown.text = pages[-1]
-        shown.message = await self.send(shown.chat, shown.text, buttons)
-        self.shown[shown.token] = shown
-        self.by_ask[shown.ask.id] = shown
+        message = await self.send(shown.chat, shown.text, buttons)
+        if shown.token != token:  # it moved on to its next question meanwhile
+            return  # (this message's buttons answer "no longer open")
+        shown.message = message
+        if shown.closed_text is not None:  # answered meanwhile: take the buttons away
+            await self._edit_ask(shown, shown.closed_text)
 
     async def answer_question(self, shown: ShownAsk, answer: str) -> None:
         shown.answers.append(answer)
@@ -456,6 +467,12 @@ class ChatFrontend:
         if self.platform.dialect.measure(text) > self.platform.dialect.limit:
             text = shown.text
             await self.say(shown.chat, outcome)
+        if not shown.message:  # still being sent: `_register` writes it in
+            shown.closed_text = text
+            return
+        await self._edit_ask(shown, text)
+
+    async def _edit_ask(self, shown: ShownAsk, text: str) -> None:
         try:
             await with_retries(
                 lambda: self.platform.edit(shown.chat, shown.message, text), what="edit"

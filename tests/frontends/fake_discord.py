@@ -146,6 +146,8 @@ class FakeDiscord:
         #: The transcript: ("person"|"bot-message"|"press"|"deleted", text).
         self.log: list[tuple[str, str]] = []
         self._pending: list[tuple[str, dict[str, Any]]] = []
+        #: Text → event: the reply to a bot message containing the text waits for it.
+        self._holds: dict[str, asyncio.Event] = {}
         self._sockets: list[web.WebSocketResponse] = []
         self._sequence = 0
         self._sock = socket.socket()
@@ -422,7 +424,24 @@ class FakeDiscord:
             response = self._answer(request.method, route, body)
         with self.lock:
             self.calls.append((request.method, key, response.status, time.monotonic()))
+        content = body.get("content") if isinstance(body, dict) else None
+        for needle, released in list(self._holds.items()):
+            if isinstance(content, str) and needle in content:
+                await released.wait()
         return response
+
+    def hold_replies(self, needle: str) -> Callable[[], None]:
+        """Hold the reply to every bot message containing ``needle`` (the message is
+        recorded at once) until the returned function is called: what a person can do
+        while the bot still waits for its own message to be sent."""
+        released = asyncio.Event()
+        self._holds[needle] = released
+
+        def release() -> None:
+            self._holds.pop(needle, None)
+            self._loop.call_soon_threadsafe(released.set)
+
+        return release
 
     def _answer(self, method: str, route: str, body: Any) -> web.Response:
         parts = route.strip("/").split("/")

@@ -275,12 +275,16 @@ async def test_daemon_restart_withdraws_then_pending_resumes(
 async def test_secret_message_is_deleted(fake: FakeDiscord, bot: Bot) -> None:
     """R82, R60: with allow_secrets_in_chat, in a server channel, the bot asks for the
     value, deletes the person's message as soon as it read it, and never shows it."""
+    # The value is typed while the bot still waits for its prompt to be sent: it is the
+    # value all the same (deleted), never a message steering the task.
+    release = fake.hold_replies("next message")
     fake.say("secret: API_KEY", channel=GUILD_CHANNEL, guild=GUILD)
     await eventually(
         lambda: fake.with_text("next message", GUILD_CHANNEL), what="the secret prompt"
     )
     message = fake.say("hunter2-value", channel=GUILD_CHANNEL, guild=GUILD)
     await eventually(lambda: (GUILD_CHANNEL, message) in fake.deleted, what="the deletion")
+    release()
     await eventually(lambda: fake.with_text("secret received", GUILD_CHANNEL), what="outcome")
     await eventually(lambda: fake.with_text("API_KEY", GUILD_CHANNEL), what="the result")
     assert not any("hunter2" in text for m in fake.sent for text in m.history)
