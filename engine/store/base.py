@@ -25,6 +25,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreStatistics",
+    "StoreUnavailable",
     "StoreUnreadable",
     "TaskRow",
     "marker_key",
@@ -48,6 +49,18 @@ class StoreFull(StoreError):
     A 503, not a 500: the daemon is sound and recovers by itself once space returns
     (SQLite rolls the transaction back and the next write simply succeeds), so a client
     may retry later (issue 18).
+    """
+
+    code = ErrorCode.UNAVAILABLE
+    status = 503
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached (the Redis backend, issue 21): nothing of
+    the write was kept.
+
+    A 503 like `StoreFull`: the daemon keeps running and recovers by itself when the
+    server returns, so a client may retry later.
     """
 
     code = ErrorCode.UNAVAILABLE
