@@ -30,6 +30,7 @@ __all__ = [
     "ModelConfig",
     "SandboxConfig",
     "ServerConfig",
+    "StoreConfig",
     "TelegramConfig",
     "ToolsConfig",
     "default_home",
@@ -178,6 +179,24 @@ class SandboxConfig:
     )
 
 
+#: URL schemes the Redis store accepts (docs/deployment.md).
+REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+
+
+@attrs.frozen(kw_only=True)
+class StoreConfig:
+    """Where state lives (docs/deployment.md): the SQLite file in the home (one
+    daemon), or a Redis server several daemons can share (issue 21)."""
+
+    #: ``sqlite`` (``<home>/agentrio.db``, the default) or ``redis``.
+    backend: Literal["sqlite", "redis"] = "sqlite"
+    #: The Redis server (``redis://``, ``rediss://`` for TLS, ``unix://``); required
+    #: with ``backend = "redis"``. A password in it is never logged.
+    url: str = ""
+    #: Prefix of every key this deployment writes, so several can share one server.
+    prefix: str = "agentrio:"
+
+
 @attrs.frozen(kw_only=True)
 class Config:
     server: ServerConfig = attrs.field(factory=ServerConfig)
@@ -191,6 +210,7 @@ class Config:
     telegram: TelegramConfig = attrs.field(factory=TelegramConfig)
     #: The Discord front-end (docs/frontends.md); its token is never in this file.
     discord: DiscordConfig = attrs.field(factory=DiscordConfig)
+    store: StoreConfig = attrs.field(factory=StoreConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.
@@ -235,7 +255,24 @@ def load_config(home: Path | None = None) -> Config:
         config = _converter.structure(data, Config)
     except Exception as exc:  # cattrs raises several kinds; all mean "bad file"
         raise ConfigError(_describe(path, text, exc)) from None
+    _check_store(config.store, path, text)
     return attrs.evolve(config, home=str(home))
+
+
+def _check_store(store: StoreConfig, path: Path, text: str) -> None:
+    """The ``[store]`` checks a type cannot express, as one ``file:line: key:`` line."""
+
+    def fail(key: str, problem: str) -> None:
+        line = _line_of(text, f"store.{key}") or _line_of(text, "store.backend")
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{where}: store.{key}: {problem}")
+
+    if store.url and not store.url.startswith(REDIS_SCHEMES):
+        fail("url", f"expected a URL starting with {', '.join(REDIS_SCHEMES)}")
+    if store.backend == "redis" and not store.url:
+        fail("url", 'required when store.backend is "redis"')
+    if not store.prefix:
+        fail("prefix", "must not be empty")
 
 
 def save_config(config: Config, home: Path | None = None) -> Path:

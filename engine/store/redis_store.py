@@ -39,6 +39,7 @@ supported (docs/deployment.md).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -66,10 +67,14 @@ from protocol.events import Question
 
 __all__ = ["DEFAULT_PREFIX", "MARKER_GC_GRACE_S", "RedisStore", "open_redis_store"]
 
+log = logging.getLogger(__name__)
+
 #: The key prefix when ``[store] prefix`` is not set.
 DEFAULT_PREFIX: Final = "agentrio:"
 #: Seconds a marker key outlives its ``expires_at`` in Redis (clock-skew margin).
 MARKER_GC_GRACE_S: Final = 60.0
+#: Seconds between `RedisStore.maintain`'s purges of expired markers.
+PURGE_INTERVAL_S: Final = 60.0
 #: History rows read per round trip by a keyword search.
 HISTORY_PAGE: Final = 200
 #: Seconds to connect, and to wait for one reply, before Redis counts as unavailable.
@@ -177,6 +182,9 @@ async def open_redis_store(
 class RedisStore:
     """The Redis implementation of `engine.store.base.Store`; open it with
     `open_redis_store`. Several daemons may share one (same URL and prefix)."""
+
+    #: The ``[store] backend`` name (``/v1/health``).
+    backend: Final = "redis"
 
     def __init__(self, client: coredis.Redis[str], *, url: str, prefix: str) -> None:
         self._client = client
@@ -475,10 +483,20 @@ class RedisStore:
             write_batches=self._batches,
         )
 
-    async def maintain(self) -> None:
-        """Redis needs no upkeep from the daemon (expired markers are purged by the
-        server's loop, `engine.server.lifecycle`); returns at once."""
-        return
+    async def maintain(self, *, interval_s: float = PURGE_INTERVAL_S) -> None:
+        """Every ``interval_s``, drop the markers that expired by the wall clock from
+        the markers index, until cancelled: their Redis keys vanish by their TTL, and
+        this keeps the index bounded too. A failure (Redis down) is logged and the
+        next pass tries again."""
+        while True:
+            await trio.sleep(interval_s)
+            try:
+                purged = await self.purge_expired_markers(now=time.time())
+            except StoreError as exc:
+                log.warning("redis store: purging expired markers failed: %s", exc)
+            else:
+                if purged:
+                    log.debug("redis store: purged %d expired marker(s)", purged)
 
     async def aclose(self) -> None:
         """Mark the store closed (idempotent); the pool itself closes when

@@ -13,8 +13,10 @@ import warnings
 
 import pytest
 import trio
+import trio.testing
 
 from engine.errors import Conflict
+from engine.markers import MARKER_REFRESH_S, MARKER_RETRY_S, keep_marker_alive
 from engine.messages import CONFLICT_RUNNING
 from engine.store import StoreError, StoreUnavailable, TaskRow, marker_key
 from engine.store.redis_store import MARKER_GC_GRACE_S, RedisStore, open_redis_store
@@ -180,3 +182,30 @@ async def test_no_secret_in_an_error(redis_url: str) -> None:
             await store.put_secret(SESSION, "token", "s3cr3t-value")
         assert "put_secret" in str(caught.value)
         assert "s3cr3t" not in str(caught.value)
+
+
+class _FlakyMarkers:
+    """A store whose ``set_marker`` fails ``failures`` times (Redis down), then works."""
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.set_at: list[float] = []
+
+    async def set_marker(self, key: str, *, expires_at: float) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise StoreUnavailable("redis store unavailable (set_marker): ConnectionError")
+        self.set_at.append(trio.current_time())
+
+
+async def test_a_failing_marker_refresh_is_retried_not_fatal(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """R51, issue 21: while the store refuses refreshes the task's marker loop keeps
+    going (retrying every `MARKER_RETRY_S`) instead of ending the task; once the store
+    answers, refreshes are back on the 55 s beat."""
+    store = _FlakyMarkers(failures=2)
+    with trio.move_on_after(MARKER_REFRESH_S + 2 * MARKER_RETRY_S + MARKER_REFRESH_S + 1):
+        await keep_marker_alive(store, SESSION, TASK, clock=trio.current_time)  # type: ignore[arg-type]
+    first = MARKER_REFRESH_S + 2 * MARKER_RETRY_S
+    assert store.set_at == [first, first + MARKER_REFRESH_S]
