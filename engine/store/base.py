@@ -2,7 +2,8 @@
 
 The store is the only place state outlives a process (DESIGN "store"): pending tasks
 with their snapshots, online markers (R50, R51), task history and secrets. Every method
-is async and runs its I/O off the Trio thread; every write is one transaction, so a
+is async and never blocks the Trio thread (SQLite works in a worker thread, Redis over
+non-blocking sockets); every write is one transaction (a Lua script on Redis), so a
 ``kill -9`` at any moment leaves a store that loads (R72).
 
 Time is never read inside the store: callers pass ``now`` (wall-clock seconds) so that
@@ -147,7 +148,8 @@ class StoreStatistics:
 
 class Store(Protocol):
     """What the engine needs from a store; `engine.store.sqlite.SqliteStore` is the
-    embedded default.
+    embedded default, `engine.store.redis_store.RedisStore` the one several daemons can
+    share (``[store] backend = "redis"``, docs/deployment.md).
 
     Errors: `engine.errors.NotFound` and `engine.errors.Conflict` where documented,
     `StoreError` when the backend fails, `trio.ClosedResourceError` after `aclose`.
