@@ -191,28 +191,35 @@ return #names
 #: ARGV: P, sid, hash, history JSON, end_at.
 ADD_HISTORY: Final = PRELUDE + "add_history(ARGV[2], ARGV[3], ARGV[4], ARGV[5])\nreturn 1\n"
 
-#: ARGV: P, sid, hash, has history ('1'/'0'), history JSON, end_at, has keep ('1'/'0'),
-#: keep body, snap, state, created, updated, origin, resumed.
+#: ARGV: P, sid, hash (whose marker goes), has history ('1'/'0'), its sid, hash, JSON,
+#: end_at, has keep ('1'/'0'), its sid, hash, body, snap, state, created, updated,
+#: origin, resumed.
 END_RUN: Final = (
     PRELUDE
     + r"""
-local sid, h = ARGV[2], ARGV[3]
-if ARGV[4] == '1' then add_history(sid, h, ARGV[5], ARGV[6]) end
-if ARGV[7] == '1' then
-  put(sid, h, ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14])
+if ARGV[4] == '1' then add_history(ARGV[5], ARGV[6], ARGV[7], ARGV[8]) end
+if ARGV[9] == '1' then
+  put(ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14], ARGV[15], ARGV[16], ARGV[17],
+      ARGV[18])
 end
-del_marker(mname(sid, h))
+del_marker(mname(ARGV[2], ARGV[3]))
 return 1
 """
 )
 
-#: ARGV: P, mode (session | parked | origin), name, want snapshot ('1'/'0'), now ('' for
-#: no marker check). Returns the rows (see ``row`` in `PRELUDE`), oldest created first.
+#: ARGV: P, mode (task | session | parked | origin), name, want snapshot ('1'/'0'), now
+#: ('' for no marker check), task hash (mode task). Returns the rows (see ``row`` in
+#: `PRELUDE`), oldest created first.
 LIST_ROWS: Final = (
     PRELUDE
     + r"""
 local mode, name, want, now = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local out = {}
+if mode == 'task' then
+  local r = row(name, ARGV[6], want, now)
+  if r then out[1] = r end
+  return out
+end
 if mode == 'session' then
   for _, h in ipairs(redis.call('ZRANGE', P .. 'ts:' .. name, 0, -1)) do
     local r = row(name, h, want, now)

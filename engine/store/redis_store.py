@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Final
 
@@ -212,10 +212,19 @@ class RedisStore:
     async def _script(self, op: str, name: str, *args: str, write: bool = True) -> Any:
         """Run script ``name`` with ``args`` after the prefix; errors become
         `StoreError` (see the module docstring)."""
+        result = await self._call(op, lambda: self._scripts[name](args=[self._prefix, *args]))
+        if write:
+            self._batches += 1
+            self._writes += 1
+        return result
+
+    async def _call(self, op: str, request: Callable[[], Awaitable[Any]]) -> Any:
+        """Make and await one Redis request; its failures become `StoreError` (see the
+        module docstring)."""
         if self._closed:
             raise trio.ClosedResourceError("the store is closed")
         try:
-            result: Any = await self._scripts[name](args=[self._prefix, *args])
+            return await request()
         except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
             raise StoreUnavailable(f"redis store unavailable ({op}): {_why(exc)}") from None
         except coredis.exceptions.RedisError as exc:
@@ -223,17 +232,15 @@ class RedisStore:
             if str(exc).startswith("OOM"):
                 raise StoreFull(f"redis store is full ({op}){words}") from None
             raise StoreError(f"redis store failed ({op}){words}") from None
-        if write:
-            self._batches += 1
-            self._writes += 1
-        return result
 
     async def ping(self) -> None:
         """Raise `StoreUnavailable` unless Redis answers now (``/v1/health``)."""
         try:
-            await self._client.ping()
-        except (coredis.exceptions.RedisError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable: {_why(exc)}") from None
+            await self._call("ping", lambda: self._client.ping())
+        except StoreUnavailable:
+            raise
+        except StoreError as exc:  # e.g. a wrong password
+            raise StoreUnavailable(str(exc)) from None
 
     # -- pending tasks -------------------------------------------------------------
 
@@ -259,18 +266,13 @@ class RedisStore:
         )
 
     async def get_task(self, session_id: str, task_hash: str) -> TaskRow | None:
-        for row in await self._rows("get_task", "session", session_id, snapshot=True):
-            if row.task_hash == task_hash:
-                return row
-        return None
+        rows = await self._rows("get_task", "task", session_id, snapshot=True, task_hash=task_hash)
+        return rows[0] if rows else None
 
     async def latest_task(self, session_id: str) -> str | None:
-        if self._closed:
-            raise trio.ClosedResourceError("the store is closed")
-        try:
-            found = await self._client.hget(self._prefix + "latest", session_id)
-        except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable (latest_task): {_why(exc)}") from None
+        found = await self._call(
+            "latest_task", lambda: self._client.hget(self._prefix + "latest", session_id)
+        )
         return None if found is None else str(found)
 
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
@@ -294,7 +296,14 @@ class RedisStore:
         return _newest_updated_first(rows)[: max(limit, 0)]
 
     async def _rows(
-        self, op: str, mode: str, name: str, *, snapshot: bool = False, now: float | None = None
+        self,
+        op: str,
+        mode: str,
+        name: str,
+        *,
+        snapshot: bool = False,
+        now: float | None = None,
+        task_hash: str = "",
     ) -> list[TaskRow]:
         """Rows of one listing (`redis_lua.LIST_ROWS`), oldest created first; with
         ``now``, only those whose marker is not live then."""
@@ -305,6 +314,7 @@ class RedisStore:
             name,
             "1" if snapshot else "0",
             "" if now is None else _num(now),
+            task_hash,
             write=False,
         )
         rows = []
@@ -359,12 +369,9 @@ class RedisStore:
         await self._script("delete_marker", "DELETE_MARKER", key)
 
     async def marker_alive(self, key: str, *, now: float) -> bool:
-        if self._closed:
-            raise trio.ClosedResourceError("the store is closed")
-        try:
-            score = await self._client.zscore(self._prefix + "markers", key)
-        except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable (marker_alive): {_why(exc)}") from None
+        score = await self._call(
+            "marker_alive", lambda: self._client.zscore(self._prefix + "markers", key)
+        )
         return score is not None and float(score) > now
 
     async def purge_expired_markers(self, *, now: float) -> int:
@@ -385,19 +392,18 @@ class RedisStore:
     async def end_run(
         self, session_id: str, task_hash: str, *, history: HistoryRow | None, keep: TaskRow | None
     ) -> None:
-        history_args = (
-            ["0", "", ""]
-            if history is None
-            else ["1", _history_json(history), _num(history.end_at)]
-        )
-        keep_args = ["0", *[""] * 7] if keep is None else ["1", *_task_args(keep)]
-        if history is not None and (history.session_id, history.task_hash) != (
-            session_id,
-            task_hash,
-        ):
-            raise BadRequest("end_run: the history row is of another task")
-        if keep is not None and (keep.session_id, keep.task_hash) != (session_id, task_hash):
-            raise BadRequest("end_run: the kept row is of another task")
+        history_args = ["0", *[""] * 4]
+        if history is not None:
+            history_args = [
+                "1",
+                history.session_id,
+                history.task_hash,
+                _history_json(history),
+                _num(history.end_at),
+            ]
+        keep_args = ["0", *[""] * 9]
+        if keep is not None:
+            keep_args = ["1", keep.session_id, keep.task_hash, *_task_args(keep)]
         await self._script("end_run", "END_RUN", session_id, task_hash, *history_args, *keep_args)
 
     async def list_history(
@@ -436,12 +442,9 @@ class RedisStore:
         return found[:limit]
 
     async def get_history(self, session_id: str, task_hash: str) -> HistoryRow | None:
-        if self._closed:
-            raise trio.ClosedResourceError("the store is closed")
-        try:
-            text = await self._client.hget(self._prefix + "hrow:" + session_id, task_hash)
-        except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable (get_history): {_why(exc)}") from None
+        text = await self._call(
+            "get_history", lambda: self._client.hget(self._prefix + "hrow:" + session_id, task_hash)
+        )
         return None if text is None else _history_row(str(text))
 
     # -- secrets -------------------------------------------------------------------
@@ -450,21 +453,15 @@ class RedisStore:
         await self._script("put_secret", "PUT_SECRET", session_id, key, value)
 
     async def get_secret(self, session_id: str, key: str) -> str | None:
-        if self._closed:
-            raise trio.ClosedResourceError("the store is closed")
-        try:
-            value = await self._client.hget(self._prefix + "s:" + session_id, key)
-        except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable (get_secret): {_why(exc)}") from None
+        value = await self._call(
+            "get_secret", lambda: self._client.hget(self._prefix + "s:" + session_id, key)
+        )
         return None if value is None else str(value)
 
     async def secret_keys(self, session_id: str) -> list[str]:
-        if self._closed:
-            raise trio.ClosedResourceError("the store is closed")
-        try:
-            keys = await self._client.hkeys(self._prefix + "s:" + session_id)
-        except (coredis.exceptions.ConnectionError, TimeoutError, OSError) as exc:
-            raise StoreUnavailable(f"redis store unavailable (secret_keys): {_why(exc)}") from None
+        keys = await self._call(
+            "secret_keys", lambda: self._client.hkeys(self._prefix + "s:" + session_id)
+        )
         return sorted(str(k) for k in keys)
 
     # -- lifecycle -----------------------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import time
 import warnings
+from functools import partial
 
 import pytest
 import trio
@@ -209,3 +210,19 @@ async def test_a_failing_marker_refresh_is_retried_not_fatal(
         await keep_marker_alive(store, SESSION, TASK, clock=trio.current_time)  # type: ignore[arg-type]
     first = MARKER_REFRESH_S + 2 * MARKER_RETRY_S
     assert store.set_at == [first, first + MARKER_REFRESH_S]
+
+
+async def test_maintain_purges_expired_markers_from_the_index(redis_url: str) -> None:
+    """R51, R81: markers nobody deleted (their daemon died) leave the markers index
+    within one upkeep pass, so it stays bounded; live ones stay."""
+    async with open_redis_store(redis_url, prefix="gc:") as store:
+        now = time.time()
+        await store.set_marker("action:dead", expires_at=now - 1)
+        await store.set_marker("action:live", expires_at=now + 60)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(partial(store.maintain, interval_s=0.01))
+            with trio.fail_after(10):
+                while await store._client.zcard("gc:markers") != 1:
+                    await trio.sleep(0.01)
+            nursery.cancel_scope.cancel()
+        assert await store.marker_alive("action:live", now=now) is True
