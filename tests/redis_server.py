@@ -91,10 +91,18 @@ class RedisServer:
             return False
 
     def flush(self) -> None:
+        self._command(b"FLUSHALL")
+
+    def save(self) -> None:
+        """Write the data to ``dump.rdb`` in the directory: the next `start` loads it
+        (a restart that keeps the data, as with persistence on)."""
+        self._command(b"SAVE")
+
+    def _command(self, command: bytes) -> None:
         with socket.create_connection(("127.0.0.1", self.port), timeout=5) as sock:
-            sock.sendall(b"FLUSHALL\r\n")
+            sock.sendall(command + b"\r\n")
             if not sock.recv(16).startswith(b"+OK"):
-                raise RuntimeError("FLUSHALL failed")
+                raise RuntimeError(f"{command.decode()} failed")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -20,7 +20,7 @@ import trio
 from protocol.codec import decode
 from protocol.http import PendingTasks, SendStarted
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
-from tests.e2e.test_daemon_restart import MARKERS, TTL_S, start_running
+from tests.e2e.test_daemon_restart import MARKERS, REFRESH_S, TTL_S, start_running
 from tests.redis_server import RedisServer, free_port
 
 PREFIX = "e2e:"
@@ -177,3 +177,34 @@ def test_a_daemon_whose_redis_is_unreachable_at_start_says_so_in_one_line(
     assert "cannot reach the Redis store" in line
     assert f"fix [store] url in {home / 'config.toml'}" in line
     assert "hunter2" not in result.stderr
+
+
+async def test_a_task_running_while_redis_restarts_finishes(
+    tmp_path: Path, redis_server: RedisServer, redis_url: str
+) -> None:
+    """R51, R72, issue 21: Redis restarted (with its data) while a task runs: the task
+    keeps running through it (its marker refresh fails, is retried and succeeds once
+    Redis is back) and its end is recorded in history as finished."""
+    daemon = DaemonProcess(_redis_home(tmp_path / "a", redis_url), MARKERS)
+    try:
+        async with _client(daemon) as http:
+            sent = await http.post(
+                "/v1/send",
+                json={"input": "run: sleep 4", "session_id": "chat-bounce", "allow_all": True},
+            )
+            assert sent.status_code == 202, sent.text
+            task_hash = decode(sent.content, SendStarted).task_hash
+            redis_server.save()
+            redis_server.stop()
+            try:
+                await trio.sleep(2 * REFRESH_S)  # real time: refreshes fail meanwhile
+            finally:
+                redis_server.start()
+            with trio.fail_after(20):
+                while (await _history(daemon, "chat-bounce")).get(task_hash) is None:
+                    await trio.sleep(0.1)
+            assert (await _history(daemon, "chat-bounce"))[task_hash] == "finished"
+        output = (daemon.home / "stdout.log").read_text(encoding="utf-8")
+        assert f"cannot refresh the online marker of task {task_hash}" in output
+    finally:
+        assert daemon.stop() == 0
