@@ -29,12 +29,14 @@ __all__ = [
     "DiscordConfig",
     "ModelConfig",
     "SandboxConfig",
+    "SentinelTarget",
     "ServerConfig",
     "StoreConfig",
     "TelegramConfig",
     "ToolsConfig",
     "default_home",
     "load_config",
+    "parse_sentinel_url",
     "save_config",
 ]
 
@@ -180,7 +182,43 @@ class SandboxConfig:
 
 
 #: URL schemes the Redis store accepts (docs/deployment.md).
-REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://")
+REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://", "redis+sentinel://")
+SENTINEL_SCHEME: Final = "redis+sentinel://"
+
+
+@attrs.frozen(kw_only=True)
+class SentinelTarget:
+    """A ``redis+sentinel://[:password@]host:port[,host:port…]/service[/db]`` URL: the
+    Sentinels to ask, the monitored service whose primary is the store, its password
+    and database number."""
+
+    sentinels: list[tuple[str, int]]
+    service: str
+    password: str | None = attrs.field(default=None, repr=False)
+    db: int = 0
+
+
+def parse_sentinel_url(url: str) -> SentinelTarget:
+    """Read a ``redis+sentinel://`` URL; `ValueError` says what is wrong (never the
+    password)."""
+    rest = url.removeprefix(SENTINEL_SCHEME)
+    hosts, _, path = rest.partition("/")
+    password = None
+    if "@" in hosts:
+        credentials, _, hosts = hosts.rpartition("@")
+        password = credentials.partition(":")[2] or None
+    sentinels = []
+    for item in hosts.split(","):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError("expected host:port[,host:port…] of the Sentinels")
+        sentinels.append((host.strip("[]"), int(port)))
+    service, _, db = path.partition("/")
+    if not service:
+        raise ValueError("expected the monitored service's name after the Sentinels")
+    if db and not db.isdigit():
+        raise ValueError("expected a database number after the service name")
+    return SentinelTarget(sentinels=sentinels, service=service, password=password, db=int(db or 0))
 
 
 @attrs.frozen(kw_only=True)
@@ -190,8 +228,9 @@ class StoreConfig:
 
     #: ``sqlite`` (``<home>/agentrio.db``, the default) or ``redis``.
     backend: Literal["sqlite", "redis"] = "sqlite"
-    #: The Redis server (``redis://``, ``rediss://`` for TLS, ``unix://``); required
-    #: with ``backend = "redis"``. A password in it is never logged.
+    #: The Redis server (``redis://``, ``rediss://`` for TLS, ``unix://``, or
+    #: ``redis+sentinel://`` naming Sentinels and a service); required with
+    #: ``backend = "redis"``. A password in it is never logged.
     url: str = ""
     #: Prefix of every key this deployment writes, so several can share one server.
     prefix: str = "agentrio:"
@@ -269,6 +308,11 @@ def _check_store(store: StoreConfig, path: Path, text: str) -> None:
 
     if store.url and not store.url.startswith(REDIS_SCHEMES):
         fail("url", f"expected a URL starting with {', '.join(REDIS_SCHEMES)}")
+    if store.url.startswith(SENTINEL_SCHEME):
+        try:
+            parse_sentinel_url(store.url)
+        except ValueError as exc:
+            fail("url", str(exc))
     if store.backend == "redis" and not store.url:
         fail("url", 'required when store.backend is "redis"')
     if not store.prefix:

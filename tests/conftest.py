@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.redis_server import RedisServer, require_redis_server
+from tests.redis_server import RedisSentinel, RedisServer, require_redis_server
 
 
 @pytest.fixture(scope="session")
@@ -27,3 +27,18 @@ def redis_url(redis_server: RedisServer) -> str:
         redis_server.start()
     redis_server.flush()
     return redis_server.url
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(
+    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RedisSentinel]:
+    """A Redis Sentinel monitoring the session's server (``redis+sentinel://`` URLs)."""
+    sentinel = RedisSentinel(
+        require_redis_server(), tmp_path_factory.mktemp("sentinel"), redis_server
+    )
+    sentinel.start()
+    try:
+        yield sentinel
+    finally:
+        sentinel.stop()

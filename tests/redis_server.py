@@ -113,3 +113,61 @@ class RedisServer:
                 self.process.kill()
                 self.process.wait()
         self.process = None
+
+
+class RedisSentinel:
+    """One Redis Sentinel (``redis-server --sentinel``) monitoring ``server`` as the
+    service `SERVICE`: the store's ``redis+sentinel://`` URLs are tested against it."""
+
+    SERVICE = "agentrio-test"
+
+    def __init__(self, binary: str, directory: Path, server: RedisServer) -> None:
+        self.binary = binary
+        self.directory = directory
+        self.server = server
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.port}/{self.SERVICE}/0"
+
+    def start(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        conf = self.directory / "sentinel.conf"  # Sentinel rewrites it: a file of its own
+        conf.write_text(
+            f"port {self.port}\nbind 127.0.0.1\ndir {self.directory}\n"
+            f"sentinel monitor {self.SERVICE} 127.0.0.1 {self.server.port} 1\n",
+            encoding="utf-8",
+        )
+        self.process = subprocess.Popen(
+            [self.binary, str(conf), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis sentinel exited with {self.process.returncode}")
+            if self._knows_the_primary():
+                return
+            time.sleep(0.02)
+        raise RuntimeError("redis sentinel did not answer within 10 s")
+
+    def _knows_the_primary(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as sock:
+                sock.sendall(f"SENTINEL get-master-addr-by-name {self.SERVICE}\r\n".encode())
+                return sock.recv(64).startswith(b"*2")
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None

@@ -6,7 +6,8 @@ Why this shape:
 - **coredis on Trio.** coredis is built on anyio, so it runs inside the daemon's Trio
   loop as is: no thread, no asyncio bridge. Its connection pool keeps its connections
   in an anyio task group, which is why the store is opened as an async context
-  (`open_redis_store`): the pool's task group lives exactly as long as the store.
+  (`open_redis_store`, `engine.store.redis_client`): the pool lives as long as the
+  store.
 - **One write, one Lua script** (`engine.store.redis_lua`). Redis runs a script with
   nothing interleaved, so each write is all or nothing, and the claim of R37 (read the
   marker, take the task, optionally move it to a new hash, set the markers) is one
@@ -31,9 +32,9 @@ Why this shape:
   Redis's own message, which never quotes arguments; ``put_secret`` carries neither.
 
 Keys are under a configurable prefix (``[store] prefix``), so several independent
-deployments can share one server. Supported URLs: ``redis://``, ``rediss://`` (TLS) and
-``unix://``. The scripts build key names from the prefix, so Redis Cluster is not
-supported (docs/deployment.md).
+deployments can share one server. Supported URLs: ``redis://``, ``rediss://`` (TLS),
+``unix://`` and ``redis+sentinel://`` (`engine.store.redis_client`). The scripts build
+key names from the prefix, so Redis Cluster is not supported (docs/deployment.md).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ from typing import Any, Final
 import attrs
 import coredis
 import coredis.exceptions
-import coredis.retry
 import trio
 
 from engine.errors import BadRequest, Conflict, NotFound
@@ -62,6 +62,7 @@ from engine.store.base import (
     StoreUnavailable,
     TaskRow,
 )
+from engine.store.redis_client import open_client
 from protocol.codec import structure, unstructure
 from protocol.events import Question
 
@@ -163,16 +164,10 @@ async def open_redis_store(
     in ``/v1/health`` and answers 503 until it returns. ``None`` timeouts wait forever
     (tests under a mock clock, whose autojump would otherwise fire them).
     """
-    client: coredis.Redis[str] = coredis.Redis.from_url(
-        url,
-        decode_responses=True,
-        verify_version=False,
-        retry_policy=coredis.retry.NoRetryPolicy(),
-        connect_timeout=connect_timeout_s,
-        stream_timeout=reply_timeout_s,
-    )
-    store = RedisStore(client, url=url, prefix=prefix)
-    async with client:
+    async with open_client(
+        url, connect_timeout_s=connect_timeout_s, reply_timeout_s=reply_timeout_s
+    ) as client:
+        store = RedisStore(client, prefix=prefix)
         try:
             yield store
         finally:
@@ -186,9 +181,8 @@ class RedisStore:
     #: The ``[store] backend`` name (``/v1/health``).
     backend: Final = "redis"
 
-    def __init__(self, client: coredis.Redis[str], *, url: str, prefix: str) -> None:
+    def __init__(self, client: coredis.Redis[str], *, prefix: str) -> None:
         self._client = client
-        self._url = url
         self._prefix = prefix
         self._closed = False
         self._writes = 0

@@ -69,10 +69,11 @@ def _history(task_hash: str, end_at: float, **changes: Any) -> HistoryRow:
     return attrs.evolve(row, **changes)
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-sentinel"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
     """Every conformance test runs on both backends (issue 21): the SQLite file and a
-    real ``redis-server`` (`tests.conftest.redis_url`)."""
+    real ``redis-server`` (`tests.conftest.redis_url`), reached directly and through a
+    Redis Sentinel (`tests.conftest.redis_sentinel`)."""
     if request.param == "sqlite":
         opened = await SqliteStore.open(tmp_path / "agentrio.db")
         try:
@@ -81,6 +82,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
             await opened.aclose()
         return
     url = request.getfixturevalue("redis_url")
+    if request.param == "redis-sentinel":
+        url = request.getfixturevalue("redis_sentinel").url
     # No client timeouts: under the autojump clock they would fire in mock time.
     async with open_redis_store(
         url, prefix="test:", connect_timeout_s=None, reply_timeout_s=None
