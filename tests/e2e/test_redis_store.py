@@ -10,6 +10,7 @@ through the test-only environment variables `engine.markers` reads.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import trio
 
+from engine.messages import CONFLICT_RUNNING
 from protocol.codec import decode
 from protocol.http import PendingTasks, SendStarted
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
@@ -208,3 +210,78 @@ async def test_a_task_running_while_redis_restarts_finishes(
         assert f"cannot refresh the online marker of task {task_hash}" in output
     finally:
         assert daemon.stop() == 0
+
+
+RACE_CLAIMS = 32
+RACE_REPETITIONS = 5
+
+
+async def test_32_resumes_spread_over_three_daemons_exactly_one_wins(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """R37, R83, issue 21 acceptance: three real daemons on one Redis; a paused task is
+    resumed by 32 concurrent ``POST …/resume`` spread over the three: exactly one 202.
+    Every other is 409 ``[Conflict] pending task: running`` while the winner's run
+    holds the task, or 404 ``unknown pending task`` once that run (which ends at once
+    here) has finished it; never a second resume. Repeated; the store-level test
+    (`tests/engine/test_store_redis.py`) races 32 claims over three clients 100 times
+    and sees exactly 31 conflicts each time."""
+    daemons = [DaemonProcess(_redis_home(tmp_path / name, redis_url)) for name in "abc"]
+    try:
+        for repetition in range(RACE_REPETITIONS):
+            session = f"chat-race-{repetition}"
+            first = daemons[0].info
+            with trio.fail_after(15):
+                task_hash = await start_running(
+                    Daemon(first.base_url, first.ws_url, first.token, first.home), session
+                )
+            async with _client(daemons[0]) as http:
+                paused = await http.post(f"/v1/session/{session}/pause/{task_hash}")
+                assert paused.status_code == 200, paused.text
+            with trio.fail_after(15):
+                await _wait_listed(daemons[1], session, task_hash)
+            outcomes = await _resume_race(daemons, session, task_hash)
+            wins = [body for _, status, body in outcomes if status == 202]
+            assert len(wins) == 1, outcomes
+            losses = [body for _, status, body in outcomes if status != 202]
+            conflicts = [body for body in losses if CONFLICT_RUNNING in body]
+            gone = [body for body in losses if _no_longer_pending(body, task_hash)]
+            assert len(conflicts) + len(gone) == RACE_CLAIMS - 1, outcomes
+            assert conflicts, outcomes  # the race really overlapped
+            resumed = json.loads(wins[0])["task_hash"]
+            with trio.fail_after(15):
+                while resumed not in await _history(daemons[2], session):
+                    await trio.sleep(0.05)
+    finally:
+        for daemon in daemons:
+            assert daemon.stop() == 0
+
+
+def _no_longer_pending(body: str, task_hash: str) -> bool:
+    """A 404 saying the task is not pending (any more): the daemon's own check, or the
+    store's claim finding no row."""
+    return f"no pending task {task_hash}" in body or f"unknown pending task {task_hash}" in body
+
+
+async def _resume_race(
+    daemons: list[DaemonProcess], session: str, task_hash: str
+) -> list[tuple[int, int, str]]:
+    """`RACE_CLAIMS` concurrent resumes, dealt round-robin over ``daemons``; each
+    outcome is (index, status, body)."""
+    clients = [_client(daemon) for daemon in daemons]
+    outcomes: list[tuple[int, int, str]] = []
+
+    async def one(index: int) -> None:
+        http = clients[index % len(clients)]
+        response = await http.post(f"/v1/session/{session}/task/{task_hash}/resume", json={})
+        outcomes.append((index, response.status_code, response.text))
+
+    try:
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for index in range(RACE_CLAIMS):
+                    nursery.start_soon(one, index)
+    finally:
+        for http in clients:
+            await http.aclose()
+    return outcomes
