@@ -8,6 +8,8 @@ non-blocking sockets); every write is one transaction (a Lua script on Redis), s
 
 Time is never read inside the store: callers pass ``now`` (wall-clock seconds) so that
 marker expiry follows whatever clock the caller trusts, and tests can use a mock one.
+(The Redis store reads the wall clock only to give marker keys a Redis TTL, which
+collects them; whether a marker is live never depends on it.)
 """
 
 from __future__ import annotations
