@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 
 import trio
 
@@ -24,7 +24,26 @@ from engine.store.base import Store
 from engine.tools.base import Services
 from engine.tools.sudo import PasswordVerifier, SudoVerifier
 
-__all__ = ["open_engine"]
+__all__ = ["open_configured_store", "open_engine"]
+
+
+@asynccontextmanager
+async def open_configured_store(config: Config) -> AsyncIterator[Store]:
+    """The store ``[store]`` names, closed on the way out: ``<home>/agentrio.db``, or
+    the Redis server at ``[store] url`` under ``[store] prefix`` (docs/deployment.md).
+
+    Opening Redis does not wait for it to answer: a daemon whose Redis is down starts,
+    says so in ``/v1/health`` and answers 503 until it is back."""
+    if config.store.backend == "redis":
+        from engine.store.redis_store import open_redis_store
+
+        async with open_redis_store(config.store.url, prefix=config.store.prefix) as redis:
+            yield redis
+        return
+    from engine.store.sqlite import open_store
+
+    async with open_store(config.home_path / "agentrio.db") as sqlite:
+        yield sqlite
 
 
 @asynccontextmanager
@@ -42,17 +61,44 @@ async def open_engine(
 
     ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
     the config is built when it is set."""
-    from engine.models.factory import close_model, make_model
-    from engine.processes.sandbox import Sandbox
     from engine.store.files import make_home
-    from engine.store.sqlite import SqliteStore
 
     home = config.home_path
     await trio.to_thread.run_sync(make_home, home)
-    own_store, own_model = store is None, model is None
+    own_model = model is None
     own_decision = decision_model is None and config.decision_model is not None
-    if store is None:
-        store = await SqliteStore.open(home / "agentrio.db")
+    async with AsyncExitStack() as stack:
+        if store is None:
+            store = await stack.enter_async_context(open_configured_store(config))
+        async with _engine_with(
+            config,
+            store=store,
+            model=model,
+            verifier=verifier,
+            clock=clock,
+            decision_model=decision_model,
+            own_model=own_model,
+            own_decision=own_decision,
+        ) as engine:
+            yield engine
+
+
+@asynccontextmanager
+async def _engine_with(
+    config: Config,
+    *,
+    store: Store,
+    model: Model | None,
+    verifier: PasswordVerifier | None,
+    clock: Callable[[], float],
+    decision_model: Model | None,
+    own_model: bool,
+    own_decision: bool,
+) -> AsyncIterator[Engine]:
+    """`open_engine` once its store is open: the models, the services, the nursery."""
+    from engine.models.factory import close_model, make_model
+    from engine.processes.sandbox import Sandbox
+
     the_store = store
 
     async def get_secret(name: str) -> str | None:
@@ -86,5 +132,3 @@ async def open_engine(
                 await close_model(model)
             if own_decision and decision_model is not None:
                 await close_model(decision_model)
-            if own_store:
-                await store.aclose()

@@ -29,11 +29,14 @@ __all__ = [
     "DiscordConfig",
     "ModelConfig",
     "SandboxConfig",
+    "SentinelTarget",
     "ServerConfig",
+    "StoreConfig",
     "TelegramConfig",
     "ToolsConfig",
     "default_home",
     "load_config",
+    "parse_sentinel_url",
     "save_config",
 ]
 
@@ -178,6 +181,61 @@ class SandboxConfig:
     )
 
 
+#: URL schemes the Redis store accepts (docs/deployment.md).
+REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://", "redis+sentinel://")
+SENTINEL_SCHEME: Final = "redis+sentinel://"
+
+
+@attrs.frozen(kw_only=True)
+class SentinelTarget:
+    """A ``redis+sentinel://[:password@]host:port[,host:port…]/service[/db]`` URL: the
+    Sentinels to ask, the monitored service whose primary is the store, its password
+    and database number."""
+
+    sentinels: list[tuple[str, int]]
+    service: str
+    password: str | None = attrs.field(default=None, repr=False)
+    db: int = 0
+
+
+def parse_sentinel_url(url: str) -> SentinelTarget:
+    """Read a ``redis+sentinel://`` URL; `ValueError` says what is wrong (never the
+    password)."""
+    rest = url.removeprefix(SENTINEL_SCHEME)
+    hosts, _, path = rest.partition("/")
+    password = None
+    if "@" in hosts:
+        credentials, _, hosts = hosts.rpartition("@")
+        password = credentials.partition(":")[2] or None
+    sentinels = []
+    for item in hosts.split(","):
+        host, _, port = item.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError("expected host:port[,host:port…] of the Sentinels")
+        sentinels.append((host.strip("[]"), int(port)))
+    service, _, db = path.partition("/")
+    if not service:
+        raise ValueError("expected the monitored service's name after the Sentinels")
+    if db and not db.isdigit():
+        raise ValueError("expected a database number after the service name")
+    return SentinelTarget(sentinels=sentinels, service=service, password=password, db=int(db or 0))
+
+
+@attrs.frozen(kw_only=True)
+class StoreConfig:
+    """Where state lives (docs/deployment.md): the SQLite file in the home (one
+    daemon), or a Redis server several daemons can share (issue 21)."""
+
+    #: ``sqlite`` (``<home>/agentrio.db``, the default) or ``redis``.
+    backend: Literal["sqlite", "redis"] = "sqlite"
+    #: The Redis server (``redis://``, ``rediss://`` for TLS, ``unix://``, or
+    #: ``redis+sentinel://`` naming Sentinels and a service); required with
+    #: ``backend = "redis"``. A password in it is never logged.
+    url: str = ""
+    #: Prefix of every key this deployment writes, so several can share one server.
+    prefix: str = "agentrio:"
+
+
 @attrs.frozen(kw_only=True)
 class Config:
     server: ServerConfig = attrs.field(factory=ServerConfig)
@@ -191,6 +249,7 @@ class Config:
     telegram: TelegramConfig = attrs.field(factory=TelegramConfig)
     #: The Discord front-end (docs/frontends.md); its token is never in this file.
     discord: DiscordConfig = attrs.field(factory=DiscordConfig)
+    store: StoreConfig = attrs.field(factory=StoreConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.
@@ -235,7 +294,29 @@ def load_config(home: Path | None = None) -> Config:
         config = _converter.structure(data, Config)
     except Exception as exc:  # cattrs raises several kinds; all mean "bad file"
         raise ConfigError(_describe(path, text, exc)) from None
+    _check_store(config.store, path, text)
     return attrs.evolve(config, home=str(home))
+
+
+def _check_store(store: StoreConfig, path: Path, text: str) -> None:
+    """The ``[store]`` checks a type cannot express, as one ``file:line: key:`` line."""
+
+    def fail(key: str, problem: str) -> None:
+        line = _line_of(text, f"store.{key}") or _line_of(text, "store.backend")
+        where = f"{path}:{line}" if line else str(path)
+        raise ConfigError(f"{where}: store.{key}: {problem}")
+
+    if store.url and not store.url.startswith(REDIS_SCHEMES):
+        fail("url", f"expected a URL starting with {', '.join(REDIS_SCHEMES)}")
+    if store.url.startswith(SENTINEL_SCHEME):
+        try:
+            parse_sentinel_url(store.url)
+        except ValueError as exc:
+            fail("url", str(exc))
+    if store.backend == "redis" and not store.url:
+        fail("url", 'required when store.backend is "redis"')
+    if not store.prefix:
+        fail("prefix", "must not be empty")
 
 
 def save_config(config: Config, home: Path | None = None) -> Path:

@@ -32,6 +32,7 @@ __all__ = [
     "SendSteered",
     "ShutdownAccepted",
     "ShutdownRequest",
+    "StoreInfo",
 ]
 
 
@@ -151,6 +152,17 @@ class SandboxInfo:
 
 
 @attrs.frozen(kw_only=True)
+class StoreInfo:
+    """The store behind the daemon: ``backend`` ``sqlite`` or ``redis``; ``ok`` False
+    when it cannot be reached now (Redis down: new work is refused with a 503
+    ``unavailable`` until it is back); ``detail`` says why."""
+
+    backend: str
+    ok: bool
+    detail: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Health:
     ok: bool
     version: str
@@ -158,6 +170,7 @@ class Health:
     tasks: int
     legs: int
     sandbox: SandboxInfo | None = None
+    store: StoreInfo | None = None
     statistics: dict[str, Any] = attrs.field(factory=dict)
 
 

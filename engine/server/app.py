@@ -44,6 +44,7 @@ from engine.pending import Entry
 from engine.server.auth import bearer_ok
 from engine.server.commands import check_ask_id
 from engine.server.context import ServerContext
+from engine.store.base import Store, StoreError
 from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from protocol.errors import ErrorCode, FrameDecodeError
 from protocol.frames import (
@@ -67,6 +68,7 @@ from protocol.http import (
     SendStarted,
     ShutdownAccepted,
     ShutdownRequest,
+    StoreInfo,
 )
 
 __all__ = [
@@ -213,9 +215,30 @@ async def health(request: Request, ctx: ServerContext) -> Response:
         tasks=engine.task_count,
         legs=int(statistics.get("legs_running", 0)),
         sandbox=SandboxInfo(active=sandbox.active, detail=sandbox.detail),
+        store=await _store_info(engine.store),
         statistics=statistics,
     )
     return json_response(body)
+
+
+#: Seconds ``/v1/health`` waits for the store to answer before calling it down.
+STORE_PING_S: Final = 2.0
+
+
+async def _store_info(store: Store) -> StoreInfo:
+    """Whether the store answers now: a store with a ``ping`` (Redis) is asked; the
+    SQLite file, opened at start, is always there."""
+    backend = str(getattr(store, "backend", "sqlite"))
+    ping = getattr(store, "ping", None)
+    if ping is None:
+        return StoreInfo(backend=backend, ok=True)
+    with trio.move_on_after(STORE_PING_S):
+        try:
+            await ping()
+        except StoreError as exc:
+            return StoreInfo(backend=backend, ok=False, detail=str(exc))
+        return StoreInfo(backend=backend, ok=True)
+    return StoreInfo(backend=backend, ok=False, detail=f"no answer within {STORE_PING_S:g} s")
 
 
 async def shutdown(request: Request, ctx: ServerContext) -> Response:

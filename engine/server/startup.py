@@ -13,7 +13,7 @@ import errno
 from pathlib import Path
 from typing import Final
 
-from engine.store.base import StoreError, StoreFull, StoreUnreadable
+from engine.store.base import StoreError, StoreFull, StoreUnavailable, StoreUnreadable
 
 __all__ = ["STARTUP_EXIT", "find_cause", "startup_message"]
 
@@ -50,6 +50,11 @@ def startup_message(exc: BaseException, *, home: Path, host: str, port: int) -> 
         return (
             f"{db} is not a readable agentrio database (corrupt?): move it aside "
             f"(mv {db} {db}.broken) and start again, or restore a backup"
+        )
+    if isinstance(cause, StoreUnavailable):
+        return (
+            f"cannot reach the Redis store ({cause}): start Redis, or fix [store] url "
+            f"in {home / 'config.toml'}"
         )
     if isinstance(cause, StoreError):
         return f"cannot open the store in {home}: {cause}"

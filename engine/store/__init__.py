@@ -8,6 +8,7 @@ from engine.store.base import Store as Store
 from engine.store.base import StoreError as StoreError
 from engine.store.base import StoreFull as StoreFull
 from engine.store.base import StoreStatistics as StoreStatistics
+from engine.store.base import StoreUnavailable as StoreUnavailable
 from engine.store.base import TaskRow as TaskRow
 from engine.store.base import marker_key as marker_key
 from engine.store.sqlite import SqliteStore as SqliteStore
@@ -21,6 +22,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreStatistics",
+    "StoreUnavailable",
     "TaskRow",
     "marker_key",
     "open_sqlite_store",

@@ -2,11 +2,14 @@
 
 The store is the only place state outlives a process (DESIGN "store"): pending tasks
 with their snapshots, online markers (R50, R51), task history and secrets. Every method
-is async and runs its I/O off the Trio thread; every write is one transaction, so a
+is async and never blocks the Trio thread (SQLite works in a worker thread, Redis over
+non-blocking sockets); every write is one transaction (a Lua script on Redis), so a
 ``kill -9`` at any moment leaves a store that loads (R72).
 
 Time is never read inside the store: callers pass ``now`` (wall-clock seconds) so that
 marker expiry follows whatever clock the caller trusts, and tests can use a mock one.
+(The Redis store reads the wall clock only to give marker keys a Redis TTL, which
+collects them; whether a marker is live never depends on it.)
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "StoreStatistics",
+    "StoreUnavailable",
     "StoreUnreadable",
     "TaskRow",
     "marker_key",
@@ -48,6 +52,18 @@ class StoreFull(StoreError):
     A 503, not a 500: the daemon is sound and recovers by itself once space returns
     (SQLite rolls the transaction back and the next write simply succeeds), so a client
     may retry later (issue 18).
+    """
+
+    code = ErrorCode.UNAVAILABLE
+    status = 503
+
+
+class StoreUnavailable(StoreError):
+    """The store's server cannot be reached (the Redis backend, issue 21): nothing of
+    the write was kept.
+
+    A 503 like `StoreFull`: the daemon keeps running and recovers by itself when the
+    server returns, so a client may retry later.
     """
 
     code = ErrorCode.UNAVAILABLE
@@ -134,7 +150,8 @@ class StoreStatistics:
 
 class Store(Protocol):
     """What the engine needs from a store; `engine.store.sqlite.SqliteStore` is the
-    embedded default.
+    embedded default, `engine.store.redis_store.RedisStore` the one several daemons can
+    share (``[store] backend = "redis"``, docs/deployment.md).
 
     Errors: `engine.errors.NotFound` and `engine.errors.Conflict` where documented,
     `StoreError` when the backend fails, `trio.ClosedResourceError` after `aclose`.

@@ -85,6 +85,9 @@ class SqliteStore:
     context manager `open_store`; close it with `aclose`.
     """
 
+    #: The ``[store] backend`` name (``/v1/health``).
+    backend: Final = "sqlite"
+
     def __init__(self, path: Path, conn: sqlite3.Connection, *, inline: bool = False) -> None:
         """Wrap an open connection; use `open` rather than calling this directly."""
         self._path = path

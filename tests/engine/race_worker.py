@@ -1,5 +1,7 @@
 """A separate OS process for the store race and crash tests (run with ``python -m``).
 
+DB is a SQLite file or a ``redis://`` URL (the Redis store, issue 21).
+
 ``claim DB SESSION HASH COUNT [--move]``: open the store, print ``ready``, wait for a
 line on stdin (the shared start signal), fire COUNT concurrent claims of the same task
 (same ``now``, ttl 60; with ``--move`` each asks for its own new hash), print one JSON
@@ -13,6 +15,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +24,10 @@ import trio
 
 from engine.errors import AgentrioError
 from engine.ids import new_task_hash
-from engine.store import SqliteStore, TaskRow, marker_key
+from engine.store import Store, TaskRow, marker_key, open_store
+from engine.store.redis_store import open_redis_store
 
-__all__ = ["CLAIM_NOW", "WRITE_NOW", "main", "write_snapshot"]
+__all__ = ["CLAIM_NOW", "WRITE_NOW", "main", "open_any_store", "write_snapshot"]
 
 #: The ``now`` every racing claim passes.
 CLAIM_NOW = 1_000.0
@@ -36,8 +41,23 @@ def write_snapshot(index: int) -> dict[str, Any]:
     return {"objective": f"task {index}", "messages": [{"role": "tool", "content": "x" * 200_000}]}
 
 
-async def _claim(path: Path, session: str, task_hash: str, count: int, move: bool) -> None:
-    store = await SqliteStore.open(path)
+@asynccontextmanager
+async def open_any_store(location: str) -> AsyncIterator[Store]:
+    """The store at ``location``: a ``redis://`` URL (issue 21) or a SQLite file."""
+    if location.startswith(("redis://", "rediss://", "unix://")):
+        async with open_redis_store(location) as redis_store:
+            yield redis_store
+    else:
+        async with open_store(Path(location)) as sqlite_store:
+            yield sqlite_store
+
+
+async def _claim(location: str, session: str, task_hash: str, count: int, move: bool) -> None:
+    async with open_any_store(location) as store:
+        await _claim_in(store, session, task_hash, count, move)
+
+
+async def _claim_in(store: Store, session: str, task_hash: str, count: int, move: bool) -> None:
     outcomes: list[dict[str, str]] = []
 
     async def one() -> None:
@@ -60,12 +80,15 @@ async def _claim(path: Path, session: str, task_hash: str, count: int, move: boo
     async with trio.open_nursery() as nursery:
         for _ in range(count):
             nursery.start_soon(one)
-    await store.aclose()
     print(json.dumps(outcomes), flush=True)
 
 
-async def _write(path: Path, session: str) -> None:
-    store = await SqliteStore.open(path)
+async def _write(location: str, session: str) -> None:
+    async with open_any_store(location) as store:
+        await _write_in(store, session)
+
+
+async def _write_in(store: Store, session: str) -> None:
     index = 0
     while True:
         task_hash = f"{index:032x}"
@@ -91,9 +114,9 @@ async def _write(path: Path, session: str) -> None:
 def main(argv: list[str]) -> None:
     match argv:
         case ["claim", db, session, task_hash, count, *flags]:
-            trio.run(_claim, Path(db), session, task_hash, int(count), "--move" in flags)
+            trio.run(_claim, db, session, task_hash, int(count), "--move" in flags)
         case ["write", db, session]:
-            trio.run(_write, Path(db), session)
+            trio.run(_write, db, session)
         case _:
             raise SystemExit(f"usage: see {__file__}")
 

@@ -1,4 +1,4 @@
-"""engine/store: the SQLite store's tasks, markers, claims, history and secrets.
+"""engine/store: the store's tasks, markers, claims, history and secrets.
 
 Times passed as ``now`` are plain numbers: the store never reads a clock, so expiry is
 exact and tests need no sleeping. One test drives expiry with the autojump clock.
@@ -23,6 +23,7 @@ from engine.messages import CONFLICT_RUNNING
 from engine.store import (
     HistoryRow,
     SqliteStore,
+    Store,
     StoreError,
     StoreStatistics,
     TaskRow,
@@ -30,6 +31,7 @@ from engine.store import (
     open_sqlite_store,
     open_store,
 )
+from engine.store.redis_store import open_redis_store
 from engine.store.sqlite import AUTOCHECKPOINT_PAGES, SCHEMA_VERSION
 from protocol.events import Question
 
@@ -67,8 +69,31 @@ def _history(task_hash: str, end_at: float, **changes: Any) -> HistoryRow:
     return attrs.evolve(row, **changes)
 
 
+@pytest.fixture(params=["sqlite", "redis", "redis-sentinel"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
+    """Every conformance test runs on both backends (issue 21): the SQLite file and a
+    real ``redis-server`` (`tests.conftest.redis_url`), reached directly and through a
+    Redis Sentinel (`tests.conftest.redis_sentinel`)."""
+    if request.param == "sqlite":
+        opened = await SqliteStore.open(tmp_path / "agentrio.db")
+        try:
+            yield opened
+        finally:
+            await opened.aclose()
+        return
+    url = request.getfixturevalue("redis_url")
+    if request.param == "redis-sentinel":
+        url = request.getfixturevalue("redis_sentinel").url
+    # No client timeouts: under the autojump clock they would fire in mock time.
+    async with open_redis_store(
+        url, prefix="test:", connect_timeout_s=None, reply_timeout_s=None
+    ) as redis_store:
+        yield redis_store
+
+
 @pytest.fixture
-async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    """The tests of SQLite's own machinery (group commit, savepoints, the worker)."""
     opened = await SqliteStore.open(tmp_path / "agentrio.db")
     try:
         yield opened
@@ -79,7 +104,7 @@ async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
 # -- tasks -------------------------------------------------------------------------------
 
 
-async def test_task_crud_round_trip(store: SqliteStore) -> None:
+async def test_task_crud_round_trip(store: Store) -> None:
     """R11, R72: a task row (snapshot JSON, questions, flags) comes back equal;
     put is an upsert; delete reports whether there was a row; sessions are apart."""
     row = _task(H1, has_jobs=True, ask_id="a" * 32, resumed_from=H4)
@@ -108,7 +133,7 @@ def test_task_row_rejects_unknown_state() -> None:
         _task(H1, state="finished")
 
 
-async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
+async def test_list_resumable_follows_markers(store: Store) -> None:
     """R45, R51, R72: a live marker hides a task; an expired one shows it, including a
     row still marked running (its daemon died); newest updated first; rows come
     without their snapshot."""
@@ -137,7 +162,7 @@ async def test_list_resumable_follows_markers(store: SqliteStore) -> None:
 
 
 async def test_marker_expiry_on_the_mock_clock(
-    store: SqliteStore, autojump_clock: trio.testing.MockClock
+    store: Store, autojump_clock: trio.testing.MockClock
 ) -> None:
     """R51: a 60 s marker of a task whose refresher is gone stops counting at expiry,
     and the task becomes resumable without any PID check."""
@@ -154,7 +179,7 @@ async def test_marker_expiry_on_the_mock_clock(
     ]
 
 
-async def test_marker_set_refresh_delete_purge(store: SqliteStore) -> None:
+async def test_marker_set_refresh_delete_purge(store: Store) -> None:
     """R51: refresh moves expiry forward; delete and purge remove markers."""
     assert marker_key("cli-x", H1) == f"action:cli-x:{H1}"
     await store.set_marker("action:a", expires_at=10.0)
@@ -174,7 +199,7 @@ async def test_marker_set_refresh_delete_purge(store: SqliteStore) -> None:
 # -- claim (R36, R37) ------------------------------------------------------------------
 
 
-async def test_claim_success_then_conflict_then_recovery(store: SqliteStore) -> None:
+async def test_claim_success_then_conflict_then_recovery(store: Store) -> None:
     """R37, R51: a claim sets running + marker; a second one while the marker lives
     fails with the exact conflict; once the marker expired (crashed run) it wins."""
     row = _task(H1, ask_id="q" * 32)
@@ -195,7 +220,7 @@ async def test_claim_success_then_conflict_then_recovery(store: SqliteStore) -> 
     assert await store.marker_alive(marker_key(SESSION, H1), now=319.0) is True
 
 
-async def test_claim_unknown_task(store: SqliteStore) -> None:
+async def test_claim_unknown_task(store: Store) -> None:
     """R37: a claim of a task that does not exist is NotFound, naming the hash."""
     with pytest.raises(NotFound) as caught:
         await store.claim(SESSION, H1, now=0.0, ttl=60.0)
@@ -203,7 +228,7 @@ async def test_claim_unknown_task(store: SqliteStore) -> None:
     assert await store.marker_alive(marker_key(SESSION, H1), now=0.0) is False
 
 
-async def test_claim_moves_to_a_new_hash(store: SqliteStore) -> None:
+async def test_claim_moves_to_a_new_hash(store: Store) -> None:
     """R36, R37: with a new hash the row moves (resumed_from = old hash) in the same
     transaction; a racing resume of the old hash sees the conflict, not "unknown";
     once that marker lapses, the old hash is simply unknown."""
@@ -226,7 +251,7 @@ async def test_claim_moves_to_a_new_hash(store: SqliteStore) -> None:
     assert [t.task_hash for t in await store.list_tasks(SESSION)] == [H2]
 
 
-async def test_claim_to_a_taken_hash_changes_nothing(store: SqliteStore) -> None:
+async def test_claim_to_a_taken_hash_changes_nothing(store: Store) -> None:
     """R36, R72: a move onto a hash in use fails and rolls the whole claim back."""
     await store.put_task(_task(H1))
     await store.put_task(_task(H2))
@@ -236,7 +261,7 @@ async def test_claim_to_a_taken_hash_changes_nothing(store: SqliteStore) -> None
     assert await store.marker_alive(marker_key(SESSION, H1), now=10.0) is False
 
 
-async def test_concurrent_claims_in_one_process(store: SqliteStore) -> None:
+async def test_concurrent_claims_in_one_process(store: Store) -> None:
     """R37: of 20 concurrent claims (half with moves), exactly one wins."""
     await store.put_task(_task(H1))
     wins: list[TaskRow] = []
@@ -260,7 +285,7 @@ async def test_concurrent_claims_in_one_process(store: SqliteStore) -> None:
 # -- history -----------------------------------------------------------------------------
 
 
-async def test_history_order_keyword_and_limit(store: SqliteStore) -> None:
+async def test_history_order_keyword_and_limit(store: Store) -> None:
     """R45: ended runs newest first; keyword matches objective or content ignoring
     case (Unicode too) and is literal (no wildcards); limit caps; sessions are apart."""
     await store.add_history(_history(H1, 10.0, objective="Deploy the ÉCLAIR site"))
@@ -282,7 +307,7 @@ async def test_history_order_keyword_and_limit(store: SqliteStore) -> None:
         await store.list_history(SESSION, limit=-1)
 
 
-async def test_history_get_and_replace(store: SqliteStore) -> None:
+async def test_history_get_and_replace(store: Store) -> None:
     """R40: one record per run; writing a run again replaces it (and re-sorts it)."""
     first = _history(H1, 10.0, status="failed", content="error: boom")
     await store.add_history(first)
@@ -300,7 +325,7 @@ async def test_history_get_and_replace(store: SqliteStore) -> None:
 # -- secrets and the file --------------------------------------------------------------
 
 
-async def test_secrets_round_trip(store: SqliteStore) -> None:
+async def test_secrets_round_trip(store: Store) -> None:
     """R60, R73: secrets are kept per session; keys list without values."""
     await store.put_secret(SESSION, "b_token", "s3cr3t-1")
     await store.put_secret(SESSION, "a_key", "s3cr3t-2")
@@ -349,7 +374,7 @@ async def test_reopen_keeps_everything(tmp_path: Path) -> None:
     raw.close()
 
 
-async def test_latest_task_is_written_with_the_start_of_a_run(store: SqliteStore) -> None:
+async def test_latest_task_is_written_with_the_start_of_a_run(store: Store) -> None:
     """R36: ``put_task(latest=True)`` makes the task its session's latest in the same
     write; other writes leave it alone, and sessions do not see each other's."""
     assert await store.latest_task(SESSION) is None
@@ -396,7 +421,7 @@ async def test_open_refuses_a_newer_schema_and_a_non_database(tmp_path: Path) ->
         await SqliteStore.open(junk)
 
 
-async def test_statistics_and_close(store: SqliteStore) -> None:
+async def test_statistics_and_close(store: Store) -> None:
     """R53: counts for /v1/health; a closed store refuses calls; aclose is idempotent."""
     assert await store.statistics(now=0.0) == StoreStatistics(
         tasks=0, history=0, markers_live=0, secrets=0, writes_total=0, write_batches=0
@@ -423,10 +448,11 @@ def _hash(n: int) -> str:
     return f"{n:032x}"
 
 
-async def test_concurrent_writes_are_group_committed(store: SqliteStore) -> None:
+async def test_concurrent_writes_are_group_committed(sqlite_store: SqliteStore) -> None:
     """R72: writes that queue behind a running transaction are committed together in
     the next one (group commit): 50 concurrent writes take exactly two transactions,
     and every one of them is stored."""
+    store = sqlite_store
     async with trio.open_nursery() as nursery:
         for n in range(50):
             nursery.start_soon(store.put_task, _task(_hash(n)))
@@ -437,10 +463,11 @@ async def test_concurrent_writes_are_group_committed(store: SqliteStore) -> None
     )
 
 
-async def test_a_failing_write_is_rolled_back_alone_in_its_batch(store: SqliteStore) -> None:
+async def test_a_failing_write_is_rolled_back_alone_in_its_batch(sqlite_store: SqliteStore) -> None:
     """R37, R72: in one group commit a claim that conflicts, a claim of an unknown task
     and a write that breaks a constraint each fail on their own (savepoint rollback);
     the writes beside them commit."""
+    store = sqlite_store
     await store.put_task(_task(H1))
     await store.claim(SESSION, H1, now=10.0, ttl=60.0)
     before = await store.statistics(now=10.0)
@@ -480,10 +507,11 @@ async def test_a_failing_write_is_rolled_back_alone_in_its_batch(store: SqliteSt
 
 
 async def test_a_queued_write_commits_even_if_its_caller_is_cancelled(
-    store: SqliteStore,
+    sqlite_store: SqliteStore,
 ) -> None:
     """R72: a write handed to the store is committed whatever happens to its caller
     (it may already be in a batch), so a cancelled caller never leaves it half known."""
+    store = sqlite_store
     async with trio.open_nursery() as nursery:
         nursery.start_soon(store.put_task, _task(H1))
         await trio.lowlevel.checkpoint()
@@ -495,7 +523,7 @@ async def test_a_queued_write_commits_even_if_its_caller_is_cancelled(
     assert sorted(row.task_hash for row in await store.list_tasks(SESSION)) == [H1, H2]
 
 
-async def test_writes_after_close_fail_cleanly(store: SqliteStore) -> None:
+async def test_writes_after_close_fail_cleanly(store: Store) -> None:
     """R72: a write to a closed store raises ClosedResourceError, alone or queued."""
     await store.aclose()
     with pytest.raises(trio.ClosedResourceError):
@@ -504,7 +532,7 @@ async def test_writes_after_close_fail_cleanly(store: SqliteStore) -> None:
         await store.set_marker("k", expires_at=1.0)
 
 
-async def test_a_run_starts_and_ends_in_one_write_each(store: SqliteStore) -> None:
+async def test_a_run_starts_and_ends_in_one_write_each(store: Store) -> None:
     """R51, R72: ``put_task`` with ``marker_expires_at`` stores the running row and its
     marker together; ``end_run`` records history (dropping the row) or keeps a row,
     and deletes the marker, each in one transaction."""

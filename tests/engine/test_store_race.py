@@ -19,8 +19,9 @@ import pytest
 import trio
 
 from engine.messages import CONFLICT_RUNNING
-from engine.store import SqliteStore, TaskRow, marker_key, open_store
-from tests.engine.race_worker import CLAIM_NOW, WRITE_NOW, write_snapshot
+from engine.store import SqliteStore, TaskRow, marker_key
+from tests.engine.race_worker import CLAIM_NOW, WRITE_NOW, open_any_store, write_snapshot
+from tests.redis_server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 SESSION = "chat-race"
@@ -79,9 +80,24 @@ def _parked_task() -> TaskRow:
     )
 
 
-async def _race(db: Path, *, move: bool) -> list[dict[str, str]]:
+@pytest.fixture(params=["sqlite", "redis"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Each cross-process test runs on a SQLite file and on a real Redis (issue 21)."""
+    return str(request.param)
+
+
+def _location(backend: str, tmp_path: Path, name: str, request: pytest.FixtureRequest) -> str:
+    """A fresh, empty store for one trial: a new SQLite file, or the flushed Redis."""
+    if backend == "sqlite":
+        return str(tmp_path / f"{name}.db")
+    server: RedisServer = request.getfixturevalue("redis_server")
+    server.flush()
+    return server.url
+
+
+async def _race(db: str, *, move: bool) -> list[dict[str, str]]:
     """One trial: two processes, 16 claims each, released by one start line."""
-    async with open_store(db) as store:
+    async with open_any_store(db) as store:
         await store.put_task(_parked_task())
     flags = ["--move"] if move else []
     args = ("claim", str(db), SESSION, TASK, str(CLAIMS_PER_PROCESS), *flags)
@@ -102,14 +118,17 @@ async def _race(db: Path, *, move: bool) -> list[dict[str, str]]:
 
 
 @pytest.mark.parametrize(("trials", "move"), [(5, False), (2, True)])
-async def test_two_processes_race_32_claims(tmp_path: Path, trials: int, move: bool) -> None:
-    """R37 acceptance: two OS processes racing 32 resume claims on one SQLite file:
+async def test_two_processes_race_32_claims(
+    tmp_path: Path, trials: int, move: bool, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """R37 acceptance: two OS processes racing 32 resume claims on one SQLite file (or
+    one Redis, where the processes stand for two daemons):
     exactly one wins, every other gets the conflict error carrying
     ``[Conflict] pending task: running``. Repeated to make a lost race visible; the
     ``move`` variant has every claim ask for its own new hash (R36)."""
     with trio.fail_after(TEST_DEADLINE):
         for trial in range(trials):
-            db = tmp_path / f"trial{trial}.db"
+            db = _location(backend, tmp_path, f"trial{trial}", request)
             outcomes = await _race(db, move=move)
             assert len(outcomes) == 2 * CLAIMS_PER_PROCESS
             wins = [o["won"] for o in outcomes if "won" in o]
@@ -118,7 +137,7 @@ async def test_two_processes_race_32_claims(tmp_path: Path, trials: int, move: b
             assert losses == [{"error": "Conflict", "message": CONFLICT_RUNNING}] * 31
             assert "[Conflict] pending task: running" in losses[0]["message"]
 
-            async with open_store(db) as store:
+            async with open_any_store(db) as store:
                 (row,) = await store.list_tasks(SESSION)
                 assert row.task_hash == wins[0]
                 assert row.state == "running"
@@ -133,15 +152,18 @@ async def test_two_processes_race_32_claims(tmp_path: Path, trials: int, move: b
                 assert await store.marker_alive(key, now=CLAIM_NOW + 60) is False
 
 
-async def test_kill_9_mid_write_leaves_a_store_that_loads(tmp_path: Path) -> None:
+async def test_kill_9_mid_write_leaves_a_store_that_loads(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     """R72: a writer killed with SIGKILL in the middle of its writes leaves a store that
     opens; every write it reported is there whole (a row and its marker), nothing is
     torn; and once the marker TTL has passed every running task is resumable."""
-    db = tmp_path / "crash.db"
-    await (await SqliteStore.open(db)).aclose()
+    db = _location(backend, tmp_path, "crash", request)
+    if backend == "sqlite":
+        await (await SqliteStore.open(Path(db))).aclose()
     with trio.fail_after(TEST_DEADLINE):
         async with trio.open_nursery() as nursery:
-            writer = await _start_worker(nursery, "write", str(db), SESSION)
+            writer = await _start_worker(nursery, "write", db, SESSION)
             reader = _Lines(writer)
             reported = [await reader.next() for _ in range(12)]
             writer.kill()  # SIGKILL: no cleanup runs in the writer
@@ -149,7 +171,7 @@ async def test_kill_9_mid_write_leaves_a_store_that_loads(tmp_path: Path) -> Non
     assert reported == [f"wrote {i}" for i in range(12)]
     assert writer.returncode == -9
 
-    async with open_store(db) as store:
+    async with open_any_store(db) as store:
         rows = await store.list_tasks(SESSION)
         # the writer may have committed a few more before the kill landed, never fewer
         assert len(rows) >= 12

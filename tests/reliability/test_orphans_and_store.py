@@ -2,7 +2,7 @@
 
 - `engine.processes.orphans`: a killed daemon's processes are found by their inherited tag and
   their whole groups ended — never an untagged process, never the caller's own group.
-- `engine.store.sqlite.SqliteStore.add_history`: the history row and the removal of the
+- `Store.add_history` (SQLite and Redis): the history row and the removal of the
   pending row are one transaction, so a task is never both ended and resumable.
 """
 
@@ -18,7 +18,7 @@ import pytest
 
 from engine.processes.orphans import OWNER_ENV, find_orphans, kill_orphans, owner_tag
 from engine.store.base import HistoryRow, TaskRow
-from engine.store.sqlite import SqliteStore
+from tests.engine.race_worker import open_any_store
 from tests.reliability.conftest import proc_running
 
 HASH = "a" * 32
@@ -96,11 +96,19 @@ def test_own_group_is_never_a_target(
     assert proc_running(same_group.pid)
 
 
-async def test_add_history_removes_the_pending_row_in_one_transaction(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "redis"])
+async def test_add_history_removes_the_pending_row_in_one_transaction(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
     """R72: recording a task's end in history drops its pending row in the same
-    transaction: after it, the task is not resumable even if no delete follows."""
-    store = await SqliteStore.open(tmp_path / "agentrio.db")
-    try:
+    transaction: after it, the task is not resumable even if no delete follows. On
+    both store backends (issue 21)."""
+    location = (
+        str(tmp_path / "agentrio.db")
+        if backend == "sqlite"
+        else request.getfixturevalue("redis_url")
+    )
+    async with open_any_store(location) as store:
         await store.put_task(
             TaskRow(
                 session_id="chat-a",
@@ -130,5 +138,3 @@ async def test_add_history_removes_the_pending_row_in_one_transaction(tmp_path: 
         assert await store.get_task("chat-a", HASH) is None
         assert await store.list_resumable("chat-a", now=3.0) == []
         assert (await store.get_history("chat-a", HASH)) is not None
-    finally:
-        await store.aclose()
