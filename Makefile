@@ -38,10 +38,15 @@ sysdeps:
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
 
+# The suite runs in parallel processes (pytest-xdist): most of its time is spent waiting
+# on real daemons, bots, tmux and chromium, so even two cores run four workers well.
+# Every test owns its home, ports, tmux socket and browser profile.
+PYTEST_WORKERS ?= 4
+
 # AGENTRIO_REQUIRE_REDIS: sysdeps installed redis-server, so a Redis test fails here
 # rather than skip (outside make, a machine without it skips them with the reason).
 unit: $(STAMP) sysdeps
-	AGENTRIO_REQUIRE_REDIS=1 $(BIN)/pytest -q
+	AGENTRIO_REQUIRE_REDIS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
 test: lint typecheck unit
 

@@ -47,7 +47,10 @@ class Served:
 @pytest.fixture
 async def served(tmp_path: Path) -> AsyncIterator[Served]:
     home = tmp_path / "home"
-    config = Config(home=str(home), server=ServerConfig(allowed_origins=[ALLOWED_ORIGIN]))
+    # A short listener grace (R79): an ask whose listener closed fails closed in half a
+    # second here instead of the default 30 s (R79's own tests set theirs).
+    server_config = ServerConfig(allowed_origins=[ALLOWED_ORIGIN], listener_grace_s=0.5)
+    config = Config(home=str(home), server=server_config)
     token = load_or_create_token(home)
     async with (
         open_engine(config) as engine,
