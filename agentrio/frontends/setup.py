@@ -10,12 +10,14 @@ the daemon does not restart it (`engine.frontends_supervisor`).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 import sys
 import tomllib
+from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import cattrs
 
@@ -23,11 +25,13 @@ from protocol.codec import format_problem, install_strict_hooks
 from protocol.frontends import token_key_refused
 
 __all__ = [
+    "BotRunner",
     "SetupError",
     "default_home",
     "load_table",
     "parse_args",
     "read_token",
+    "run_frontend",
     "setup_logging",
     "store_token",
 ]
@@ -128,3 +132,40 @@ def default_home() -> Path:
     from agentrio.home import default_home as home
 
     return home()
+
+
+#: A front-end's bot: ``run_bot(home, config, token)`` on asyncio until it is stopped.
+BotRunner = Callable[[Path, C, str], Coroutine[Any, Any, None]]
+
+
+def run_frontend(
+    argv: list[str] | None,
+    *,
+    name: str,
+    title: str,
+    config_type: type[C],
+    load_runner: Callable[[], BotRunner[C]],
+) -> int:
+    """The whole command line of a chat front-end (``agentrio <name>``): store a token
+    and exit, or read the table and token, then run the bot that ``load_runner``
+    returns (imported only now: the library is not loaded for ``--store-token`` or a
+    setup error). A `SetupError` prints one line and exits 2."""
+    args = parse_args(name, title, argv)
+    home: Path = args.home
+    if args.store_token:
+        path = store_token(home, name, sys.stdin.readline())
+        print(f"stored the bot token in {path}")
+        return 0
+    setup_logging()
+    try:
+        config = load_table(home, name, config_type)
+        token = read_token(home, name)
+        if not getattr(config, "allowed_users", True):
+            logging.getLogger(f"agentrio.frontends.{name}").warning(
+                "[%s] allowed_users is empty: the bot refuses everyone", name
+            )
+        asyncio.run(load_runner()(home, config, token))
+    except SetupError as exc:
+        print(f"agentrio {name}: {exc}", file=sys.stderr)
+        return 2
+    return 0

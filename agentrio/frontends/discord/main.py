@@ -10,52 +10,19 @@ file (`agentrio.frontends.setup`). SIGTERM or SIGINT stop it cleanly.
 
 from __future__ import annotations
 
-import asyncio
-import logging
-import sys
-from pathlib import Path
-
-from agentrio.frontends.setup import (
-    SetupError,
-    load_table,
-    parse_args,
-    read_token,
-    setup_logging,
-    store_token,
-)
+from agentrio.frontends.setup import BotRunner, run_frontend
 from protocol.frontends import DiscordConfig
 
-__all__ = ["load_discord_config", "main"]
-
-log = logging.getLogger("agentrio.frontends.discord")
-
-
-def load_discord_config(home: Path) -> DiscordConfig:
-    """``[discord]`` of ``<home>/config.toml`` (defaults when absent)."""
-    return load_table(home, "discord", DiscordConfig)
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args("discord", "Discord", argv)
-    home: Path = args.home
-    if args.store_token:
-        path = store_token(home, "discord", sys.stdin.readline())
-        print(f"stored the bot token in {path}")
-        return 0
-    setup_logging()
-    try:
-        config = load_discord_config(home)
-        token = read_token(home, "discord")
-    except SetupError as exc:
-        print(f"agentrio discord: {exc}", file=sys.stderr)
-        return 2
-    if not config.allowed_users:
-        log.warning("[discord] allowed_users is empty: the bot refuses everyone")
+    return run_frontend(
+        argv, name="discord", title="Discord", config_type=DiscordConfig, load_runner=_runner
+    )
+
+
+def _runner() -> BotRunner[DiscordConfig]:
     from agentrio.frontends.discord.run import run_bot
 
-    try:
-        asyncio.run(run_bot(home, config, token))
-    except SetupError as exc:
-        print(f"agentrio discord: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_bot
