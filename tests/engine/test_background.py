@@ -472,7 +472,7 @@ async def test_command_leg_log_job_file_and_watch_report(tmp_path: Path) -> None
         home=str(tmp_path / "home"),
         background=BackgroundConfig(settle_s=0.05, max_settle_s=0.2),
     )
-    command = "echo 'Error: first'; head -c 100000 /dev/zero | tr '\\0' a; echo; sleep 0.6"
+    command = "echo 'Error: first'; head -c 100000 /dev/zero | tr '\\0' a; echo; sleep 2"
     bg = call("background_command", commands=[command], objective="Make noise", next="Report")
     model = Puppet([ModelReply(tool_calls=[bg]), ModelReply(text="bye"), hang])
     async with open_engine(config, model=model) as engine:
@@ -481,7 +481,11 @@ async def test_command_leg_log_job_file_and_watch_report(tmp_path: Path) -> None
         leg = only_job(engine).legs[0]
         log = config.home_path / "sessions" / SESSION / "background" / f"{leg.id}.log"
         update = await wait_event(engine, ev.LegReport)
-        assert log.read_bytes().startswith(b"Error: first\naaaa")
+        # The watch update may come before the rest of the output reached the log (the
+        # keyword is on the first line): wait for it, while the leg still sleeps.
+        with trio.fail_after(10):
+            while not log.read_bytes().startswith(b"Error: first\naaaa"):
+                await trio.sleep(0.01)
         assert update.text.startswith(f"{REPORT_UPDATE_HEADER}\nJob {leg.job.id}: Make noise\n")
         assert "a line matched an error keyword: Error: first" in update.text
         finished = await wait_event(engine, ev.LegFinished)
