@@ -470,9 +470,11 @@ async def test_command_leg_log_job_file_and_watch_report(tmp_path: Path) -> None
     held reports make one follow-up. Real time: real subprocesses run."""
     config = Config(
         home=str(tmp_path / "home"),
-        background=BackgroundConfig(settle_s=0.05, max_settle_s=0.2),
+        # Settle windows wide enough for the rest of the output to follow the keyword
+        # line even on a loaded machine: the update then carries all of it.
+        background=BackgroundConfig(settle_s=0.5, max_settle_s=1.5),
     )
-    command = "echo 'Error: first'; head -c 100000 /dev/zero | tr '\\0' a; echo; sleep 2"
+    command = "echo 'Error: first'; head -c 100000 /dev/zero | tr '\\0' a; echo; sleep 3"
     bg = call("background_command", commands=[command], objective="Make noise", next="Report")
     model = Puppet([ModelReply(tool_calls=[bg]), ModelReply(text="bye"), hang])
     async with open_engine(config, model=model) as engine:
