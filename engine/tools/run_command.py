@@ -44,7 +44,14 @@ from protocol import events as ev
 if TYPE_CHECKING:
     from engine.pending import Entry
 
-__all__ = ["CommandPlan", "RunCommandTool", "format_command_result", "run_plan"]
+__all__ = [
+    "CommandPlan",
+    "RunCommandTool",
+    "format_command_result",
+    "judge",
+    "refusal_of_reply",
+    "run_plan",
+]
 
 
 @attrs.frozen
@@ -100,7 +107,7 @@ async def run_plan(
     )
 
 
-async def _classify(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
+async def judge(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
     """`classify`, off the Trio thread for a long command (the restricted-path scan is
     linear, but a megabyte of words still takes a while)."""
     config, hidden = services.config.tools, services.sandbox.hidden
@@ -173,7 +180,7 @@ class RunCommandTool(ServiceTool):
     ) -> CommandPlan | ToolOutcome:
         """How ``command`` may run (see the module docstring), or the denial to report."""
         services = self._services
-        verdict = await _classify(services, command, cwd)
+        verdict = await judge(services, command, cwd)
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
         if not verdict.needs_confirm and services.sandbox.status.active:
             return attrs.evolve(approved, sandboxed=True)
@@ -239,27 +246,42 @@ class RunCommandTool(ServiceTool):
         command: str | list[str],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
-        await ctx.honour_stop(reply.action)
-        if not reply.approve:
-            reason = f": {reply.reason}" if reply.reason else ""
-            return ToolOutcome(ok=False, output="", skipped=f"denied by the user{reason}")
-        if need_password:
-            ok, error = (
-                await self._services.verifier.verify(reply.password)
-                if reply.password
-                else (False, "no password entered")
-            )
-            if entry_box:
-                self._services.registry.report_verify(entry_box[0], ok, error)
-            if not ok:
-                return ToolOutcome(
-                    ok=False, output="", skipped=f"denied: system password check failed ({error})"
-                )
+        refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
+        if refusal is not None:
+            return ToolOutcome(ok=False, output="", skipped=refusal)
         if reply.remember:
             ctx.allowed.add(command, at=self._services.clock())
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
         return None
+
+
+async def refusal_of_reply(
+    services: Services,
+    ctx: ToolContext,
+    reply: AskReply,
+    need_password: bool,
+    entry_box: list[Entry],
+) -> str | None:
+    """Why a confirmation's reply runs nothing, or None when it approves: a stop choice
+    stops the task (`ToolContext.honour_stop`), a deny says so with its reason, and a
+    restricted call needs the right system password (R7; the verdict is reported to the
+    asking front-end)."""
+    await ctx.honour_stop(reply.action)
+    if not reply.approve:
+        reason = f": {reply.reason}" if reply.reason else ""
+        return f"denied by the user{reason}"
+    if need_password:
+        ok, error = (
+            await services.verifier.verify(reply.password)
+            if reply.password
+            else (False, "no password entered")
+        )
+        if entry_box:
+            services.registry.report_verify(entry_box[0], ok, error)
+        if not ok:
+            return f"denied: system password check failed ({error})"
+    return None
 
 
 def _command_arg(args: dict[str, Any]) -> str | list[str]:

@@ -38,15 +38,18 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import trio
 
 from engine.errors import AskFailed
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
 from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
-from engine.tools.policy import Verdict, classify
-from engine.tools.run_command import CommandPlan, format_command_result, run_plan
-from engine.tools.simple_command import MAX_BYTES
+from engine.tools.run_command import (
+    CommandPlan,
+    format_command_result,
+    judge,
+    refusal_of_reply,
+    run_plan,
+)
 from protocol import events as ev
 
 if TYPE_CHECKING:
@@ -127,18 +130,6 @@ def proposals_from_args(args: Mapping[str, Any]) -> list[Proposal]:
     return proposals
 
 
-async def _judge(services: Services, proposal: Proposal) -> Verdict:
-    """`classify` one command as `run_command` does (off the Trio thread when long)."""
-    config, hidden = services.config.tools, services.sandbox.hidden
-    command, cwd = proposal.command, proposal.cwd
-    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
-    if size <= MAX_BYTES:
-        return classify(command, config, cwd=cwd, hidden=hidden)
-    return await trio.to_thread.run_sync(
-        lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
-    )
-
-
 def _named(proposal: Proposal) -> str:
     """One command as the result names it: its JSON, so a newline in it can never pass
     for the line saying how it ended."""
@@ -175,7 +166,7 @@ class RunCommandsTool(ServiceTool):
 
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         proposals = proposals_from_args(call.args)
-        verdicts = [await _judge(self._services, proposal) for proposal in proposals]
+        verdicts = [await judge(self._services, p.command, p.cwd) for p in proposals]
         restricted = any(verdict.restricted for verdict in verdicts)
         denial = await self._confirm(ctx, proposals, restricted=restricted)
         if denial is not None:
@@ -236,20 +227,9 @@ class RunCommandsTool(ServiceTool):
         proposals: Sequence[Proposal],
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
-        await ctx.honour_stop(reply.action)
-        if not reply.approve:
-            reason = f": {reply.reason}" if reply.reason else ""
-            return _none_run(f"denied by the user{reason}")
-        if need_password:
-            ok, error = (
-                await self._services.verifier.verify(reply.password)
-                if reply.password
-                else (False, "no password entered")
-            )
-            if entry_box:
-                self._services.registry.report_verify(entry_box[0], ok, error)
-            if not ok:
-                return _none_run(f"denied: system password check failed ({error})")
+        refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
+        if refusal is not None:
+            return _none_run(refusal)
         if reply.remember:  # each command exactly (R76); allow_turn adds nothing here
             for proposal in proposals:
                 ctx.allowed.add(proposal.command, at=self._services.clock())
