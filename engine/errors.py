@@ -15,6 +15,7 @@ __all__ = [
     "Conflict",
     "Forbidden",
     "NotFound",
+    "error_of",
 ]
 
 
@@ -66,3 +67,12 @@ class AskFailed(AgentrioError):
 class ConfigError(AgentrioError):
     """``config.toml`` is unreadable or invalid; the message is one line naming the
     key and line."""
+
+
+def error_of(code: str, message: str) -> AgentrioError:
+    """The error a peer daemon reported by its protocol ``code`` (`protocol.cluster`),
+    as this daemon's own class for that code, so it is reported the same way."""
+    for cls in (BadRequest, Forbidden, NotFound, Conflict, AlreadyResolved):
+        if cls.code == code:
+            return cls(message)
+    return AgentrioError(message)

@@ -9,29 +9,24 @@ requests carrying a window hash this connection started" (R5). A listener is wok
 
 Semantics worth knowing before using it:
 
-* **Producer cancelled (R3).** The instant the waiting producer's cancellation is
-  delivered, its entry leaves the registry: it can no longer be picked or answered (a
-  late reply gets `AlreadyResolved`), and the listener that had claimed it receives
-  ``Withdrawn(entry_id, "task canceled")`` from `Listener.next_notice`, so the person
-  is not left answering a stale question. Removal happens inside Trio's abort callback,
-  not when the producer next runs, so no reply can slip into that gap.
+* **Producer cancelled (R3).** The instant the producer's cancellation is delivered
+  (inside Trio's abort callback, so no reply slips into the gap), its entry leaves the
+  registry: a late reply gets `AlreadyResolved`, and its claimer receives
+  ``Withdrawn(entry_id, "task canceled")`` so no person answers a stale question.
 * **Disconnect never approves (R6).** Closing a listener resolves every live ask it had
-  claimed with an *error*; the producer gets `AskFailed`, never an `AskReply`. Asks
-  that the closed listener could have taken and that now have no listener at all are
-  failed the same way: a confirmation nobody can answer must not hang.
-* **Parked entries (R11).** `offer_parked` offers a question whose task has already
-  ended (its snapshot waits in the store). A reply just resolves and removes it; the
-  caller of `resolve` resumes the task. If its claimer disconnects it goes back to the
-  pool instead of failing, because nothing is waiting on it.
-* **Passive listeners (R8 B).** An event subscriber (SSE or WS ``subscribe``) counts for
-  `PendingRegistry.has_listener` but never picks entries; it answers through HTTP
-  (``resolve(..., by=None)``).
-* **Answered elsewhere.** When an entry one listener claimed is resolved by someone
-  else (an HTTP caller) or failed, that listener is told with a `Withdrawn` notice too.
-* **Windows (R78) and grace (R79)**: see `engine.asks`. Only the listener owning a
-  window hash (`Listener.own_window`) takes, counts for or answers that window's
-  ``cli-`` asks; a ``chat-``/``tg-``/``dc-`` ask whose listener closes waits
-  ``listener_grace_s`` in the pool for another one before it fails.
+  claimed with an *error* (`AskFailed`, never an `AskReply`), and so are the asks it
+  could have taken that now have no listener at all: nobody's confirmation must hang.
+* **Parked entries (R11).** `offer_parked` offers a question whose task has ended (its
+  snapshot waits in the store); the caller of `resolve` resumes the task. If its
+  claimer disconnects it goes back to the pool, since nothing waits on it.
+* **Passive listeners (R8 B).** An event subscriber counts for `has_listener` but
+  never picks; it answers through HTTP (``resolve(..., by=None)``).
+* **Answered elsewhere.** A claimer whose entry is resolved by someone else or failed
+  is told with a `Withdrawn` notice too.
+* **Windows (R78) and grace (R79)**: see `engine.asks`.
+* **Other daemons (issue 21).** A listener of a front-end connected to another daemon
+  is a proxy here, an ordinary `Listener`; what it is offered is shown there
+  (`engine.server.peer_asks`), whose listener gets it through `Listener.post`.
 
 Everything is synchronous except `PendingRegistry.ask`, `Listener.next_notice` and
 `PendingRegistry.run_graces`; the registry starts no tasks of its own (its owner runs
@@ -138,10 +133,12 @@ class Listener:
     prefix: str
     match: Callable[[AskRequest], bool] | None = None
     passive: bool = False
+    #: Only this session's asks (a session subscriber, R8 B); "" for any.
+    session_id: str = ""
     id: str = attrs.field(factory=lambda: f"lst_{secrets.token_hex(4)}")
     _registry: PendingRegistry = attrs.field(repr=False, alias="registry")
     _claimed: set[str] = attrs.field(factory=set, init=False, repr=False)
-    _notices: deque[Withdrawn | Verified] = attrs.field(factory=deque, init=False, repr=False)
+    _notices: deque[Notice] = attrs.field(factory=deque, init=False, repr=False)
     _wakeup: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
     _windows: set[str] = attrs.field(factory=set, init=False, repr=False)
     _closed: bool = attrs.field(default=False, init=False)
@@ -170,28 +167,31 @@ class Listener:
         """
         self._registry._own_window(self, window_hash)
 
+    def post(self, notice: Notice) -> None:
+        """Hand this listener a notice that comes from elsewhere: an ask of a task on
+        another daemon (`Offered`, its entry never in this registry), or what became
+        of it (`Withdrawn`, `Verified`). Ignored once closed."""
+        if not self._closed:
+            self._notices.append(notice)
+            self._wakeup.set()
+
     def accepts(self, request: AskRequest) -> bool:
         """Whether ``request`` falls under this listener's prefix and match; a windowed
         ``cli-`` request needs, besides, an active listener owning its window (R78)."""
         if not request.session_id.startswith(self.prefix):
+            return False
+        if self.session_id and request.session_id != self.session_id:
             return False
         if request.windowed and (self.passive or request.window_hash not in self._windows):
             return False
         return self.match is None or self.match(request)
 
     async def next_notice(self) -> Notice:
-        """Wait for the next thing to tell the person.
-
-        Pending `Withdrawn` notices come first (oldest first); otherwise the oldest
-        entry this listener can take is claimed and returned as `Offered`; otherwise
-        this waits until a matching entry arrives or a claimed one is withdrawn. Raises
-        `trio.ClosedResourceError` once the listener is closed (also when closed while
-        waiting). Cancelling the call loses no notice and claims nothing.
-
-        It is always a full checkpoint, and at most one: a notice found after waiting
-        is returned at once, since the wait already yielded to the scheduler (a second
-        yield would add one scheduler pass to every ask a front-end shows, bench B1).
-        """
+        """Wait for the next thing to tell the person: posted notices first, oldest
+        first; else the oldest entry it can take, claimed, as `Offered`; else wait.
+        `trio.ClosedResourceError` once closed (also while waiting). Cancelling it
+        loses no notice and claims nothing. One full checkpoint, never two (a second
+        would add a scheduler pass to every ask shown, bench B1)."""
         await trio.lowlevel.checkpoint_if_cancelled()
         waited = False
         while True:
@@ -217,10 +217,9 @@ class Listener:
     def close(self, reason: str = CLIENT_DISCONNECTED) -> None:
         """Unregister; fail closed (R6). Idempotent and synchronous.
 
-        Every live-producer entry this listener claimed is resolved with ``reason`` as
-        an error: its producer raises `AskFailed` and is never approved. Parked entries
-        it claimed become unclaimed again for other listeners. Live entries it could
-        have taken that, with it gone, have no listener at all are failed the same way.
+        Every live-producer entry it claimed is failed with ``reason`` (`AskFailed`,
+        never an approval), as are live entries that, with it gone, have no listener
+        at all; parked entries it claimed go back to the pool.
         """
         if self._closed:
             return
@@ -310,11 +309,9 @@ class PendingRegistry:
         return entry._reply
 
     def offer_parked(self, request: AskRequest) -> Entry:
-        """Offer a question whose task is no longer running (R11).
-
-        Listeners can pick and answer it like any other; `resolve` removes it and
-        returns it, and its caller resumes the task. `remove` drops it unanswered.
-        """
+        """Offer a question whose task is no longer running (R11): listeners pick and
+        answer it like any other (`resolve`'s caller resumes the task); `remove` drops
+        it unanswered."""
         entry = Entry(request=request, parked=True)
         self._add(entry)
         self._wake_for(entry)
@@ -322,10 +319,8 @@ class PendingRegistry:
 
     def remove(self, entry_id: str, reason: str) -> None:
         """Drop a parked entry (e.g. its task was resumed another way); its claimer gets
-        ``Withdrawn(entry_id, reason)``. A no-op when the entry is already gone.
-
-        Raises `ValueError` for an entry with a live producer: use `fail`, which
-        resumes the producer instead of leaving it waiting on nothing.
+        ``Withdrawn(entry_id, reason)``; a no-op once gone. `ValueError` for an entry
+        with a live producer: `fail` it, which resumes the producer.
         """
         entry = self._entries.get(entry_id)
         if entry is None:
@@ -343,11 +338,15 @@ class PendingRegistry:
         *,
         passive: bool = False,
         windows: Iterable[str] = (),
+        session_id: str = "",
     ) -> Listener:
-        """Register a listener for sessions starting with ``prefix`` (R2). ``passive``:
-        an event subscriber (counts for `has_listener`, R8 B; never picks). ``windows``:
-        hashes it owns (`Listener.own_window`). Asks it accepts stop their grace (R79)."""
-        listener = Listener(prefix=prefix, match=match, passive=passive, registry=self)
+        """Register a listener for sessions starting with ``prefix`` (R2), only of
+        ``session_id`` if given. ``passive``: an event subscriber (counts for
+        `has_listener`, R8 B; never picks). ``windows``: hashes it owns
+        (`Listener.own_window`). Asks it accepts stop their grace (R79)."""
+        listener = Listener(
+            prefix=prefix, match=match, passive=passive, session_id=session_id, registry=self
+        )
         windows = set(windows)
         if any(self._window_owners.get(window) for window in windows):
             raise Forbidden("this window is open on another connection")
@@ -363,12 +362,10 @@ class PendingRegistry:
         """Whether some registered listener (passive ones included) could take
         ``request`` (R4).
 
-        A listener counts when ``request.session_id`` starts with its prefix (``""``
-        matches all) and its match, if any, accepts the request; for a windowed
-        ``cli-`` request only the owner of its window counts (R78). The first argument
-        narrows the question to sessions starting with it (an origin such as ``"cli-"``,
-        or the session id itself); a request outside it has no listener there. There is
-        no global "someone is listening" flag.
+        A listener counts when it `Listener.accepts` the request (prefix, match, the
+        window rule R78). The first argument narrows the question to sessions starting
+        with it (an origin such as ``"cli-"``, or the session id itself). There is no
+        global "someone is listening" flag.
         """
         if not request.session_id.startswith(origin_or_session_id_prefix):
             return False
@@ -408,14 +405,12 @@ class PendingRegistry:
     def resolve(self, entry_id: str, reply: AskReply, *, by: Listener | None = None) -> Entry:
         """Accept ``reply`` as the one reply to the entry and remove it (R1).
 
-        A live producer resumes with ``reply``; for a parked entry the caller acts on
-        the returned entry (resumes its task). ``by`` is the listener answering: it must
-        be the one that claimed the entry, since a connection may only answer what it
-        was shown (`Forbidden` otherwise). ``by=None`` is an authenticated HTTP caller
-        (or a session subscriber), allowed for any open entry but a windowed ``cli-``
-        one, which only its window answers (R78: `Forbidden`); the entry's claimer, if
-        any, is then told ``"answered elsewhere"``. Raises `AlreadyResolved` for an
-        entry that already has its reply, was withdrawn, or never existed.
+        A live producer resumes with ``reply``; for a parked entry the caller resumes
+        its task. ``by``, the listener answering, must be the one that claimed it (a
+        connection answers only what it was shown: `Forbidden`). ``by=None`` (an HTTP
+        caller, a session subscriber) may answer any open entry but a windowed
+        ``cli-`` one (R78: `Forbidden`); its claimer is told ``"answered elsewhere"``.
+        `AlreadyResolved` for an entry answered, withdrawn, or never there.
         """
         entry = self._open(entry_id)
         if by is not None and entry.claimed_by is not by:
@@ -447,6 +442,10 @@ class PendingRegistry:
         self._fail(entry, error, skip=None)
 
     # -- introspection ----------------------------------------------------------
+
+    def listeners(self) -> list[Listener]:
+        """The registered listeners, oldest first."""
+        return list(self._listeners.values())
 
     def get(self, entry_id: str) -> Entry | None:
         """The open entry with this id, or None once it is resolved or gone."""

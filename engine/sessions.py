@@ -22,6 +22,7 @@ keeps its session alive.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections import deque
@@ -221,11 +222,29 @@ class EventHub:
         self._queue_bytes = queue_bytes
         self._seq = 0
         self._dropped_closed = 0
+        #: Told of every event made here (not of injected ones): the relay that
+        #: carries them to other daemons (`engine.server.peer_events`), if any.
+        self.sink: Callable[[str, Event], None] | None = None
 
     def emit(self, task_hash: str, kind: type[E], **fields: Any) -> E:
         """Make an event of ``kind`` with the next ``seq`` and now's ``at``, and fan it out."""
         self._seq += 1
         event = kind(seq=self._seq, at=self._clock(), **fields)
+        self._fan_out(task_hash, event)
+        if self.sink is not None:
+            self.sink(task_hash, event)
+        return event
+
+    def inject(self, task_hash: str, event: Event) -> Event:
+        """Fan out an event another daemon made for this session (issue 21): it is
+        numbered with this hub's next ``seq`` (``at`` is kept), so a subscriber here
+        sees one increasing sequence whichever daemon ran the task."""
+        self._seq += 1
+        renumbered = attrs.evolve(event, seq=self._seq)
+        self._fan_out(task_hash, renumbered)
+        return renumbered
+
+    def _fan_out(self, task_hash: str, event: Event) -> None:
         item = (task_hash, event)
         size = event_bytes(event)
         self._recent.append((task_hash, event, size))
@@ -236,7 +255,6 @@ class EventHub:
             self._recent_bytes -= self._recent.popleft()[2]
         for subscription in self._subscribers:
             subscription._put(item, size)
-        return event
 
     @contextmanager
     def subscribe(self, *, replay: bool = True) -> Iterator[Subscription]:
@@ -390,6 +408,18 @@ class SessionRegistry(Generic[R]):
         self._live: dict[str, Session[R]] = {}
         self._kept_rules: dict[str, AllowedCommands] = {}
         self._dropped_total = 0
+        self._event_sink: Callable[[str, str, Event], None] | None = None
+
+    def set_event_sink(self, sink: Callable[[str, str, Event], None] | None) -> None:
+        """Tell ``sink(session_id, task_hash, event)`` of every event any session makes
+        from now on (`EventHub.sink`): live sessions and those made later."""
+        self._event_sink = sink
+        for session in self._live.values():
+            self._attach_sink(session)
+
+    def _attach_sink(self, session: Session[R]) -> None:
+        sink = self._event_sink
+        session.hub.sink = None if sink is None else functools.partial(sink, session.id)
 
     def session(self, session_id: str) -> Session[R]:
         """The live session ``session_id``, made (or rebuilt) on first use; marks it used."""
@@ -405,6 +435,7 @@ class SessionRegistry(Generic[R]):
                 queue_bytes=self._queue_bytes,
             )
             self._live[session_id] = session
+            self._attach_sink(session)
         session.idle_since = None
         return session
 

@@ -31,6 +31,7 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
+import attrs
 import trio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -207,6 +208,9 @@ async def health(request: Request, ctx: ServerContext) -> Response:
     statistics = engine.statistics()
     statistics["connections"] = ctx.connections
     statistics["event_streams"] = ctx.streams
+    cluster = ctx.commands.cluster
+    if cluster is not None:
+        statistics["cluster"] = attrs.asdict(cluster.statistics())
     sandbox = engine.services.sandbox.status
     body = Health(
         ok=True,
@@ -264,7 +268,7 @@ async def cancel(request: Request, ctx: ServerContext) -> Response:
     """Cancel with cause ``user_canceled`` (R40); a task not running in this process
     is a stale cancel (`Commands.cancel`)."""
     frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request))
-    return json_response(ctx.commands.cancel(frame))
+    return json_response(await ctx.commands.cancel(frame))
 
 
 async def pause(request: Request, ctx: ServerContext) -> Response:
@@ -272,7 +276,7 @@ async def pause(request: Request, ctx: ServerContext) -> Response:
     resumable. An addition to SPEC §7 (whose cancel route is ``user_canceled`` only),
     so the web dashboard can pause like the REPL's popup."""
     frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request), pause=True)
-    return json_response(ctx.commands.cancel(frame))
+    return json_response(await ctx.commands.cancel(frame))
 
 
 async def confirm(request: Request, ctx: ServerContext) -> Response:
@@ -286,7 +290,9 @@ async def confirm(request: Request, ctx: ServerContext) -> Response:
         if entry.request.session_id != session_id:
             raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
 
-    await ctx.commands.reply(_reply_of(confirm_hash, body), authorize=authorize)
+    await ctx.commands.reply(
+        _reply_of(confirm_hash, body), authorize=authorize, sessions=(session_id,)
+    )
     return json_response({})
 
 

@@ -35,15 +35,16 @@ connection or stream, and stay with their transport.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Final
 
 from engine.causes import Cause
 from engine.core import Engine
-from engine.errors import AlreadyResolved, BadRequest
+from engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
 from engine.ids import check_session_id, check_task_hash
 from engine.pending import AskReply, Entry, Listener
 from engine.runs import RunOrigin, TaskRun
+from engine.server.cluster import Cluster
 from protocol.frames import (
     BackgroundCancel,
     Cancel,
@@ -112,6 +113,9 @@ class Commands:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        #: The other daemons on the same Redis (issue 21), once the server has joined
+        #: them; None when alone. Asked when what a request names is not here.
+        self.cluster: Cluster | None = None
 
     # ------------------------------------------------------------------ tasks
 
@@ -120,12 +124,21 @@ class Commands:
         is named), steer ``pending_task`` while it runs here, or resume it."""
         if body.session_id is not None:
             check_session_id(body.session_id)
-        result = await self.engine.send(
-            body.input,
-            session_id=body.session_id,
-            pending_task=body.pending_task,
-            allow_all=body.allow_all,
-        )
+        try:
+            result = await self.engine.send(
+                body.input,
+                session_id=body.session_id,
+                pending_task=body.pending_task,
+                allow_all=body.allow_all,
+            )
+        except Conflict:
+            # Claimed by a run: on another daemon, that run takes it as a steer (R35).
+            if self.cluster is None or body.session_id is None or body.pending_task is None:
+                raise
+            session_id, task_hash = body.session_id, body.pending_task
+            if not await self.cluster.control.steer(session_id, task_hash, body.input):
+                raise
+            return SendSteered(session_id=session_id)
         if result.steered or result.run is None:
             return SendSteered(session_id=result.session_id)
         return SendStarted(session_id=result.session_id, task_hash=result.run.task_hash)
@@ -157,13 +170,20 @@ class Commands:
             origin=origin,
         )
 
-    def steer(self, frame: Steer) -> None:
-        """Add text at the start of the running task's next turn (R35): `NotFound`
-        when the task does not run here, `BadRequest` for empty text."""
+    async def steer(self, frame: Steer) -> None:
+        """Add text at the start of the running task's next turn (R35), on whichever
+        daemon runs it: `NotFound` when none does, `BadRequest` for empty text."""
         session_id = check_session_id(frame.session_id)
-        self.engine.steer(session_id, check_task_hash(frame.task_hash), frame.input)
+        task_hash = check_task_hash(frame.task_hash)
+        try:
+            self.engine.steer(session_id, task_hash, frame.input)
+        except NotFound:
+            if self.cluster is None or not frame.input.strip():
+                raise
+            if not await self.cluster.control.steer(session_id, task_hash, frame.input):
+                raise
 
-    def cancel(self, frame: Cancel, *, connection_id: str | None = None) -> CancelResult:
+    async def cancel(self, frame: Cancel, *, connection_id: str | None = None) -> CancelResult:
         """Cancel (cause ``user_canceled``, R40) or pause (``paused``, R41) a task.
 
         A task running here is cancelled (``cancelled`` is False when it was already
@@ -172,12 +192,20 @@ class Commands:
         stale cancel (SPEC §7), never an error: a cancel records a ``canceled`` event
         in the named session and answers ``stale``; a pause has nothing to stop and
         records nothing. Without a session (a ``cancel`` frame may omit it) nothing
-        can be recorded.
+        can be recorded. Without ``connection_id`` (HTTP) a task running on another
+        daemon of the cluster is cancelled there (issue 21); a connection's own runs
+        are always here.
         """
         task_hash = check_task_hash(frame.task_hash)
         session_id = check_session_id(frame.session_id) if frame.session_id else None
         engine = self.engine
         if engine.find_run(task_hash, session_id) is None:
+            if self.cluster is not None and connection_id is None and session_id is not None:
+                elsewhere = await self.cluster.control.cancel(
+                    session_id, task_hash, pause=frame.pause
+                )
+                if elsewhere is not None:
+                    return CancelResult(cancelled=elsewhere)
             if frame.pause:
                 return CancelResult(cancelled=False)
             if session_id is not None:
@@ -191,13 +219,27 @@ class Commands:
 
     # ------------------------------------------------------------------ asks
 
-    async def reply(self, frame: Reply, *, authorize: Authorize) -> None:
+    async def reply(
+        self, frame: Reply, *, authorize: Authorize, sessions: Collection[str] = ()
+    ) -> None:
         """Answer one ask (R1, R8 B, R11). The id is checked first (`BadRequest`), then
         whether the ask is still open (`AlreadyResolved`), then the transport's
-        ``authorize``; a reply to a parked question resumes its task (R37 applies)."""
+        ``authorize``; a reply to a parked question resumes its task (R37 applies).
+
+        An ask of a task on another daemon (issue 21) is answered there: one shown
+        here through a listener after ``authorize``, any other only when it belongs
+        to one of ``sessions`` (those the caller may answer unshown: the session an
+        HTTP path names, the sessions a connection subscribed to)."""
         entry = self.engine.registry.get(check_ask_id(frame.id))
         if entry is None or entry.resolved:
-            raise AlreadyResolved(f"ask {frame.id} is already resolved or gone")
+            if self.cluster is None:
+                raise AlreadyResolved(f"ask {frame.id} is already resolved or gone")
+            shown = self.cluster.asks.shown(frame.id)
+            via = authorize(shown) if shown is not None else None
+            if via is None and not sessions:
+                raise AlreadyResolved(f"ask {frame.id} is already resolved or gone")
+            await self.cluster.asks.answer(frame.id, frame, via=via, sessions=sessions)
+            return
         by = authorize(entry)
         await self.engine.answer(frame.id, AskReply.from_wire(frame), by=by)
 

@@ -61,6 +61,7 @@ from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
+from engine.server.cluster import open_cluster
 from engine.server.sockets import abort_connections
 from engine.server.startup import STARTUP_EXIT, startup_message
 from engine.server.ws import CLOSE_TIMEOUT_S
@@ -315,7 +316,8 @@ async def open_server(
     app = create_app(ctx)
     stop = trio.Event()
     served = trio.Event()
-    async with trio.open_nursery() as nursery:
+    async with open_cluster(engine) as cluster, trio.open_nursery() as nursery:
+        ctx.commands.cluster = cluster
         binds: list[str] = await nursery.start(_serve_hypercorn, app, host, port, stop, served)
         bound = urlsplit(binds[0]).port
         assert bound is not None, binds

@@ -38,6 +38,7 @@ from starlette.responses import Response, StreamingResponse
 from engine.causes import Cause
 from engine.ids import check_session_id
 from engine.nursery_tasks import cancel_scope
+from engine.server.cluster import attached_events
 from engine.server.context import ServerContext
 from engine.sessions import SlowConsumer, Subscription
 from protocol.codec import unstructure
@@ -64,28 +65,27 @@ async def event_stream(ctx: ServerContext, session_id: str) -> AsyncIterator[str
     session = engine.session(session_id)
     ctx.streams += 1
     try:
-        with (
-            engine.registry.listen(
-                "", match=lambda request: request.session_id == session_id, passive=True
-            ),
-            session.hub.subscribe(replay=True) as subscription,
-        ):
-            yield ": subscribed\n\n"
-            while True:
-                try:
-                    item = await _next_item(subscription, ctx.closing)
-                except* SlowConsumer as group:
-                    item = f": dropped: {group.exceptions[0]}\n\n"
-                if isinstance(item, str) and item.startswith(": dropped"):
-                    yield item
-                    return
-                if item is _CLOSING:
-                    return
-                if item is _QUIET:
-                    yield ": keepalive\n\n"
-                    continue
-                assert isinstance(item, tuple)
-                yield format_event(item[1], item[0])
+        async with attached_events(ctx.commands.cluster, session_id):
+            with (
+                engine.registry.listen("", session_id=session_id, passive=True),
+                session.hub.subscribe(replay=True) as subscription,
+            ):
+                yield ": subscribed\n\n"
+                while True:
+                    try:
+                        item = await _next_item(subscription, ctx.closing)
+                    except* SlowConsumer as group:
+                        item = f": dropped: {group.exceptions[0]}\n\n"
+                    if isinstance(item, str) and item.startswith(": dropped"):
+                        yield item
+                        return
+                    if item is _CLOSING:
+                        return
+                    if item is _QUIET:
+                        yield ": keepalive\n\n"
+                        continue
+                    assert isinstance(item, tuple)
+                    yield format_event(item[1], item[0])
     finally:
         ctx.streams -= 1
 

@@ -66,6 +66,7 @@ from engine.pending import (
 )
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
+from engine.server.cluster import attached_events
 from engine.server.commands import Commands
 from engine.server.context import ServerContext
 from engine.server.ws_frames import (
@@ -371,7 +372,7 @@ class Connection:
             return listener
 
         try:
-            await self.commands.reply(frame, authorize=authorize)
+            await self.commands.reply(frame, authorize=authorize, sessions=self.subscribed)
         except AlreadyResolved:
             self.shown.pop(frame.id, None)
             raise
@@ -487,19 +488,18 @@ class Connection:
         engine = self.engine
         self.subscribed.add(session_id)
         try:
-            with (
-                engine.registry.listen(
-                    "", match=lambda request: request.session_id == session_id, passive=True
-                ),
-                engine.session(session_id).hub.subscribe(replay=True) as subscription,
-            ):
-                if ack is not None:
-                    await self.send(ack)
-                task_status.started()
-                async for task_hash, event in subscription:
-                    await self.send(
-                        EventFrame(session_id=session_id, task_hash=task_hash, event=event)
-                    )
+            async with attached_events(self.commands.cluster, session_id):
+                with (
+                    engine.registry.listen("", session_id=session_id, passive=True),
+                    engine.session(session_id).hub.subscribe(replay=True) as subscription,
+                ):
+                    if ack is not None:
+                        await self.send(ack)
+                    task_status.started()
+                    async for task_hash, event in subscription:
+                        await self.send(
+                            EventFrame(session_id=session_id, task_hash=task_hash, event=event)
+                        )
         finally:
             self.subscribed.discard(session_id)
 

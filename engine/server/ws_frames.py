@@ -14,11 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from engine.pending import Entry, Verified
+from engine.server.ask_frames import ask_frame, verify_frame
 from engine.server.commands import Commands
 from protocol.frames import (
     AllowedList,
-    Ask,
     BackgroundCancel,
     Cancel,
     ClientFrame,
@@ -31,7 +30,6 @@ from protocol.frames import (
     PendingList,
     ServerFrame,
     Steer,
-    Verify,
 )
 
 __all__ = [
@@ -64,9 +62,9 @@ async def answer_command(
     it, if any. Engine errors propagate: the caller reports them."""
     match frame:
         case Cancel():
-            commands.cancel(frame, connection_id=connection_id)  # R46
+            await commands.cancel(frame, connection_id=connection_id)  # R46
         case Steer():
-            commands.steer(frame)
+            await commands.steer(frame)
         case BackgroundCancel():
             commands.cancel_leg(frame)
         case ListPending(session_id=session_id, origin=origin, request_id=request_id):
@@ -117,25 +115,3 @@ def ref_of_frame(frame: ClientFrame) -> str:
         if isinstance(ref, str):
             return ref[:MAX_REF]
     return ""
-
-
-def ask_frame(entry: Entry) -> Ask:
-    """The ``ask`` frame a front-end is shown for a registry entry."""
-    request = entry.request
-    return Ask(
-        id=entry.id,
-        kind=request.kind,
-        session_id=request.session_id,
-        task_hash=request.task_hash,
-        tool_name=request.tool_name,
-        tool_args=dict(request.tool_args),
-        questions=list(request.questions),
-        restricted=request.restricted,
-        need_password=request.need_password,
-        subagent=request.subagent,
-    )
-
-
-def verify_frame(notice: Verified) -> Verify:
-    """The ``verify`` frame (R7) of the registry's password-check notice."""
-    return Verify(id=notice.entry_id, ok=notice.ok, error=notice.error)

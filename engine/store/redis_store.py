@@ -197,6 +197,17 @@ class RedisStore:
         return f"<RedisStore prefix={self._prefix!r} {state}>"
 
     @property
+    def client(self) -> coredis.Redis[str]:
+        """The coredis client: the daemons' message bus (`engine.server.peers`) runs
+        on the store's own pool."""
+        return self._client
+
+    async def request(self, op: str, request: Callable[[], Awaitable[Any]]) -> Any:
+        """Await one Redis request of someone else's (the message bus); its failures
+        become `StoreError`, like the store's own."""
+        return await self._call(op, request)
+
+    @property
     def prefix(self) -> str:
         return self._prefix
 

@@ -1,0 +1,288 @@
+"""Daemons that share one Redis: who is alive, and a request/answer bus (issue 21).
+
+Several daemons on one Redis store (same URL and prefix, docs/deployment.md) serve the
+same sessions. The store already makes a resume's claim atomic across them (R37); what
+lives in one daemon's memory -- the runs it executes, the questions they wait on, the
+front-ends connected to it -- is reached from the others through this bus, on Redis
+pub/sub under the store's prefix:
+
+- ``<prefix>bus``, read by every daemon: heartbeats, goodbyes, and requests whose
+  target is not known (a cancel of a task that runs *somewhere*);
+- ``<prefix>bus:<daemon id>``, read by that daemon alone: what is meant for it.
+
+**Liveness.** Every daemon broadcasts a `Heartbeat` every `HEARTBEAT_S` (with its
+routable listeners, `engine.server.peer_asks`) and a `Goodbye` when it stops. A peer
+not heard from for `PEER_TIMEOUT_S` is dead: whatever depended on it is torn down the
+way a closed connection is (its listeners' asks fail closed, its tasks' asks are
+withdrawn). A Redis outage looks like every peer dying at once, which is the safe
+reading: nothing is ever approved because a message was lost.
+
+**Requests** (`request`) are broadcast or sent to one daemon and wait for one
+`PeerAnswer` per daemon asked, at most `REQUEST_TIMEOUT_S`; a daemon that does not
+answer in time counts as "not found there". Pub/sub delivers at most once, so a
+request may be lost but is never carried out twice by the bus.
+
+The bus is owned by the server (`engine.server.lifecycle.open_server` runs `run` in
+its nursery) and starts no task outside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final, Protocol
+
+import attrs
+import trio
+
+from engine.store.base import StoreError
+from protocol.cluster import (
+    Goodbye,
+    Heartbeat,
+    PeerAnswer,
+    PeerListener,
+    PeerMessage,
+    decode_peer_message,
+    encode_peer_message,
+)
+
+__all__ = [
+    "HEARTBEAT_S",
+    "PEER_TIMEOUT_S",
+    "REQUEST_TIMEOUT_S",
+    "BusStore",
+    "Peers",
+    "PeersStatistics",
+]
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two heartbeats of a daemon.
+HEARTBEAT_S: Final = 1.0
+#: A peer not heard from for this long is taken for dead (a few lost heartbeats).
+PEER_TIMEOUT_S: Final = 4.0
+#: How long a request waits for its answers.
+REQUEST_TIMEOUT_S: Final = 3.0
+
+
+class BusStore(Protocol):
+    """What the bus needs of the Redis store (`engine.store.redis_store.RedisStore`)."""
+
+    @property
+    def client(self) -> Any: ...
+
+    @property
+    def prefix(self) -> str: ...
+
+    async def request(self, op: str, request: Callable[[], Awaitable[Any]]) -> Any: ...
+
+
+@attrs.frozen
+class PeersStatistics:
+    """``/v1/health``'s view of the bus: this daemon's id and the peers alive now."""
+
+    daemon: str
+    peers: list[str]
+    sent_total: int
+    received_total: int
+    send_failures_total: int
+
+
+@attrs.define
+class _Waiting:
+    """A request's answers so far, and the daemons it still waits for."""
+
+    expecting: set[str]
+    answers: list[PeerAnswer] = attrs.field(factory=list)
+    done: trio.Event = attrs.field(factory=trio.Event)
+
+
+Handler = Callable[[PeerMessage], Awaitable[None]]
+
+
+class Peers:
+    """This daemon's end of the bus (see the module docstring)."""
+
+    def __init__(self, store: BusStore, *, clock: Callable[[], float] = trio.current_time) -> None:
+        self.id = secrets.token_hex(8)
+        self._store = store
+        self._clock = clock
+        self._bus = f"{store.prefix}bus"
+        self._own = f"{store.prefix}bus:{self.id}"
+        self._last_seen: dict[str, float] = {}
+        self._waiting: dict[str, _Waiting] = {}
+        self._handlers: dict[type[Any], Handler] = {}
+        #: Called with the routable listeners to put in each heartbeat.
+        self.listeners: Callable[[], list[PeerListener]] = list
+        #: Called with a peer's id when it joins / when it is gone (timeout, goodbye).
+        self.on_peer_heartbeat: Callable[[Heartbeat], None] = lambda _: None
+        self.on_peer_gone: Callable[[str], None] = lambda _: None
+        self._nursery: trio.Nursery | None = None
+        self._sent = 0
+        self._received = 0
+        self._send_failures = 0
+
+    # ------------------------------------------------------------------ wiring
+
+    def handle(self, kind: type[Any], handler: Handler) -> None:
+        """Run ``handler`` (in the bus's nursery) for every ``kind`` message received."""
+        self._handlers[kind] = handler
+
+    @property
+    def alive(self) -> list[str]:
+        """The peers heard from within `PEER_TIMEOUT_S` (this daemon not included)."""
+        return sorted(self._last_seen)
+
+    def statistics(self) -> PeersStatistics:
+        return PeersStatistics(
+            daemon=self.id,
+            peers=self.alive,
+            sent_total=self._sent,
+            received_total=self._received,
+            send_failures_total=self._send_failures,
+        )
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self, *, task_status: trio.TaskStatus[Peers] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read the bus and keep the heartbeats going until cancelled; at the end, say
+        goodbye (best effort, shielded for at most a second)."""
+        client = self._store.client
+        async with (
+            client.pubsub(
+                channels=[self._bus, self._own], ignore_subscribe_messages=True
+            ) as pubsub,
+            trio.open_nursery() as nursery,
+        ):
+            self._nursery = nursery
+            nursery.start_soon(self._beat)
+            nursery.start_soon(self._sweep)
+            task_status.started(self)
+            try:
+                while True:
+                    message = await pubsub.get_message(ignore_subscribe_messages=True)
+                    if message is not None and message.get("type") in ("message", "pmessage"):
+                        self._receive(message["data"])
+            finally:
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await self._publish(self._bus, Goodbye(sender=self.id))
+
+    def _receive(self, data: Any) -> None:
+        try:
+            message = decode_peer_message(data)
+        except ValueError as exc:
+            log.warning("ignored a message on the daemons' bus: %s", exc)
+            return
+        sender = message.sender
+        if sender == self.id:
+            return
+        self._received += 1
+        if isinstance(message, Goodbye):
+            self._forget(sender)
+            return
+        self._last_seen[sender] = self._clock()
+        if isinstance(message, Heartbeat):
+            self.on_peer_heartbeat(message)
+            return
+        if isinstance(message, PeerAnswer):
+            waiting = self._waiting.get(message.request_id)
+            if waiting is not None and sender in waiting.expecting:
+                waiting.expecting.discard(sender)
+                waiting.answers.append(message)
+                if message.found or not waiting.expecting:
+                    waiting.done.set()
+            return
+        handler = self._handlers.get(type(message))
+        if handler is not None and self._nursery is not None:
+            self._nursery.start_soon(self._handle, handler, message)
+
+    async def _handle(self, handler: Handler, message: PeerMessage) -> None:
+        """Run one handler: what a peer sends can fail its own request, never this
+        daemon (R71 between daemons), so an unexpected error is logged, not raised."""
+        try:
+            await handler(message)
+        except Exception:
+            log.exception("a %s from daemon %s failed", type(message).TYPE, message.sender)
+
+    def _forget(self, daemon: str) -> None:
+        if self._last_seen.pop(daemon, None) is not None:
+            log.info("daemon %s left the bus", daemon)
+        for waiting in self._waiting.values():
+            if daemon in waiting.expecting:
+                waiting.expecting.discard(daemon)
+                if not waiting.expecting:
+                    waiting.done.set()
+        self.on_peer_gone(daemon)
+
+    async def _beat(self) -> None:
+        while True:
+            await self._publish(self._bus, Heartbeat(sender=self.id, listeners=self.listeners()))
+            await trio.sleep(HEARTBEAT_S)
+
+    async def _sweep(self) -> None:
+        """Forget the peers gone quiet (apart from `_beat`, which a Redis that does not
+        answer may hold up to its reply timeout)."""
+        while True:
+            await trio.sleep(HEARTBEAT_S)
+            now = self._clock()
+            for daemon, seen in list(self._last_seen.items()):
+                if now - seen > PEER_TIMEOUT_S:
+                    log.warning("daemon %s stopped answering on the bus", daemon)
+                    self._forget(daemon)
+
+    # ------------------------------------------------------------------ sending
+
+    def channel_of(self, daemon: str) -> str:
+        return f"{self._store.prefix}bus:{daemon}"
+
+    async def send(self, daemon: str, message: PeerMessage) -> bool:
+        """Publish ``message`` to ``daemon`` alone; False when Redis did not take it."""
+        return await self._publish(self.channel_of(daemon), message)
+
+    async def _publish(self, channel: str, message: PeerMessage) -> bool:
+        text = encode_peer_message(message)
+        client = self._store.client
+        try:
+            await self._store.request("bus", lambda: client.publish(channel, text))
+        except StoreError as exc:
+            self._send_failures += 1
+            log.debug("bus message not sent: %s", exc)
+            return False
+        self._sent += 1
+        return True
+
+    async def answer(self, to: str, answer: PeerAnswer) -> None:
+        """Send a request's answer back to the daemon that asked."""
+        await self.send(to, answer)
+
+    async def request(
+        self,
+        make: Callable[[str], PeerMessage],
+        *,
+        to: Sequence[str] | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> list[PeerAnswer]:
+        """Send the message ``make(request_id)`` to daemons ``to`` (broadcast to every
+        live peer when None) and return their answers: as soon as one is ``found``,
+        or once all answered, or at the timeout (those not heard from are left out).
+        No peers: no answers, at once."""
+        targets = set(self.alive if to is None else to) - {self.id}
+        if not targets:
+            return []
+        request_id = secrets.token_hex(8)
+        waiting = _Waiting(expecting=set(targets))
+        self._waiting[request_id] = waiting
+        try:
+            message = make(request_id)
+            if to is None:
+                sent = await self._publish(self._bus, message)
+            else:
+                sent = all([await self.send(daemon, message) for daemon in targets])
+            if not sent:
+                return list(waiting.answers)
+            with trio.move_on_after(timeout_s):
+                await waiting.done.wait()
+            return list(waiting.answers)
+        finally:
+            del self._waiting[request_id]
