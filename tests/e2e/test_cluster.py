@@ -328,3 +328,39 @@ async def test_the_daemons_find_each_other_again_after_redis_restarts(
                 await script.reply(ask.id, approve=True)
                 assert await _wait_status(a, "chat-back", sent.json()["task_hash"]) == "finished"
     assert made.exists()
+
+
+async def test_a_parked_question_is_answered_through_another_daemon_and_resumes(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """R11, R37, R83: a ``chat-`` task on A parks on ``ask_user``; its question is
+    offered to a listener on B, whose answer resumes the task (on A) exactly once: it
+    finishes into history, and the task is no longer resumable anywhere."""
+    with _daemons(tmp_path, redis_url, "ab") as (a, b):
+        async with _connect(b) as script:
+            listener = await script.listen("chat-")
+            with trio.fail_after(DEADLINE_S):
+                await _wait_cluster(a, peers=1, proxies=1)
+                sent = await _send(a, "chat-parked", "ask: Which branch? | main, release")
+                parked = sent.json()["task_hash"]
+                ask = await _next_ask(listener)
+                assert (ask.kind, ask.task_hash) == ("ask_user", parked)
+                assert (ask.questions[0].text, ask.questions[0].options) == (
+                    "Which branch?",
+                    ["main", "release"],
+                )
+                await script.reply(ask.id, answers=["release"])
+                while True:
+                    finished = [
+                        task_hash
+                        for task_hash, status in (await _history(b, "chat-parked")).items()
+                        if status == "finished"
+                    ]
+                    if finished:
+                        break
+                    await trio.sleep(0.05)
+        async with _client(b) as http:
+            listed = (await http.get("/v1/session/chat-parked/task")).json()["tasks"]
+            record = (await http.get(f"/v1/session/chat-parked/task/{finished[0]}/history")).json()
+        assert listed == []
+        assert "release" in record["content"]

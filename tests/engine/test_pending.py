@@ -606,3 +606,38 @@ def test_reply_repr_hides_password() -> None:
     reply = AskReply(approve=True, password="hunter2")
     assert "hunter2" not in repr(reply)
     assert reply.password == "hunter2"
+
+
+async def test_a_session_listener_counts_only_for_its_session() -> None:
+    """R4, R8 B: a passive listener of one session (a subscriber) counts for that
+    session's asks and no other's, and never takes one."""
+    registry = PendingRegistry()
+    subscriber = registry.listen("", session_id="chat-a", passive=True)
+    assert registry.has_listener("chat-", request("chat-a"))
+    assert not registry.has_listener("chat-", request("chat-b"))
+    assert not registry.has_listener("chat-", request("chat-ab"))
+    registry.offer_parked(request("chat-a"))
+    assert registry.pick_next(subscriber) is None
+
+
+async def test_posted_notices_come_first_in_order_and_not_after_close() -> None:
+    """R1, R3 across daemons: notices posted to a listener (an ask of another
+    daemon's task, then what became of it) come out in order, before any entry of
+    this registry; a closed listener takes none."""
+    registry = PendingRegistry()
+    listener = registry.listen("chat-")
+    registry.offer_parked(request("chat-local"))
+    elsewhere = Entry(request=request("chat-remote"), parked=True)
+    listener.post(Offered(elsewhere))
+    listener.post(Withdrawn(elsewhere.id, "task canceled"))
+    first = await listener.next_notice()
+    assert isinstance(first, Offered)
+    assert first.entry is elsewhere
+    assert await listener.next_notice() == Withdrawn(elsewhere.id, "task canceled")
+    local = await listener.next_notice()
+    assert isinstance(local, Offered)
+    assert local.entry.request.session_id == "chat-local"
+    listener.close()
+    listener.post(Withdrawn("x" * 32, "late"))
+    with pytest.raises(trio.ClosedResourceError):
+        await listener.next_notice()
