@@ -61,7 +61,7 @@ log = logging.getLogger(__name__)
 #: Seconds between two heartbeats of a daemon.
 HEARTBEAT_S: Final = 1.0
 #: A peer not heard from for this long is taken for dead (a few lost heartbeats).
-PEER_TIMEOUT_S: Final = 4.0
+PEER_TIMEOUT_S: Final = 5.0
 #: How long a request waits for its answers.
 REQUEST_TIMEOUT_S: Final = 3.0
 
