@@ -46,7 +46,6 @@ from protocol.cluster import (
     AskShown,
     AskVerified,
     Heartbeat,
-    PeerAnswer,
     PeerListener,
     PeerMessage,
 )
@@ -275,39 +274,20 @@ class PeerAsks:
 
     async def _on_answer(self, message: AnswerAsk) -> None:
         """Resolve one of our asks for a peer, and say how it went."""
-        me = self._peers.id
         ask_id = message.reply.id
         entry = self._registry.get(ask_id)
         if entry is None or entry.resolved:
-            if message.listener:  # sent to us as the ask's daemon: say it is gone
-                answer = PeerAnswer(
-                    sender=me,
-                    request_id=message.request_id,
-                    found=True,
-                    code=AlreadyResolved.code,
-                    message=f"ask {ask_id} is already resolved or gone",
-                )
-                await self._peers.answer(message.sender, answer)
-            else:
-                await self._peers.answer(
-                    message.sender,
-                    PeerAnswer(sender=me, request_id=message.request_id, found=False),
-                )
+            # Sent to us as the ask's daemon (``listener`` set): say it is gone.
+            gone = AlreadyResolved(f"ask {ask_id} is already resolved or gone")
+            await self._peers.answer(message, found=bool(message.listener), error=gone)
             return
         try:
             by = self._answerer(message, entry)
             await self._engine.answer(ask_id, AskReply.from_wire(message.reply), by=by)
         except AgentrioError as exc:
-            answer = PeerAnswer(
-                sender=me,
-                request_id=message.request_id,
-                found=True,
-                code=exc.code,
-                message=str(exc),
-            )
+            await self._peers.answer(message, found=True, error=exc)
         else:
-            answer = PeerAnswer(sender=me, request_id=message.request_id, found=True, ok=True)
-        await self._peers.answer(message.sender, answer)
+            await self._peers.answer(message, found=True)
 
     def _answerer(self, message: AnswerAsk, entry: Entry) -> Listener | None:
         """Who answers: the proxy of the listener it was shown through, or nobody (an

@@ -67,34 +67,17 @@ class PeerControl:
     async def _on_control(self, message: PeerMessage) -> None:
         assert isinstance(message, Control)
         engine = self._engine
-        me = self._peers.id
-        run = engine.find_run(message.task_hash, message.session_id)
-        if run is None:
-            answer = PeerAnswer(sender=me, request_id=message.request_id, found=False)
-        else:
-            try:
-                cancelled = False
-                if message.op == "steer":
-                    engine.steer(message.session_id, message.task_hash, message.text)
-                else:
-                    cause = Cause.PAUSED if message.op == "pause" else Cause.USER_CANCELED
-                    cancelled = engine.cancel(
-                        message.task_hash, cause, session_id=message.session_id
-                    )
-            except AgentrioError as exc:
-                answer = PeerAnswer(
-                    sender=me,
-                    request_id=message.request_id,
-                    found=True,
-                    code=exc.code,
-                    message=str(exc),
-                )
+        if engine.find_run(message.task_hash, message.session_id) is None:
+            await self._peers.answer(message, found=False)
+            return
+        try:
+            cancelled = False
+            if message.op == "steer":
+                engine.steer(message.session_id, message.task_hash, message.text)
             else:
-                answer = PeerAnswer(
-                    sender=me,
-                    request_id=message.request_id,
-                    found=True,
-                    ok=True,
-                    cancelled=cancelled,
-                )
-        await self._peers.answer(message.sender, answer)
+                cause = Cause.PAUSED if message.op == "pause" else Cause.USER_CANCELED
+                cancelled = engine.cancel(message.task_hash, cause, session_id=message.session_id)
+        except AgentrioError as exc:
+            await self._peers.answer(message, found=True, error=exc)
+        else:
+            await self._peers.answer(message, found=True, cancelled=cancelled)

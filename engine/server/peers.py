@@ -36,8 +36,11 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
+from engine.errors import AgentrioError
 from engine.store.base import StoreError
 from protocol.cluster import (
+    AnswerAsk,
+    Control,
     Goodbye,
     Heartbeat,
     PeerAnswer,
@@ -252,9 +255,28 @@ class Peers:
         self._sent += 1
         return True
 
-    async def answer(self, to: str, answer: PeerAnswer) -> None:
-        """Send a request's answer back to the daemon that asked."""
-        await self.send(to, answer)
+    async def answer(
+        self,
+        request: AnswerAsk | Control,
+        *,
+        found: bool,
+        error: AgentrioError | None = None,
+        cancelled: bool = False,
+    ) -> None:
+        """Answer ``request`` to the daemon that sent it: not ``found`` here, or found
+        and done (``cancelled`` for a cancel that stopped its task), or found and
+        refused with ``error`` (its code and message travel; the asker raises the
+        same class, `engine.errors.error_of`)."""
+        answer = PeerAnswer(
+            sender=self.id,
+            request_id=request.request_id,
+            found=found,
+            ok=found and error is None,
+            cancelled=cancelled,
+            code=error.code if error is not None else "",
+            message=str(error) if error is not None else "",
+        )
+        await self.send(request.sender, answer)
 
     async def request(
         self,
