@@ -27,7 +27,7 @@ from engine.nursery_tasks import cancel_scope
 from engine.server.peer_asks import PeerAsks
 from engine.server.peer_control import PeerControl
 from engine.server.peer_events import PeerEvents
-from engine.server.peers import BusStore, Peers
+from engine.server.peers import BusKey, BusStore, Peers
 
 __all__ = ["Cluster", "ClusterStatistics", "attached_events", "open_cluster"]
 
@@ -79,17 +79,18 @@ class ClusterStatistics:
 
 
 @asynccontextmanager
-async def open_cluster(engine: Engine) -> AsyncIterator[Cluster | None]:
+async def open_cluster(engine: Engine, *, token: str) -> AsyncIterator[Cluster | None]:
     """The cluster part of a daemon on a Redis store, running until the block exits
     (then cancelled with cause ``shutdown``, after a goodbye to the peers); None on
-    any other store. Entering does not wait for Redis: the bus connects (and
-    reconnects after an outage) in the background."""
+    any other store. ``token`` is the daemons' shared token, which keys the bus's
+    signatures (`engine.server.peers.BusKey`). Entering does not wait for Redis: the
+    bus connects (and reconnects after an outage) in the background."""
     store = engine.store
     if getattr(store, "backend", "") != "redis":
         yield None
         return
     bus_store = cast(BusStore, store)
-    peers = Peers(bus_store)
+    peers = Peers(bus_store, BusKey(token))
     cluster = Cluster(
         peers=peers,
         asks=PeerAsks(peers, engine),

@@ -316,7 +316,7 @@ async def open_server(
     app = create_app(ctx)
     stop = trio.Event()
     served = trio.Event()
-    async with open_cluster(engine) as cluster, trio.open_nursery() as nursery:
+    async with open_cluster(engine, token=token) as cluster, trio.open_nursery() as nursery:
         ctx.commands.cluster = cluster
         binds: list[str] = await nursery.start(_serve_hypercorn, app, host, port, stop, served)
         bound = urlsplit(binds[0]).port

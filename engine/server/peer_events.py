@@ -9,7 +9,8 @@ slow or absent Redis never slows a task down.
 
 A daemon with a subscriber of a session (SSE or WS ``subscribe``) reads that stream
 (`attached`): first the recent entries other daemons made (the replay), then, live,
-each new one, and hands them to the session's `EventHub` (`EventHub.inject`), which
+each new one -- if signed with the cluster's key (`engine.server.peers.BusKey`) --
+and hands them to the session's `EventHub` (`EventHub.inject`), which
 numbers them in its own sequence. So a subscriber sees, on whichever daemon it is
 connected to, its daemon's own events and every other daemon's, each once, with one
 increasing ``seq``. What it does not get is one global order: an event made elsewhere
@@ -119,7 +120,8 @@ class PeerEvents:
                     )
                     continue
                 key = self._prefix + session_id
-                fields = {"d": me, "t": task_hash, "e": text}
+                signed = self._peers.key.sign(f"{me} {task_hash} {text}")
+                fields = {"d": me, "t": task_hash, "e": signed}
                 try:
                     await self._store.request("relay", partial(self._append, client, key, fields))
                 except StoreError as exc:
@@ -181,13 +183,17 @@ class PeerEvents:
         if fields.get("d") == self._peers.id:
             return
         try:
-            event: Event = structure(json.loads(fields["e"]), Event)
+            signed = self._peers.key.open(str(fields["e"]))
+            daemon, task_hash, text = signed.split(" ", 2)
+            if (daemon, task_hash) != (fields.get("d"), fields.get("t")):
+                raise ValueError("its fields differ from what was signed")
+            event: Event = structure(json.loads(text), Event)
         except (KeyError, ValueError, TypeError) as exc:
             log.warning("ignored a relayed event of %s: %s", session_id, exc)
             return
         session = self._engine.sessions.get(session_id)
         if session is not None:
-            session.hub.inject(str(fields.get("t", "")), event)
+            session.hub.inject(task_hash, event)
             self.injected_total += 1
 
     async def _read(self) -> None:

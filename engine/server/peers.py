@@ -22,12 +22,20 @@ reading: nothing is ever approved because a message was lost.
 answer in time counts as "not found there". Pub/sub delivers at most once, so a
 request may be lost but is never carried out twice by the bus.
 
+**Signed.** Every message (and every relayed event, `engine.server.peer_events`) is
+signed with an HMAC-SHA256 keyed by the daemons' shared token (`BusKey`): a message
+whose signature does not verify is logged and ignored. So whoever can publish on the
+Redis but does not hold the token cannot answer an ask -- approve a command -- or show
+a person an event no daemon made. Daemons with different tokens do not hear each other.
+
 The bus is owned by the server (`engine.server.lifecycle.open_server` runs `run` in
 its nursery) and starts no task outside it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -54,6 +62,7 @@ __all__ = [
     "HEARTBEAT_S",
     "PEER_TIMEOUT_S",
     "REQUEST_TIMEOUT_S",
+    "BusKey",
     "BusStore",
     "Peers",
     "PeersStatistics",
@@ -79,6 +88,28 @@ class BusStore(Protocol):
     def prefix(self) -> str: ...
 
     async def request(self, op: str, request: Callable[[], Awaitable[Any]]) -> Any: ...
+
+
+class BusKey:
+    """Signs and checks what daemons send each other: ``<hex HMAC-SHA256> <text>``,
+    keyed by a hash of the daemons' token (the token itself never goes near Redis)."""
+
+    def __init__(self, token: str) -> None:
+        self._key = hashlib.sha256(b"agentrio bus v1\0" + token.encode()).digest()
+
+    def sign(self, text: str) -> str:
+        return f"{self._mac(text)} {text}"
+
+    def open(self, signed: str) -> str:
+        """The text of a signed message; `ValueError` when it is not signed with our
+        key (another cluster's, a forgery, or garbage)."""
+        mac, _, text = signed.partition(" ")
+        if not hmac.compare_digest(mac, self._mac(text)):
+            raise ValueError("bad signature (not signed with this cluster's token)")
+        return text
+
+    def _mac(self, text: str) -> str:
+        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
 
 
 @attrs.frozen
@@ -107,8 +138,11 @@ Handler = Callable[[PeerMessage], Awaitable[None]]
 class Peers:
     """This daemon's end of the bus (see the module docstring)."""
 
-    def __init__(self, store: BusStore, *, clock: Callable[[], float] = trio.current_time) -> None:
+    def __init__(
+        self, store: BusStore, key: BusKey, *, clock: Callable[[], float] = trio.current_time
+    ) -> None:
         self.id = secrets.token_hex(8)
+        self.key = key
         self._store = store
         self._clock = clock
         self._bus = f"{store.prefix}bus"
@@ -173,7 +207,7 @@ class Peers:
 
     def _receive(self, data: Any) -> None:
         try:
-            message = decode_peer_message(data)
+            message = decode_peer_message(self.key.open(str(data)))
         except ValueError as exc:
             log.warning("ignored a message on the daemons' bus: %s", exc)
             return
@@ -244,7 +278,7 @@ class Peers:
         return await self._publish(self.channel_of(daemon), message)
 
     async def _publish(self, channel: str, message: PeerMessage) -> bool:
-        text = encode_peer_message(message)
+        text = self.key.sign(encode_peer_message(message))
         client = self._store.client
         try:
             await self._store.request("bus", lambda: client.publish(channel, text))

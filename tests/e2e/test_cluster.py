@@ -16,18 +16,22 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import coredis
 import httpx
 import trio
 
 import agentrio
 from agentrio.handles import Listener, Subscription
+from engine.server.peers import BusKey
 from engine.testing import DaemonProcess
+from protocol.cluster import AnswerAsk, encode_peer_message
 from protocol.events import Done, SteerInjected, TaskStarted
-from protocol.frames import Ask, Withdrawn
-from tests.e2e.test_redis_store import _client, _history, _redis_home
+from protocol.frames import Ask, Reply, Withdrawn
+from tests.e2e.test_redis_store import PREFIX, _client, _history, _redis_home
 from tests.redis_server import RedisServer
 
 DEADLINE_S = 30
+TOKEN = "cluster-token-" + "7" * 32
 
 
 @contextmanager
@@ -35,6 +39,10 @@ def _daemons(
     tmp_path: Path, redis_url: str, names: str, config: str = ""
 ) -> Iterator[list[DaemonProcess]]:
     homes = [_redis_home(tmp_path / name, redis_url) for name in names]
+    for home in homes:  # one cluster, one token: it keys the bus's signatures
+        token = home / "token"
+        token.write_text(TOKEN, encoding="utf-8")
+        token.chmod(0o600)
     if config:
         for home in homes:
             with (home / "config.toml").open("a", encoding="utf-8") as file:
@@ -364,3 +372,45 @@ async def test_a_parked_question_is_answered_through_another_daemon_and_resumes(
             record = (await http.get(f"/v1/session/chat-parked/task/{finished[0]}/history")).json()
         assert listed == []
         assert "release" in record["content"]
+
+
+async def test_garbage_and_forgeries_on_the_bus_are_ignored(tmp_path: Path, redis_url: str) -> None:
+    """R71 and the gate between daemons: messages on the bus that are not signed with
+    the cluster's token -- garbage, an unknown type, and a well-formed approval of the
+    very ask a person is being shown, unsigned or signed with another token -- are
+    logged and ignored: the command is not run. The person's own approval then runs
+    it once."""
+    made = tmp_path / "made"
+    with _daemons(tmp_path, redis_url, "ab") as (a, b):
+        async with _connect(b) as script:
+            listener = await script.listen("chat-")
+            with trio.fail_after(DEADLINE_S):
+                await _wait_cluster(a, peers=1, proxies=1)
+                sent = await _send(a, "chat-noise", f"run: touch {made}")
+                ask = await _next_ask(listener)
+                approval = encode_peer_message(
+                    AnswerAsk(
+                        sender=(await _cluster(b))["daemon"],
+                        request_id="r",
+                        reply=Reply(id=ask.id, approve=True),
+                        sessions=["chat-noise"],
+                    )
+                )
+                async with coredis.Redis.from_url(redis_url, decode_responses=True) as redis:
+                    for text in (
+                        "not json",
+                        '{"type": "launch", "sender": "x"}',
+                        approval,
+                        BusKey("another cluster's token").sign(approval),
+                        BusKey(TOKEN).sign('{"type": "launch", "sender": "x"}'),
+                    ):
+                        assert await redis.publish(f"{PREFIX}bus", text) == 2
+                await trio.sleep(1.0)
+                assert not made.exists()
+                assert (await _history(a, "chat-noise")).get(sent.json()["task_hash"]) is None
+                await script.reply(ask.id, approve=True)
+                assert await _wait_status(a, "chat-noise", sent.json()["task_hash"]) == "finished"
+        assert made.exists()
+        log = (a.home / "stdout.log").read_text(encoding="utf-8")
+        assert log.count("ignored a message on the daemons' bus: bad signature") == 4
+        assert "unknown peer message type" in log
