@@ -19,22 +19,18 @@ the same disk. The phases alternate (SQLite, Redis, LangGraph, twice).
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypedDict
 
 import trio
 
-from bench.common import BenchArgs, BenchResult, Stats, main, profiling
+from bench.common import BenchArgs, BenchResult, Stats, main, profiling, redis_server
 from engine import Config, Engine, open_engine
 from engine.config import StoreConfig
-from tests.redis_server import RedisServer
 
-__all__ = ["langgraph_app", "redis_server", "run"]
+__all__ = ["langgraph_app", "run"]
 
 TARGET_RATIO = 0.4
 
@@ -104,21 +100,6 @@ async def _agentrio_cycle(engine: Engine, session_id: str) -> int:
     assert parked.status == "parked", parked
     assert finished.status == "finished", finished
     return elapsed
-
-
-@contextmanager
-def redis_server(directory: Path) -> Iterator[str | None]:
-    """A throwaway ``redis-server`` on loopback: its URL, None without the program."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        yield None
-        return
-    server = RedisServer(binary, directory)
-    server.start()
-    try:
-        yield server.url
-    finally:
-        server.stop()
 
 
 async def _agentrio_cycles(

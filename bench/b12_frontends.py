@@ -1,4 +1,4 @@
-"""B10: the Telegram and Discord front-ends' added latency, from a platform message to
+"""B12: the Telegram and Discord front-ends' added latency, from a platform message to
 the task's first event, against a direct WebSocket ``run`` of the same message.
 
 One daemon subprocess; the real bots (``python -m agentrio.frontends.telegram`` and
@@ -45,7 +45,7 @@ TELEGRAM_TOKEN = "123:BENCH"
 DISCORD_TOKEN = "BENCH.DISCORD.TOKEN"
 MESSAGE = "hello"
 SESSIONS = {
-    "direct": "chat-b10",
+    "direct": "chat-b12",
     "telegram": f"tg-{USER}",
     "discord": f"dc-{dm_channel(USER)}",
 }
@@ -144,7 +144,7 @@ async def _measure(
             nonlocal serial
             serial += 1
             await sender.send(
-                Run(request_id=f"b10-{serial}", session_id=SESSIONS["direct"], input=MESSAGE)
+                Run(request_id=f"b12-{serial}", session_id=SESSIONS["direct"], input=MESSAGE)
             )
 
         async def via_telegram() -> None:
@@ -170,12 +170,12 @@ async def _measure(
 
 def run(args: BenchArgs) -> BenchResult:
     rounds = 5 if args.quick else 30
-    result = BenchResult("B10", "Front-ends: platform message → task's first event")
+    result = BenchResult("B12", "Front-ends: platform message → task's first event")
     telegram = FakeTelegram(TELEGRAM_TOKEN).start()
     discord = FakeDiscord(DISCORD_TOKEN).start()
     bots: list[subprocess.Popen[bytes]] = []
     try:
-        with tempfile.TemporaryDirectory(prefix="agentrio-b10-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="agentrio-b12-") as tmp:
             home = Path(tmp) / "home"
             with DaemonProcess(home, config=_config(telegram, discord)) as daemon:
                 daemon.wait_ready()

@@ -1,4 +1,4 @@
-"""B9: sends per second with one daemon against three daemons on one Redis.
+"""B11: sends per second with one daemon against three daemons on one Redis.
 
 A ``redis-server`` is started on a free loopback port (no persistence, as
 tests/redis_server.py starts it). One trial posts ``ask: Continue? | yes, no`` tasks
@@ -27,8 +27,7 @@ from pathlib import Path
 import httpx
 import trio
 
-from bench.b2_park_resume import redis_server
-from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
+from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main, redis_server
 from bench.load import health, send_many, wait_for
 
 __all__ = ["run"]
@@ -50,7 +49,7 @@ async def _trial(daemons: list[DaemonProcess], tasks: int) -> float:
 
     async def send_to(index: int, daemon: DaemonProcess) -> None:
         bodies: list[dict[str, object]] = [
-            {"session_id": f"chat-b9-{index}-{i % SESSIONS_PER_DAEMON}", "input": INPUT}
+            {"session_id": f"chat-b11-{index}-{i % SESSIONS_PER_DAEMON}", "input": INPUT}
             for i in range(share)
         ]
         async with httpx.AsyncClient(base_url=daemon.base_url, headers=daemon.headers) as client:
@@ -79,10 +78,10 @@ def _run_kind(home: Path, configs: list[str], tasks: int) -> float:
 
 def run(args: BenchArgs) -> BenchResult:
     tasks, trials = (300, 1) if args.quick else (1000, 3)
-    result = BenchResult("B9", "Sends per second: one daemon vs three daemons on one Redis")
+    result = BenchResult("B11", "Sends per second: one daemon vs three daemons on one Redis")
     rates: dict[str, list[float]] = {"one": [], "three": [], "sqlite": []}
     with (
-        tempfile.TemporaryDirectory(prefix="agentrio-b9-") as tmp,
+        tempfile.TemporaryDirectory(prefix="agentrio-b11-") as tmp,
         redis_server(Path(tmp) / "redis") as url,
     ):
         if url is None:
@@ -91,9 +90,9 @@ def run(args: BenchArgs) -> BenchResult:
         for trial in range(trials):
             base = Path(tmp) / f"t{trial}"
             rates["one"].append(
-                _run_kind(base / "one", [_store_config(url, f"b9-{trial}-one:")], tasks)
+                _run_kind(base / "one", [_store_config(url, f"b11-{trial}-one:")], tasks)
             )
-            shared = _store_config(url, f"b9-{trial}-three:")
+            shared = _store_config(url, f"b11-{trial}-three:")
             rates["three"].append(_run_kind(base / "three", [shared] * 3, tasks))
             rates["sqlite"].append(_run_kind(base / "sqlite", [""], tasks))
     # Stats works in nanoseconds-to-milliseconds; a rate's median is taken directly.
