@@ -34,7 +34,7 @@ def freeze_startup_heap() -> None:
     garbage collector's sight (`gc.freeze`), once per process.
 
     Those objects live as long as the process, yet every full (generation 2)
-    collection walks all of them: with the daemon's imports that is a 25-45 ms pause
+    collection walks all of them: with the daemon's imports that is a 25-55 ms pause
     in the middle of whatever task is running, every few hundred park/resume cycles
     (bench B2's p99). Frozen, a full collection walks only what was made since.
     Freezing is a constant-time list move, so it costs the start nothing; what
