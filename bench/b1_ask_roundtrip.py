@@ -77,6 +77,22 @@ async def _asgi_echo(websocket: WebSocket) -> None:
         await websocket.send_text(message["text"])
 
 
+async def _bare_asgi_echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """The echo as hypercorn calls an app, without starlette's request/route layers."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return
+    await receive()  # websocket.connect
+    await send({"type": "websocket.accept"})
+    while True:
+        message = await receive()
+        if message["type"] == "websocket.disconnect":
+            return
+        await send({"type": "websocket.send", "text": message["text"]})
+
+
 def _asgi_config() -> HypercornConfig:
     """Hypercorn as the daemon runs it (loopback, no access log)."""
     config = HypercornConfig()
@@ -89,7 +105,7 @@ def _asgi_config() -> HypercornConfig:
 async def _measure(
     home: Path, rounds: int, batch: int, profile: Path | None
 ) -> dict[str, list[int]]:
-    samples: dict[str, list[int]] = {"echo": [], "asgi": [], "ask": []}
+    samples: dict[str, list[int]] = {"echo": [], "asgi": [], "bare": [], "ask": []}
     payload = dumps(
         Ask(
             id="ask_0123456789abcdef",
@@ -110,11 +126,16 @@ async def _measure(
             partial(hypercorn.trio.serve, asgi_app, _asgi_config(), mode="asgi")  # type: ignore[arg-type]
         )
         asgi_url = asgi_binds[0].replace("http://", "ws://") + "/echo"
+        bare_binds: list[str] = await nursery.start(
+            partial(hypercorn.trio.serve, _bare_asgi_echo, _asgi_config(), mode="asgi")  # type: ignore[arg-type]
+        )
+        bare_url = bare_binds[0].replace("http://", "ws://") + "/echo"
         async with (
             open_server(engine, token=TOKEN) as server,
             open_frame_connection(server.ws_url, TOKEN) as conn,
             trio_websocket.open_websocket_url(echo_url) as echo,
             trio_websocket.open_websocket_url(asgi_url) as asgi,
+            trio_websocket.open_websocket_url(bare_url) as bare,
         ):
             listeners = engine.registry.statistics().listeners
             await conn.send(Listen(prefix=PREFIX))
@@ -149,11 +170,13 @@ async def _measure(
 
             await echo_batch(200, keep=False)  # warm-up
             await echo_batch(200, keep=False, ws=asgi, key="asgi")
+            await echo_batch(200, keep=False, ws=bare, key="bare")
             await ask_batch(200, keep=False)
             with profiling(profile):
                 for _ in range(rounds):
                     await echo_batch(batch, keep=True)
                     await echo_batch(batch, keep=True, ws=asgi, key="asgi")
+                    await echo_batch(batch, keep=True, ws=bare, key="bare")
                     await ask_batch(batch, keep=True)
             nursery.cancel_scope.cancel()
     return samples
@@ -164,7 +187,7 @@ def run(args: BenchArgs) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="agentrio-b1-") as tmp:
         samples = trio.run(_measure, Path(tmp), rounds, batch, args.profile)
     echo, ask = Stats.of_ns(samples["echo"]), Stats.of_ns(samples["ask"])
-    asgi = Stats.of_ns(samples["asgi"])
+    asgi, bare = Stats.of_ns(samples["asgi"]), Stats.of_ns(samples["bare"])
     ratio50, ratio99 = ask.p50 / echo.p50, ask.p99 / echo.p99
     result = BenchResult("B1", "Ask round trip over WebSocket vs trio-websocket echo")
     result.add(
@@ -183,16 +206,21 @@ def run(args: BenchArgs) -> BenchResult:
         f"≤ {TARGET_RATIO}×",
         ratio99 <= TARGET_RATIO,
     )
-    for name, stat in (("p50", "p50"), ("p99", "p99")):
-        value, base = getattr(asgi, stat), getattr(echo, stat)
-        result.add(
-            f"ASGI echo (hypercorn+starlette) {name}",
-            f"{value:.3f} ms",
-            f"echo {base:.3f} ms",
-            f"{value / base:.2f}×",
-        )
+    for label, stats in (
+        ("ASGI echo (hypercorn+starlette)", asgi),
+        ("bare ASGI echo (hypercorn)", bare),
+    ):
+        for name in ("p50", "p99"):
+            value, base = getattr(stats, name), getattr(echo, name)
+            result.add(
+                f"{label} {name}",
+                f"{value:.3f} ms",
+                f"echo {base:.3f} ms",
+                f"{value / base:.2f}×",
+            )
     result.notes.append(
-        f"{ask.n} asks, {echo.n} echoes and {asgi.n} ASGI echoes in alternating batches of "
+        f"{ask.n} asks, {echo.n} echoes, {asgi.n} ASGI echoes and {bare.n} bare ASGI echoes "
+        f"in alternating batches of "
         f"{batch}; in-process engine served by hypercorn/starlette, script client "
         "listening on a chat- prefix; the ASGI echo rows have no target: they show the "
         "server stack's own share"

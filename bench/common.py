@@ -20,6 +20,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -44,6 +45,7 @@ __all__ = [
     "main",
     "ms",
     "profiling",
+    "redis_server",
     "rss_mib",
 ]
 
@@ -234,6 +236,24 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
     return ticks / os.sysconf("SC_CLK_TCK")
+
+
+@contextmanager
+def redis_server(directory: Path) -> Iterator[str | None]:
+    """A throwaway ``redis-server`` on a free loopback port (tests/redis_server.py:
+    no persistence, data in ``directory``): its URL, None without the program."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    from tests.redis_server import RedisServer
+
+    server = RedisServer(binary, directory)
+    server.start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
 
 
 class DaemonProcess:

@@ -37,6 +37,8 @@ BENCHES = [
     ("B6", "bench.b6_double_resume"),
     ("B7", "bench.b7_cold_start"),
     ("B8", "bench.b8_sandbox"),
+    ("B11", "bench.b11_redis_daemons"),
+    ("B12", "bench.b12_frontends"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"

@@ -10,6 +10,7 @@ or a model of its own.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -24,7 +25,23 @@ from engine.store.base import Store
 from engine.tools.base import Services
 from engine.tools.sudo import PasswordVerifier, SudoVerifier
 
-__all__ = ["open_configured_store", "open_engine"]
+__all__ = ["freeze_startup_heap", "open_configured_store", "open_engine"]
+
+
+def freeze_startup_heap() -> None:
+    """Move what the process holds when its first engine is running -- the imported
+    modules, their classes and functions, the configuration -- out of the cyclic
+    garbage collector's sight (`gc.freeze`), once per process.
+
+    Those objects live as long as the process, yet every full (generation 2)
+    collection walks all of them: with the daemon's imports that is a 25-55 ms pause
+    in the middle of whatever task is running, every few hundred park/resume cycles
+    (bench B2's p99). Frozen, a full collection walks only what was made since.
+    Freezing is a constant-time list move, so it costs the start nothing; what
+    is frozen is never collected, which for startup state is what happens anyway
+    (a later engine in the same process, as in the tests, freezes nothing more)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
 
 
 @asynccontextmanager
@@ -121,6 +138,7 @@ async def _engine_with(
         async with trio.open_nursery() as nursery:
             engine = Engine(services, nursery, decision_model=decision_model)
             await engine.start_upkeep()
+            freeze_startup_heap()
             try:
                 yield engine
             finally:
