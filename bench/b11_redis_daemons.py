@@ -8,9 +8,10 @@ under 1,000 requests) and waits until every daemon is idle: every task has run t
 tasks per second over that whole span, first send to the last daemon idle.
 
 * **one daemon**: every send to the one daemon.
-* **three daemons**: three daemons with the same ``[store] url`` and ``prefix``, the
-  sends spread evenly over them, each daemon its own sessions (asks and events are
-  routed only to the daemon that runs a task, docs/deployment.md).
+* **three daemons**: three daemons with the same ``[store] url``, ``prefix`` and
+  token, so one cluster (docs/deployment.md): the sends spread evenly over them, each
+  daemon its own sessions; every daemon also relays its events to the sessions' Redis
+  streams and hears the others' heartbeats, as a real cluster does.
 * **SQLite** (informative): one daemon on its home's SQLite file, the same sends.
 
 Each trial uses a fresh prefix; the kinds alternate. On a 2-core machine three daemons
@@ -20,6 +21,7 @@ shared store costs (Lua scripts, one server) more than what more machines would 
 
 from __future__ import annotations
 
+import secrets
 import tempfile
 import time
 from pathlib import Path
@@ -66,7 +68,11 @@ async def _trial(daemons: list[DaemonProcess], tasks: int) -> float:
 
 
 def _run_kind(home: Path, configs: list[str], tasks: int) -> float:
-    daemons = [DaemonProcess(home / f"d{i}", config=config) for i, config in enumerate(configs)]
+    token = secrets.token_hex(16)
+    daemons = [
+        DaemonProcess(home / f"d{i}", config=config, token=token)
+        for i, config in enumerate(configs)
+    ]
     try:
         for daemon in daemons:
             daemon.wait_ready()

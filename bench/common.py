@@ -271,11 +271,15 @@ class DaemonProcess:
         profile: Path | None = None,
         config: str = "",
         python: str = sys.executable,
+        token: str = "",
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
         if config:
             (home / "config.toml").write_text(config)
+        if token:  # daemons of one cluster share it (docs/deployment.md)
+            (home / "token").write_text(token)
+            (home / "token").chmod(0o600)
         prefix = [python]
         if profile is not None:
             prefix += ["-m", "pyinstrument", "-r", "text", "-o", str(profile)]

@@ -53,6 +53,7 @@ class Cluster:
             bus_sent_total=bus.sent_total,
             bus_received_total=bus.received_total,
             bus_send_failures_total=bus.send_failures_total,
+            bus_rejected_total=bus.rejected_total,
             events_relayed_total=events.relayed_total,
             events_injected_total=events.injected_total,
             events_dropped_total=events.dropped_total,
@@ -72,6 +73,7 @@ class ClusterStatistics:
     bus_sent_total: int
     bus_received_total: int
     bus_send_failures_total: int
+    bus_rejected_total: int
     events_relayed_total: int
     events_injected_total: int
     events_dropped_total: int

@@ -37,6 +37,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import math
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol
@@ -76,6 +77,8 @@ HEARTBEAT_S: Final = 1.0
 PEER_TIMEOUT_S: Final = 5.0
 #: How long a request waits for its answers.
 REQUEST_TIMEOUT_S: Final = 3.0
+#: At most one log line per this many seconds about messages ignored (rejected).
+REJECTED_LOG_S: Final = 60.0
 
 
 class BusStore(Protocol):
@@ -121,6 +124,7 @@ class PeersStatistics:
     sent_total: int
     received_total: int
     send_failures_total: int
+    rejected_total: int
 
 
 @attrs.define
@@ -159,6 +163,8 @@ class Peers:
         self._sent = 0
         self._received = 0
         self._send_failures = 0
+        self._rejected = 0
+        self._quiet_until = -math.inf
 
     # ------------------------------------------------------------------ wiring
 
@@ -178,6 +184,7 @@ class Peers:
             sent_total=self._sent,
             received_total=self._received,
             send_failures_total=self._send_failures,
+            rejected_total=self._rejected,
         )
 
     # ------------------------------------------------------------------ running
@@ -209,7 +216,13 @@ class Peers:
         try:
             message = decode_peer_message(self.key.open(str(data)))
         except ValueError as exc:
-            log.warning("ignored a message on the daemons' bus: %s", exc)
+            self._rejected += 1
+            now = self._clock()
+            if now >= self._quiet_until:  # a daemon of another cluster beats every second
+                self._quiet_until = now + REJECTED_LOG_S
+                log.warning(
+                    "ignored a message on the daemons' bus: %s (%d so far)", exc, self._rejected
+                )
             return
         sender = message.sender
         if sender == self.id:
