@@ -56,6 +56,8 @@ STREAM_EVENT_BYTES: Final = 64 * 1024
 STREAM_TTL_S: Final = 3600
 #: Events waiting to be appended; past it the oldest are dropped (counted).
 OUTBOX_EVENTS: Final = 10_000
+#: Most events appended in one round trip.
+WRITE_BATCH: Final = 256
 #: Longest wait of one blocking read, in milliseconds (a newly attached session is
 #: read from the next read on).
 READ_BLOCK_MS: Final = 500
@@ -102,44 +104,58 @@ class PeerEvents:
         self._outbox_ready.set()
 
     async def _write(self) -> None:
+        """Append the outbox to the streams, up to `WRITE_BATCH` events a round trip
+        (one pipeline: the ``XADD``s, then one ``EXPIRE`` per session)."""
         client = self._store.client
-        me = self._peers.id
         while True:
             await self._outbox_ready.wait()
             self._outbox_ready = trio.Event()
             while self._outbox:
-                session_id, task_hash, event = self._outbox.popleft()
-                text = dumps(event)
-                if len(text) > STREAM_EVENT_BYTES:
-                    self.too_large_total += 1
-                    log.warning(
-                        "a %d-byte %s event of %s was not relayed to other daemons",
-                        len(text),
-                        type(event).KIND,
-                        session_id,
-                    )
+                batch = self._take_batch()
+                if not batch:
                     continue
-                key = self._prefix + session_id
-                signed = self._peers.key.sign(f"{me} {task_hash} {text}")
-                fields = {"d": me, "t": task_hash, "e": signed}
                 try:
-                    await self._store.request("relay", partial(self._append, client, key, fields))
+                    await self._store.request("relay", partial(self._append, client, batch))
                 except StoreError as exc:
-                    self.dropped_total += 1
-                    log.debug("event not relayed: %s", exc)
+                    self.dropped_total += len(batch)
+                    log.debug("events not relayed: %s", exc)
                     continue
-                self.relayed_total += 1
+                self.relayed_total += len(batch)
+
+    def _take_batch(self) -> list[tuple[str, dict[str, str]]]:
+        """The next events of the outbox as ``(stream key, fields)``, signed; an event
+        over `STREAM_EVENT_BYTES` is left out (logged and counted)."""
+        me = self._peers.id
+        batch: list[tuple[str, dict[str, str]]] = []
+        while self._outbox and len(batch) < WRITE_BATCH:
+            session_id, task_hash, event = self._outbox.popleft()
+            text = dumps(event)
+            if len(text) > STREAM_EVENT_BYTES:
+                self.too_large_total += 1
+                log.warning(
+                    "a %d-byte %s event of %s was not relayed to other daemons",
+                    len(text),
+                    type(event).KIND,
+                    session_id,
+                )
+                continue
+            signed = self._peers.key.sign(f"{me} {task_hash} {text}")
+            batch.append((self._prefix + session_id, {"d": me, "t": task_hash, "e": signed}))
+        return batch
 
     @staticmethod
-    async def _append(client: Any, key: str, fields: dict[str, str]) -> None:
-        await client.xadd(
-            key,
-            fields,
-            trim_strategy=PureToken.MAXLEN,
-            threshold=STREAM_ENTRIES,
-            trim_operator=PureToken.APPROXIMATELY,
-        )
-        await client.expire(key, STREAM_TTL_S)
+    async def _append(client: Any, batch: list[tuple[str, dict[str, str]]]) -> None:
+        async with client.pipeline(transaction=False) as pipe:
+            for key, fields in batch:
+                pipe.xadd(
+                    key,
+                    fields,
+                    trim_strategy=PureToken.MAXLEN,
+                    threshold=STREAM_ENTRIES,
+                    trim_operator=PureToken.APPROXIMATELY,
+                )
+            for key in {key for key, _ in batch}:
+                pipe.expire(key, STREAM_TTL_S)
 
     # ------------------------------------------------------------------ reading
 
