@@ -7,9 +7,10 @@ reads no clock but Trio's, so it is tested with a mock clock and plain byte stri
 
 Semantics, with the defaults of ``[background]`` in config:
 
-- A **hit** is a line containing a keyword, compared case-insensitively. A line is
-  checked once: as soon as it (or its unfinished part) contains a keyword; a line that
-  ends later is not counted a second time. Hits while a report is pending join it.
+- A **hit** is a line containing a keyword, compared case-insensitively (both lower-cased
+  with `str.lower`, on the output decoded as UTF-8). A line is checked once: as soon as
+  it (or its unfinished part) contains a keyword; a line that ends later is not counted
+  a second time. Hits while a report is pending join it.
 - A pending hit becomes a report once output **settles**: ``settle_s`` (2 s) without new
   output, but at most ``max_settle_s`` (10 s) after the hit, so a command that never
   goes quiet is still reported.
@@ -27,17 +28,27 @@ Semantics, with the defaults of ``[background]`` in config:
   hit is reported.
 - `Watcher.close` (the command ended) ends `run`; a hit still pending then is dropped:
   the leg's final report carries the output anyway.
+
+How a chunk is looked at: plain ASCII output (the bulk of what commands print) is never
+decoded. One case-less multi-keyword search (`AsciiKeywords`, Hyperscan) runs over the
+unfinished line and the new bytes together, and only the lines around its hits are cut
+out and decoded; for ASCII text that gives exactly the hits of lower-casing each line.
+Anything else -- a non-ASCII byte, a character split across chunks -- goes through the
+decoded path, slice by slice, where ``str.lower`` decides (some non-ASCII characters
+lower-case to ASCII letters, e.g. the Kelvin sign to ``k``).
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Protocol
 
 import attrs
+import hyperscan
 import trio
 
 from engine.models.base import Message, Model, ModelError
@@ -45,11 +56,13 @@ from engine.models.base import Message, Model, ModelError
 __all__ = [
     "CHECK_TIMEOUT_S",
     "REPORT_KEEP_BYTES",
+    "AsciiKeywords",
     "Checker",
     "DecisionCheck",
     "Verdict",
     "WatchReport",
     "Watcher",
+    "ascii_keywords",
     "latest_output",
 ]
 
@@ -136,6 +149,55 @@ class DecisionCheck:
         return Verdict(keep=match.group(1) == "REPORT")
 
 
+class AsciiKeywords:
+    """One case-less pass for every keyword over ASCII text (Hyperscan, vectored).
+
+    Only the keywords that can be in a line of ASCII text are searched: those that are
+    ASCII once lower-cased and hold no newline. For ASCII text, a case-less match of
+    such a keyword is exactly the lower-cased text containing it, and no other keyword
+    can be in it. Built once per keyword list (`ascii_keywords`); a scan holds the
+    database's own lock, and runs only in the Trio thread.
+    """
+
+    def __init__(self, keywords: Sequence[str]) -> None:
+        patterns = sorted(
+            {k.lower().encode() for k in keywords if k and k.lower().isascii() and "\n" not in k}
+        )
+        self._database: hyperscan.Database | None = None
+        if patterns:
+            database = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)
+            database.compile(
+                expressions=patterns,
+                ids=list(range(len(patterns))),
+                elements=len(patterns),
+                flags=hyperscan.HS_FLAG_CASELESS,
+                literal=True,
+            )
+            self._database = database
+
+    def ends(self, parts: Sequence[bytes]) -> list[int]:
+        """The end offsets of every keyword found in ``parts`` joined (not copied
+        together), in increasing order."""
+        found: list[int] = []
+        parts = [part for part in parts if part]
+        if self._database is None or not parts:
+            return found
+
+        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
+            found.append(end)
+
+        # A vectored database scans a list of buffers; the stub knows only one buffer.
+        self._database.scan(parts, match_event_handler=on_match)  # type: ignore[type-var]
+        found.sort()
+        return found
+
+
+@functools.lru_cache(maxsize=16)
+def ascii_keywords(keywords: tuple[str, ...]) -> AsciiKeywords:
+    """The `AsciiKeywords` of a keyword list, compiled once (about a millisecond)."""
+    return AsciiKeywords(keywords)
+
+
 def latest_output(data: bytes | bytearray, keep_bytes: int = REPORT_KEEP_BYTES) -> str:
     """The last ``keep_bytes`` of ``data`` as text, starting at a character boundary
     (invalid bytes replaced)."""
@@ -144,6 +206,12 @@ def latest_output(data: bytes | bytearray, keep_bytes: int = REPORT_KEEP_BYTES) 
     while start < len(tail) and start < 4 and tail[start] & 0xC0 == 0x80:
         start += 1
     return tail[start:].decode("utf-8", errors="replace")
+
+
+def _ascii_tail(data: bytes, keep_bytes: int) -> str:
+    """``data`` decoded, or only its last ``keep_bytes`` when that is all an unfinished
+    line keeps of it."""
+    return (data[-keep_bytes:] if 0 < keep_bytes < len(data) else data).decode("ascii")
 
 
 class Watcher:
@@ -164,6 +232,7 @@ class Watcher:
         check: Checker | None = None,
     ) -> None:
         self._keywords = [k.lower() for k in keywords if k]
+        self._ascii = ascii_keywords(tuple(self._keywords))
         self._emit = emit
         self._settle_s = settle_s
         self._max_settle_s = max_settle_s
@@ -191,9 +260,10 @@ class Watcher:
     def feed(self, chunk: bytes) -> None:
         """Take one chunk of output; never blocks, never raises for odd bytes.
 
-        A large chunk is looked at in slices of about `_SLICE_BYTES` that end just after
-        a newline (or, in a longer line, at the slice size), which gives the same hits
-        as the whole chunk at once while keeping every temporary string small: large
+        An ASCII chunk is searched whole, undecoded (`_scan_ascii`). Another large chunk
+        is looked at in slices of about `_SLICE_BYTES` that end just after a newline
+        (or, in a longer line, at the slice size), which gives the same hits as the
+        whole chunk at once while keeping every temporary string small: large
         allocations cost page faults, and small ones stay in the CPU's cache."""
         if self._closed or not chunk:
             return
@@ -204,10 +274,9 @@ class Watcher:
             self._buffer += chunk
             if len(self._buffer) > 2 * self._keep_bytes:
                 del self._buffer[: len(self._buffer) - self._keep_bytes]
-        if len(chunk) <= _SLICE_BYTES:
-            self._scan(chunk)
+        if len(chunk) <= _SLICE_BYTES or chunk.isascii():
+            self._look(chunk)
         else:
-            view = memoryview(chunk)
             start = 0
             while start < len(chunk):
                 end = start + _SLICE_BYTES
@@ -215,9 +284,45 @@ class Watcher:
                     newline = chunk.rfind(b"\n", start, end)
                     if newline >= 0:
                         end = newline + 1
-                self._scan(view[start:end])
+                self._look(chunk[start:end])
                 start = end
         self._wakeup.set()
+
+    def _look(self, piece: bytes) -> None:
+        """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes after an
+        ASCII unfinished line, no character left half-decoded."""
+        if piece.isascii() and self._partial.isascii() and not self._decoder.getstate()[0]:
+            self._scan_ascii(piece)
+        else:
+            self._scan(piece)
+
+    def _scan_ascii(self, data: bytes) -> None:
+        """`_scan` for ASCII: one keyword search over the unfinished line and ``data``;
+        only the lines holding a hit are cut out, each counted once."""
+        partial = self._partial.encode("ascii")
+        offset = len(partial)  # where ``data`` starts in the searched stream
+        counted = 0 if self._partial_hit else -1  # start of the last line counted
+        for end in self._ascii.ends((partial, data)):
+            last = end - 1 - offset  # the keyword's last byte, in ``data`` (< 0: in partial)
+            newline = data.rfind(b"\n", 0, last) if last > 0 else -1
+            line_start = 0 if newline < 0 else offset + newline + 1
+            if line_start == counted:
+                continue
+            counted = line_start
+            line_end = data.find(b"\n", max(last, 0))
+            line_end = len(data) if line_end < 0 else line_end
+            if line_start == 0:
+                self._hit(partial + data[:line_end])
+            else:
+                self._hit(data[line_start - offset : line_end])
+        newline = data.rfind(b"\n")
+        if newline < 0:
+            self._partial += _ascii_tail(data, self._keep_bytes)
+        else:
+            self._partial = _ascii_tail(data[newline + 1 :], self._keep_bytes)
+        self._partial_hit = counted == (0 if newline < 0 else offset + newline + 1)
+        if len(self._partial) > self._keep_bytes:
+            self._partial = self._partial[-self._keep_bytes :]
 
     def _scan(self, chunk: bytes | memoryview) -> None:
         """Look for hits in the next piece of the stream."""
@@ -251,11 +356,13 @@ class Watcher:
         lowered = text.lower()
         return any(keyword in lowered for keyword in self._keywords)
 
-    def _hit(self, line: str) -> None:
+    def _hit(self, line: str | bytes) -> None:
+        """Count a hit; the first one of a pending report names its line (``bytes``:
+        ASCII, decoded only then)."""
         self.hits += 1
         if self._hit_at is None:
             self._hit_at = trio.current_time()
-            self._hit_line = line.strip()
+            self._hit_line = (line.decode("ascii") if isinstance(line, bytes) else line).strip()
 
     # ------------------------------------------------------------------ loop
 
