@@ -274,8 +274,9 @@ class Watcher:
             self._buffer += chunk
             if len(self._buffer) > 2 * self._keep_bytes:
                 del self._buffer[: len(self._buffer) - self._keep_bytes]
-        if len(chunk) <= _SLICE_BYTES or chunk.isascii():
-            self._look(chunk)
+        is_ascii = chunk.isascii()
+        if is_ascii or len(chunk) <= _SLICE_BYTES:
+            self._look(chunk, is_ascii)
         else:
             start = 0
             while start < len(chunk):
@@ -284,14 +285,15 @@ class Watcher:
                     newline = chunk.rfind(b"\n", start, end)
                     if newline >= 0:
                         end = newline + 1
-                self._look(chunk[start:end])
+                piece = chunk[start:end]
+                self._look(piece, piece.isascii())
                 start = end
         self._wakeup.set()
 
-    def _look(self, piece: bytes) -> None:
-        """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes after an
-        ASCII unfinished line, no character left half-decoded."""
-        if piece.isascii() and self._partial.isascii() and not self._decoder.getstate()[0]:
+    def _look(self, piece: bytes, is_ascii: bool) -> None:
+        """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes (``is_ascii``
+        says) after an ASCII unfinished line, no character left half-decoded."""
+        if is_ascii and self._partial.isascii() and not self._decoder.getstate()[0]:
             self._scan_ascii(piece)
         else:
             self._scan(piece)

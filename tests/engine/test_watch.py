@@ -327,11 +327,11 @@ class LineWatcher(Watcher):
         self.lines: list[str] = []
         self._decoded = decoded
 
-    def _look(self, piece: bytes) -> None:
+    def _look(self, piece: bytes, is_ascii: bool) -> None:
         if self._decoded:
             self._scan(piece)
         else:
-            super()._look(piece)
+            super()._look(piece, is_ascii)
 
     def _hit(self, line: str | bytes) -> None:
         self.lines.append(line.decode("ascii") if isinstance(line, bytes) else line)
