@@ -59,7 +59,7 @@ _PIPE_BYTES: Final = 1024 * 1024
 #: After a read that took a busy pipe's content (at least `_PACE_MIN_BYTES`, less than
 #: asked), the next read waits until this long after it (`_Reader`).
 _PACE_S: Final = 0.001
-_PACE_MIN_BYTES: Final = 16 * 1024
+_PACE_MIN_BYTES: Final = 4 * 1024
 _SHELL: Final = "/bin/sh"
 
 
