@@ -35,7 +35,9 @@ unfinished line and the new bytes together, and only the lines around its hits a
 out and decoded; for ASCII text that gives exactly the hits of lower-casing each line.
 Anything else -- a non-ASCII byte, a character split across chunks -- goes through the
 decoded path, slice by slice, where ``str.lower`` decides (some non-ASCII characters
-lower-case to ASCII letters, e.g. the Kelvin sign to ``k``).
+lower-case to ASCII letters, e.g. the Kelvin sign to ``k``); the same byte search first
+tells whether any line of the slice can hold a keyword at all, and when none can (the
+usual case) only the unfinished line is kept track of (`AsciiKeywords.may_hit`).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from engine.models.base import Message, Model, ModelError
 
 __all__ = [
     "CHECK_TIMEOUT_S",
+    "LOWERS_TO_ASCII",
     "REPORT_KEEP_BYTES",
     "AsciiKeywords",
     "Checker",
@@ -149,47 +152,77 @@ class DecisionCheck:
         return Verdict(keep=match.group(1) == "REPORT")
 
 
+#: The non-ASCII characters that `str.lower` turns into text holding ASCII letters
+#: (U+0130 to "i" and a combining dot, the Kelvin sign to "k"); the test of
+#: `AsciiKeywords` checks this against every code point of the running Python.
+LOWERS_TO_ASCII: Final = ("\u0130", "\u212a")
+
+
 class AsciiKeywords:
-    """One case-less pass for every keyword over ASCII text (Hyperscan, vectored).
+    """One case-less pass for every keyword over raw output bytes (Hyperscan, vectored).
 
     Only the keywords that can be in a line of ASCII text are searched: those that are
     ASCII once lower-cased and hold no newline. For ASCII text, a case-less match of
     such a keyword is exactly the lower-cased text containing it, and no other keyword
-    can be in it. Built once per keyword list (`ascii_keywords`); a scan holds the
-    database's own lock, and runs only in the Trio thread.
+    can be in it (`ends`). In other UTF-8 text the ASCII characters of the lower-cased
+    text are the ASCII bytes, in the same order and neighbours, unless it holds one of
+    `LOWERS_TO_ASCII`: so where neither a keyword nor one of those is found, no line of
+    it holds an ASCII keyword (`may_hit`). Built once per keyword list
+    (`ascii_keywords`); a scan holds the database's own lock, and runs only in the Trio
+    thread.
     """
 
     def __init__(self, keywords: Sequence[str]) -> None:
-        patterns = sorted(
-            {k.lower().encode() for k in keywords if k and k.lower().isascii() and "\n" not in k}
+        lowered = {k.lower() for k in keywords if k and "\n" not in k}
+        patterns = sorted(k.encode() for k in lowered if k.isascii())
+        #: A keyword that stays non-ASCII may be anywhere in non-ASCII text.
+        self._all_ascii = all(k.isascii() for k in lowered)
+        self._keyword_ids = len(patterns)
+        expressions = patterns + [c.encode() for c in LOWERS_TO_ASCII]
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)
+        self._database.compile(
+            expressions=expressions,
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=[hyperscan.HS_FLAG_CASELESS] * len(patterns) + [0] * len(LOWERS_TO_ASCII),
+            literal=True,
         )
-        self._database: hyperscan.Database | None = None
-        if patterns:
-            database = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)
-            database.compile(
-                expressions=patterns,
-                ids=list(range(len(patterns))),
-                elements=len(patterns),
-                flags=hyperscan.HS_FLAG_CASELESS,
-                literal=True,
-            )
-            self._database = database
 
     def ends(self, parts: Sequence[bytes]) -> list[int]:
         """The end offsets of every keyword found in ``parts`` joined (not copied
         together), in increasing order."""
         found: list[int] = []
-        parts = [part for part in parts if part]
-        if self._database is None or not parts:
-            return found
 
         def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
-            found.append(end)
+            if pattern < self._keyword_ids:
+                found.append(end)
 
-        # A vectored database scans a list of buffers; the stub knows only one buffer.
-        self._database.scan(parts, match_event_handler=on_match)  # type: ignore[type-var]
+        self._scan(parts, on_match)
         found.sort()
         return found
+
+    def may_hit(self, parts: Sequence[bytes]) -> bool:
+        """Whether a line of ``parts`` joined -- UTF-8, decoded with replacement and
+        lower-cased -- may hold a keyword; False only when none can."""
+        if not self._all_ascii:
+            return True
+
+        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool:
+            return True  # one is enough: stop
+
+        try:
+            self._scan(parts, on_match)
+        except hyperscan.ScanTerminated:
+            return True
+        return False
+
+    def _scan(
+        self, parts: Sequence[bytes], on_match: Callable[[int, int, int, int, object], object]
+    ) -> None:
+        parts = [part for part in parts if part]
+        if parts:
+            # A vectored database scans a list of buffers; the stub knows only one buffer.
+            self._database.scan(parts, match_event_handler=on_match)  # type: ignore[type-var, arg-type]
 
 
 @functools.lru_cache(maxsize=16)
@@ -293,10 +326,14 @@ class Watcher:
     def _look(self, piece: bytes, is_ascii: bool) -> None:
         """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes (``is_ascii``
         says) after an ASCII unfinished line, no character left half-decoded."""
-        if is_ascii and self._partial.isascii() and not self._decoder.getstate()[0]:
+        pending = self._decoder.getstate()[0]
+        if is_ascii and self._partial.isascii() and not pending:
             self._scan_ascii(piece)
         else:
-            self._scan(piece)
+            # The bytes of the text this piece ends: the unfinished line, a character
+            # begun in the last piece, the piece.
+            parts = (self._partial.encode(), pending, piece)
+            self._scan(piece, may_hit=self._ascii.may_hit(parts))
 
     def _scan_ascii(self, data: bytes) -> None:
         """`_scan` for ASCII: one keyword search over the unfinished line and ``data``;
@@ -326,19 +363,20 @@ class Watcher:
         if len(self._partial) > self._keep_bytes:
             self._partial = self._partial[-self._keep_bytes :]
 
-    def _scan(self, chunk: bytes | memoryview) -> None:
-        """Look for hits in the next piece of the stream."""
+    def _scan(self, chunk: bytes, *, may_hit: bool = True) -> None:
+        """Look for hits in the next piece of the stream (decoded); only keep track of
+        its unfinished line where ``may_hit`` says no line of it can hold a keyword."""
         text = self._partial + self._decoder.decode(chunk)
         complete, newline, self._partial = text.rpartition("\n")
         if newline:
-            if self._matches(complete):
+            if may_hit and self._matches(complete):
                 for line in complete.split("\n"):
                     if self._partial_hit:
                         self._partial_hit = False  # counted while it was partial
                     elif self._matches(line):
                         self._hit(line)
             self._partial_hit = False
-        if self._partial and not self._partial_hit and self._matches(self._partial):
+        if may_hit and self._partial and not self._partial_hit and self._matches(self._partial):
             self._partial_hit = True
             self._hit(self._partial)
         if len(self._partial) > self._keep_bytes:

@@ -20,6 +20,7 @@ import engine.watch as watch_module
 from engine.config import BackgroundConfig
 from engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
 from engine.watch import (
+    LOWERS_TO_ASCII,
     AsciiKeywords,
     DecisionCheck,
     Verdict,
@@ -368,9 +369,10 @@ _PIECES = [
 def test_the_ascii_search_gives_the_hits_of_the_decoded_lines(
     pieces: list[bytes], cuts: list[int], keep_bytes: int, keywords: list[str]
 ) -> None:
-    """R28: the undecoded search of ASCII output finds exactly the hits, hit lines and
-    unfinished line of lower-casing the decoded lines, however the stream is cut into
-    chunks and whatever mix of ASCII, non-ASCII, split and invalid characters it has."""
+    """R28: the undecoded search of ASCII output, and the byte search that lets other
+    output skip the keyword scans, give exactly the hits, hit lines and unfinished line
+    of lower-casing the decoded lines, however the stream is cut into chunks and
+    whatever mix of ASCII, non-ASCII, split and invalid characters it has."""
     data = b"".join(pieces)
     bounds = sorted({min(cut, len(data)) for cut in cuts} | {0, len(data)})
     chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
@@ -391,3 +393,31 @@ def test_the_ascii_search_skips_keywords_no_ascii_line_can_hold() -> None:
     search = AsciiKeywords(["é", "a\nb", "\u212aill", "Fail"])
     assert search.ends([b"KILL fai", b"L a\nb"]) == [4, 9]
     assert AsciiKeywords(["é"]).ends([b"e E"]) == []
+
+
+def test_the_characters_that_lower_case_to_ascii_are_all_known() -> None:
+    """R28: `LOWERS_TO_ASCII` is every non-ASCII character whose ``str.lower`` holds an
+    ASCII character in this Python's Unicode tables (a newer table may add one), and no
+    character lower-cases to nothing -- what lets a byte search rule out a keyword in
+    non-ASCII text."""
+    found = []
+    for code in range(0x80, 0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        lowered = chr(code).lower()
+        assert lowered
+        if any(c.isascii() for c in lowered):
+            found.append(chr(code))
+    assert tuple(found) == LOWERS_TO_ASCII
+
+
+def test_non_ascii_text_is_ruled_out_only_without_a_keyword_or_such_a_character() -> None:
+    """R28: in UTF-8 text, `AsciiKeywords.may_hit` is False only where no keyword nor a
+    character of `LOWERS_TO_ASCII` is (a keyword across pieces counts); a keyword that
+    stays non-ASCII may be anywhere."""
+    search = AsciiKeywords(["Error", "\u212aill"])
+    assert search.may_hit(["✓ built ".encode(), b"ok\n"]) is False
+    assert search.may_hit(["✓ ERR".encode(), b"or\n"]) is True
+    assert search.may_hit(["\u212a".encode()[:2], "\u212a".encode()[2:] + b"ILL"]) is True
+    assert search.may_hit(["İ".encode()]) is True
+    assert AsciiKeywords(["échec"]).may_hit([b"nothing"]) is True
