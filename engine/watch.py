@@ -325,7 +325,8 @@ class Watcher:
 
     def _look(self, piece: bytes, is_ascii: bool) -> None:
         """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes (``is_ascii``
-        says) after an ASCII unfinished line, no character left half-decoded."""
+        says) after an ASCII unfinished line, no character left half-decoded. Else
+        `_scan`, told whether the byte search found anything a line could hit on."""
         pending = self._decoder.getstate()[0]
         if is_ascii and self._partial.isascii() and not pending:
             self._scan_ascii(piece)
