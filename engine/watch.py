@@ -341,26 +341,29 @@ class Watcher:
         only the lines holding a hit are cut out, each counted once."""
         partial = self._partial.encode("ascii")
         offset = len(partial)  # where ``data`` starts in the searched stream
-        counted = 0 if self._partial_hit else -1  # start of the last line counted
+        # Where the last line counted ends, in ``data``: later hits before it are in
+        # that line (each line is looked at once, however many keywords it holds).
+        counted_end = -1
+        if self._partial_hit:
+            counted_end = data.find(b"\n")
+            counted_end = len(data) if counted_end < 0 else counted_end
         for end in self._ascii.ends((partial, data)):
             last = end - 1 - offset  # the keyword's last byte, in ``data`` (< 0: in partial)
-            newline = data.rfind(b"\n", 0, last) if last > 0 else -1
-            line_start = 0 if newline < 0 else offset + newline + 1
-            if line_start == counted:
+            if last < counted_end:
                 continue
-            counted = line_start
-            line_end = data.find(b"\n", max(last, 0))
-            line_end = len(data) if line_end < 0 else line_end
-            if line_start == 0:
-                self._hit(partial + data[:line_end])
+            newline = data.rfind(b"\n", 0, last) if last > 0 else -1
+            counted_end = data.find(b"\n", max(last, 0))
+            counted_end = len(data) if counted_end < 0 else counted_end
+            if newline < 0:
+                self._hit(partial + data[:counted_end])
             else:
-                self._hit(data[line_start - offset : line_end])
+                self._hit(data[newline + 1 : counted_end])
         newline = data.rfind(b"\n")
         if newline < 0:
             self._partial += _ascii_tail(data, self._keep_bytes)
         else:
             self._partial = _ascii_tail(data[newline + 1 :], self._keep_bytes)
-        self._partial_hit = counted == (0 if newline < 0 else offset + newline + 1)
+        self._partial_hit = counted_end == len(data)
         if len(self._partial) > self._keep_bytes:
             self._partial = self._partial[-self._keep_bytes :]
 

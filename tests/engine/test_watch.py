@@ -421,3 +421,16 @@ def test_non_ascii_text_is_ruled_out_only_without_a_keyword_or_such_a_character(
     assert search.may_hit(["\u212a".encode()[:2], "\u212a".encode()[2:] + b"ILL"]) is True
     assert search.may_hit(["İ".encode()]) is True
     assert AsciiKeywords(["échec"]).may_hit([b"nothing"]) is True
+
+
+async def test_a_line_full_of_keywords_is_one_hit(autojump_clock: trio.testing.MockClock) -> None:
+    """R28: a line holding a keyword 200,000 times, over three chunks, is one hit, and
+    the next line with one is another (each line is looked at once, not per keyword)."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(b"error " * 100_000)
+        watcher.feed(b"ERROR " * 100_000)
+        watcher.feed(b"done\nfail\n")
+        await trio.sleep(40)
+    assert watcher.hits == 2
+    assert [report.hit_line[:12] for _, report in recorder.reports] == ["error error "]
