@@ -7,9 +7,10 @@ reads no clock but Trio's, so it is tested with a mock clock and plain byte stri
 
 Semantics, with the defaults of ``[background]`` in config:
 
-- A **hit** is a line containing a keyword, compared case-insensitively. A line is
-  checked once: as soon as it (or its unfinished part) contains a keyword; a line that
-  ends later is not counted a second time. Hits while a report is pending join it.
+- A **hit** is a line containing a keyword, compared case-insensitively (both lower-cased
+  with `str.lower`, on the output decoded as UTF-8). A line is checked once: as soon as
+  it (or its unfinished part) contains a keyword; a line that ends later is not counted
+  a second time. Hits while a report is pending join it.
 - A pending hit becomes a report once output **settles**: ``settle_s`` (2 s) without new
   output, but at most ``max_settle_s`` (10 s) after the hit, so a command that never
   goes quiet is still reported.
@@ -27,29 +28,44 @@ Semantics, with the defaults of ``[background]`` in config:
   hit is reported.
 - `Watcher.close` (the command ended) ends `run`; a hit still pending then is dropped:
   the leg's final report carries the output anyway.
+
+How a chunk is looked at: plain ASCII output (the bulk of what commands print) is never
+decoded. One case-less multi-keyword search (`AsciiKeywords`, Hyperscan) runs over the
+unfinished line and the new bytes together, and only the lines around its hits are cut
+out and decoded; for ASCII text that gives exactly the hits of lower-casing each line.
+Anything else -- a non-ASCII byte, a character split across chunks -- goes through the
+decoded path, slice by slice, where ``str.lower`` decides (some non-ASCII characters
+lower-case to ASCII letters, e.g. the Kelvin sign to ``k``); the same byte search first
+tells whether any line of the slice can hold a keyword at all, and when none can (the
+usual case) only the unfinished line is kept track of (`AsciiKeywords.may_hit`).
 """
 
 from __future__ import annotations
 
 import codecs
+import functools
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Final, Protocol
 
 import attrs
+import hyperscan
 import trio
 
 from engine.models.base import Message, Model, ModelError
 
 __all__ = [
     "CHECK_TIMEOUT_S",
+    "LOWERS_TO_ASCII",
     "REPORT_KEEP_BYTES",
+    "AsciiKeywords",
     "Checker",
     "DecisionCheck",
     "Verdict",
     "WatchReport",
     "Watcher",
+    "ascii_keywords",
     "latest_output",
 ]
 
@@ -136,6 +152,85 @@ class DecisionCheck:
         return Verdict(keep=match.group(1) == "REPORT")
 
 
+#: The non-ASCII characters that `str.lower` turns into text holding ASCII letters
+#: (U+0130 to "i" and a combining dot, the Kelvin sign to "k"); the test of
+#: `AsciiKeywords` checks this against every code point of the running Python.
+LOWERS_TO_ASCII: Final = ("\u0130", "\u212a")
+
+
+class AsciiKeywords:
+    """One case-less pass for every keyword over raw output bytes (Hyperscan, vectored).
+
+    Only the keywords that can be in a line of ASCII text are searched: those that are
+    ASCII once lower-cased and hold no newline. For ASCII text, a case-less match of
+    such a keyword is exactly the lower-cased text containing it, and no other keyword
+    can be in it (`ends`). In other UTF-8 text the ASCII characters of the lower-cased
+    text are the ASCII bytes, in the same order and neighbours, unless it holds one of
+    `LOWERS_TO_ASCII`: so where neither a keyword nor one of those is found, no line of
+    it holds an ASCII keyword (`may_hit`). Built once per keyword list
+    (`ascii_keywords`); a scan holds the database's own lock, and runs only in the Trio
+    thread.
+    """
+
+    def __init__(self, keywords: Sequence[str]) -> None:
+        lowered = {k.lower() for k in keywords if k and "\n" not in k}
+        patterns = sorted(k.encode() for k in lowered if k.isascii())
+        #: A keyword that stays non-ASCII may be anywhere in non-ASCII text.
+        self._all_ascii = all(k.isascii() for k in lowered)
+        self._keyword_ids = len(patterns)
+        expressions = patterns + [c.encode() for c in LOWERS_TO_ASCII]
+        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)
+        self._database.compile(
+            expressions=expressions,
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=[hyperscan.HS_FLAG_CASELESS] * len(patterns) + [0] * len(LOWERS_TO_ASCII),
+            literal=True,
+        )
+
+    def ends(self, parts: Sequence[bytes]) -> list[int]:
+        """The end offsets of every keyword found in ``parts`` joined (not copied
+        together), in increasing order."""
+        found: list[int] = []
+
+        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
+            if pattern < self._keyword_ids:
+                found.append(end)
+
+        self._scan(parts, on_match)
+        found.sort()
+        return found
+
+    def may_hit(self, parts: Sequence[bytes]) -> bool:
+        """Whether a line of ``parts`` joined -- UTF-8, decoded with replacement and
+        lower-cased -- may hold a keyword; False only when none can."""
+        if not self._all_ascii:
+            return True
+
+        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool:
+            return True  # one is enough: stop
+
+        try:
+            self._scan(parts, on_match)
+        except hyperscan.ScanTerminated:
+            return True
+        return False
+
+    def _scan(
+        self, parts: Sequence[bytes], on_match: Callable[[int, int, int, int, object], object]
+    ) -> None:
+        parts = [part for part in parts if part]
+        if parts:
+            # A vectored database scans a list of buffers; the stub knows only one buffer.
+            self._database.scan(parts, match_event_handler=on_match)  # type: ignore[type-var, arg-type]
+
+
+@functools.lru_cache(maxsize=16)
+def ascii_keywords(keywords: tuple[str, ...]) -> AsciiKeywords:
+    """The `AsciiKeywords` of a keyword list, compiled once (about a millisecond)."""
+    return AsciiKeywords(keywords)
+
+
 def latest_output(data: bytes | bytearray, keep_bytes: int = REPORT_KEEP_BYTES) -> str:
     """The last ``keep_bytes`` of ``data`` as text, starting at a character boundary
     (invalid bytes replaced)."""
@@ -144,6 +239,12 @@ def latest_output(data: bytes | bytearray, keep_bytes: int = REPORT_KEEP_BYTES) 
     while start < len(tail) and start < 4 and tail[start] & 0xC0 == 0x80:
         start += 1
     return tail[start:].decode("utf-8", errors="replace")
+
+
+def _ascii_tail(data: bytes, keep_bytes: int) -> str:
+    """``data`` decoded, or only its last ``keep_bytes`` when that is all an unfinished
+    line keeps of it."""
+    return (data[-keep_bytes:] if 0 < keep_bytes < len(data) else data).decode("ascii")
 
 
 class Watcher:
@@ -164,6 +265,7 @@ class Watcher:
         check: Checker | None = None,
     ) -> None:
         self._keywords = [k.lower() for k in keywords if k]
+        self._ascii = ascii_keywords(tuple(self._keywords))
         self._emit = emit
         self._settle_s = settle_s
         self._max_settle_s = max_settle_s
@@ -191,9 +293,10 @@ class Watcher:
     def feed(self, chunk: bytes) -> None:
         """Take one chunk of output; never blocks, never raises for odd bytes.
 
-        A large chunk is looked at in slices of about `_SLICE_BYTES` that end just after
-        a newline (or, in a longer line, at the slice size), which gives the same hits
-        as the whole chunk at once while keeping every temporary string small: large
+        An ASCII chunk is searched whole, undecoded (`_scan_ascii`). Another large chunk
+        is looked at in slices of about `_SLICE_BYTES` that end just after a newline
+        (or, in a longer line, at the slice size), which gives the same hits as the
+        whole chunk at once while keeping every temporary string small: large
         allocations cost page faults, and small ones stay in the CPU's cache."""
         if self._closed or not chunk:
             return
@@ -204,10 +307,10 @@ class Watcher:
             self._buffer += chunk
             if len(self._buffer) > 2 * self._keep_bytes:
                 del self._buffer[: len(self._buffer) - self._keep_bytes]
-        if len(chunk) <= _SLICE_BYTES:
-            self._scan(chunk)
+        is_ascii = chunk.isascii()
+        if is_ascii or len(chunk) <= _SLICE_BYTES:
+            self._look(chunk, is_ascii)
         else:
-            view = memoryview(chunk)
             start = 0
             while start < len(chunk):
                 end = start + _SLICE_BYTES
@@ -215,23 +318,69 @@ class Watcher:
                     newline = chunk.rfind(b"\n", start, end)
                     if newline >= 0:
                         end = newline + 1
-                self._scan(view[start:end])
+                piece = chunk[start:end]
+                self._look(piece, piece.isascii())
                 start = end
         self._wakeup.set()
 
-    def _scan(self, chunk: bytes | memoryview) -> None:
-        """Look for hits in the next piece of the stream."""
+    def _look(self, piece: bytes, is_ascii: bool) -> None:
+        """`_scan_ascii` where it gives the same hits as `_scan`: ASCII bytes (``is_ascii``
+        says) after an ASCII unfinished line, no character left half-decoded. Else
+        `_scan`, told whether the byte search found anything a line could hit on."""
+        pending = self._decoder.getstate()[0]
+        if is_ascii and self._partial.isascii() and not pending:
+            self._scan_ascii(piece)
+        else:
+            # The bytes of the text this piece ends: the unfinished line, a character
+            # begun in the last piece, the piece.
+            parts = (self._partial.encode(), pending, piece)
+            self._scan(piece, may_hit=self._ascii.may_hit(parts))
+
+    def _scan_ascii(self, data: bytes) -> None:
+        """`_scan` for ASCII: one keyword search over the unfinished line and ``data``;
+        only the lines holding a hit are cut out, each counted once."""
+        partial = self._partial.encode("ascii")
+        offset = len(partial)  # where ``data`` starts in the searched stream
+        # Where the last line counted ends, in ``data``: later hits before it are in
+        # that line (each line is looked at once, however many keywords it holds).
+        counted_end = -1
+        if self._partial_hit:
+            counted_end = data.find(b"\n")
+            counted_end = len(data) if counted_end < 0 else counted_end
+        for end in self._ascii.ends((partial, data)):
+            last = end - 1 - offset  # the keyword's last byte, in ``data`` (< 0: in partial)
+            if last < counted_end:
+                continue
+            newline = data.rfind(b"\n", 0, last) if last > 0 else -1
+            counted_end = data.find(b"\n", max(last, 0))
+            counted_end = len(data) if counted_end < 0 else counted_end
+            if newline < 0:
+                self._hit(partial + data[:counted_end])
+            else:
+                self._hit(data[newline + 1 : counted_end])
+        newline = data.rfind(b"\n")
+        if newline < 0:
+            self._partial += _ascii_tail(data, self._keep_bytes)
+        else:
+            self._partial = _ascii_tail(data[newline + 1 :], self._keep_bytes)
+        self._partial_hit = counted_end == len(data)
+        if len(self._partial) > self._keep_bytes:
+            self._partial = self._partial[-self._keep_bytes :]
+
+    def _scan(self, chunk: bytes, *, may_hit: bool = True) -> None:
+        """Look for hits in the next piece of the stream (decoded); only keep track of
+        its unfinished line where ``may_hit`` says no line of it can hold a keyword."""
         text = self._partial + self._decoder.decode(chunk)
         complete, newline, self._partial = text.rpartition("\n")
         if newline:
-            if self._matches(complete):
+            if may_hit and self._matches(complete):
                 for line in complete.split("\n"):
                     if self._partial_hit:
                         self._partial_hit = False  # counted while it was partial
                     elif self._matches(line):
                         self._hit(line)
             self._partial_hit = False
-        if self._partial and not self._partial_hit and self._matches(self._partial):
+        if may_hit and self._partial and not self._partial_hit and self._matches(self._partial):
             self._partial_hit = True
             self._hit(self._partial)
         if len(self._partial) > self._keep_bytes:
@@ -251,11 +400,13 @@ class Watcher:
         lowered = text.lower()
         return any(keyword in lowered for keyword in self._keywords)
 
-    def _hit(self, line: str) -> None:
+    def _hit(self, line: str | bytes) -> None:
+        """Count a hit; the first one of a pending report names its line (``bytes``:
+        ASCII, decoded only then)."""
         self.hits += 1
         if self._hit_at is None:
             self._hit_at = trio.current_time()
-            self._hit_line = line.strip()
+            self._hit_line = (line.decode("ascii") if isinstance(line, bytes) else line).strip()
 
     # ------------------------------------------------------------------ loop
 

@@ -10,6 +10,8 @@ elided (`CappedLog`); the watcher sees every byte regardless, so it keeps watchi
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -41,6 +43,12 @@ def elision_marker(elided: int) -> bytes:
 
 
 _MARKER_BYTES: Final = len(elision_marker(0))
+#: What `_move_back` copies through user space at once where the kernel cannot copy.
+_MOVE_BYTES: Final = 4 * 1024 * 1024
+#: copy_file_range's ways of saying this file system or kernel does not do it.
+_NO_KERNEL_COPY: Final = frozenset(
+    {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF}
+)
 
 
 def open_log(path: Path) -> BinaryIO:
@@ -70,7 +78,9 @@ class CappedLog:
     the file becomes: the first ``max_bytes // 2`` bytes as they were written, the
     `elision_marker` with the count of bytes dropped so far, and the latest output —
     half the tail room, so the next compaction is that far away (about two bytes
-    written per byte of output, and never more than ``max_bytes`` on disk).
+    written per byte of output, and never more than ``max_bytes`` on disk). The part of
+    the old tail that stays is moved inside the file by the kernel (`_move_back`),
+    never read into the daemon.
     """
 
     def __init__(self, file: _Appendable, max_bytes: int) -> None:
@@ -103,11 +113,56 @@ class CappedLog:
         keep = min(self._tail_room // 2 or 1, self.size - tail_start + incoming)
         new = b"".join(chunks)[-keep:] if keep else b""
         old_needed = keep - len(new)
-        old = os.pread(fd, old_needed, self.size - old_needed) if old_needed > 0 else b""
         self.elided += self.size - tail_start + incoming - keep
-        os.ftruncate(fd, self._head)
-        os.write(fd, elision_marker(self.elided) + old + new)
-        self.size = self._head + _MARKER_BYTES + len(old) + len(new)
+        old_start = self._head + _MARKER_BYTES
+        # Written at offsets, so not in append mode (where pwrite appends and the
+        # kernel refuses copy_file_range) until the log is whole again.
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_APPEND)
+        try:
+            # The kept old tail lies past the marker's place (at least half the tail
+            # room further on), so writing the marker first overwrites none of it.
+            _write_at(fd, elision_marker(self.elided), self._head)
+            if old_needed > 0:
+                _move_back(fd, self.size - old_needed, old_start, old_needed)
+            os.ftruncate(fd, old_start + old_needed)
+            _write_at(fd, new, old_start + old_needed)
+        finally:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+        self.size = old_start + old_needed + len(new)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    """All of ``data`` at ``offset`` (a write may take only part)."""
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
+
+
+def _move_back(fd: int, source: int, target: int, size: int) -> None:
+    """Copy ``size`` bytes of the file from ``source`` to ``target`` (before it), front
+    to back in steps that never overlap -- so each step reads only bytes not yet
+    overwritten. In the kernel (copy_file_range: no copy through the daemon) where the
+    file system allows, else read and written back in `_MOVE_BYTES` pieces."""
+    step = source - target
+    assert step > 0, (source, target)
+    done = 0
+    while done < size:
+        count = min(size - done, step, _MOVE_BYTES)
+        try:
+            moved = os.copy_file_range(fd, fd, count, source + done, target + done)
+        except OSError as exc:
+            if exc.errno not in _NO_KERNEL_COPY:
+                raise
+            moved = 0
+        if moved <= 0:
+            piece = os.pread(fd, count, source + done)
+            if not piece:
+                raise OSError(errno.EIO, "leg log shorter than written")
+            _write_at(fd, piece, target + done)
+            moved = len(piece)
+        done += moved
 
 
 class LogWriter:

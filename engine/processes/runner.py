@@ -56,6 +56,10 @@ _READ_MIN_BYTES: Final = 64 * 1024
 _READ_MAX_BYTES: Final = 1024 * 1024
 #: The size a busy output pipe grows to (Linux's default limit for unprivileged users).
 _PIPE_BYTES: Final = 1024 * 1024
+#: After a read that took a busy pipe's content (at least `_PACE_MIN_BYTES`, less than
+#: asked), the next read waits until this long after it (`_Reader`).
+_PACE_S: Final = 0.001
+_PACE_MIN_BYTES: Final = 4 * 1024
 _SHELL: Final = "/bin/sh"
 
 
@@ -102,8 +106,14 @@ class _Reader:
     So the first read that comes back full grows the pipe to `_PIPE_BYTES` (1 MiB;
     quiet commands keep the default size, so a thousand idle commands pin no kernel
     memory), and each read asks for up to twice what the last one returned, between
-    `_READ_MIN_BYTES` and `_READ_MAX_BYTES`. The chunks handed on are the same bytes in
-    the same order, only fewer and larger.
+    `_READ_MIN_BYTES` and `_READ_MAX_BYTES`. And a reader that keeps up with a fast
+    command would still take each of its writes on its own (a wake-up, a watcher pass
+    and a log write per few dozen KiB): after a read that found a busy pipe (at least
+    `_PACE_MIN_BYTES`, but not all it asked for), the next one waits until `_PACE_S`
+    after it, while the pipe fills -- a 1 MiB pipe holds more than a millisecond of
+    even a fast command, so the command is not held up, and a quiet one's lines are
+    read at once as before. The chunks handed on are the same bytes in the same order,
+    only fewer and larger.
     """
 
     def __init__(
@@ -138,13 +148,15 @@ class _Reader:
 
     async def run(self) -> None:
         while True:
+            asked = self._read_bytes
             with trio.CancelScope(deadline=self._drain_deadline()) as scope:
                 self._receive_scope = scope
                 # bytes() of a bytes object is the object itself: no copy.
-                chunk = bytes(await self._stream.receive_some(self._read_bytes))
+                chunk = bytes(await self._stream.receive_some(asked))
             self._receive_scope = None
             if scope.cancelled_caught or not chunk:
                 return
+            read_at = trio.current_time()
             if len(chunk) == self._read_bytes and self._pipe_fd is not None:
                 _grow_pipe(self._pipe_fd)
                 self._pipe_fd = None
@@ -152,7 +164,10 @@ class _Reader:
             self._keeper.add(chunk)
             if self._on_output is not None:
                 await self._on_output(chunk)
+            busy = _PACE_MIN_BYTES <= len(chunk) < asked
             del chunk  # not held while the next read allocates its buffer
+            if busy:
+                await trio.sleep_until(read_at + _PACE_S)
 
 
 async def _feed(

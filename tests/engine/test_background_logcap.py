@@ -3,6 +3,8 @@ its head, a rolling tail, and one marker counting what was elided between them."
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from pathlib import Path
 
@@ -65,3 +67,27 @@ async def test_writer_caps_a_flood(tmp_path: Path) -> None:
             nursery.cancel_scope.cancel()
     assert 0 < path.stat().st_size <= 256 * 1024
     assert b"bytes of output elided here" in path.read_bytes()
+
+
+def test_a_file_system_without_kernel_copy_gives_the_same_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R81: where copy_file_range is refused (another file system, an older kernel),
+    the kept tail is read and written back: the same log, byte for byte."""
+    pieces = _stream(400_000, 4096)
+
+    def capped(path: Path) -> bytes:
+        with open_log(path) as file:
+            log = CappedLog(file, 64 * 1024)
+            for start in range(0, len(pieces), 3):
+                log.append(pieces[start : start + 3])
+        return path.read_bytes()
+
+    kernel = capped(tmp_path / "kernel.log")
+
+    def refuse(*args: object) -> int:
+        raise OSError(errno.EXDEV, "no copy across these")
+
+    monkeypatch.setattr(os, "copy_file_range", refuse)
+    assert capped(tmp_path / "user.log") == kernel
+    assert b"bytes of output elided here" in kernel

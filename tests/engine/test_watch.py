@@ -6,17 +6,28 @@ settle, max-settle and interval times pass at once and exactly.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
 import pytest
 import trio
 import trio.testing
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import engine.watch as watch_module
 from engine.config import BackgroundConfig
 from engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
-from engine.watch import DecisionCheck, Verdict, Watcher, WatchReport, latest_output
+from engine.watch import (
+    LOWERS_TO_ASCII,
+    AsciiKeywords,
+    DecisionCheck,
+    Verdict,
+    Watcher,
+    WatchReport,
+    latest_output,
+)
 
 KEYWORDS = BackgroundConfig().keywords
 
@@ -306,3 +317,120 @@ async def test_a_line_longer_than_a_slice_counts_once(
     assert [report.output for _, report in recorder.reports] == [
         ("y" * 100_000 + "\nnext line\n")[-8192:]
     ]
+
+
+class LineWatcher(Watcher):
+    """Records the line of every hit (not only the first of a pending report); with
+    ``decoded`` it looks at every piece through the decoded path."""
+
+    def __init__(self, keywords: Sequence[str], *, keep_bytes: int, decoded: bool) -> None:
+        super().__init__(keywords, Recorder(), keep_bytes=keep_bytes)
+        self.lines: list[str] = []
+        self._decoded = decoded
+
+    def _look(self, piece: bytes, is_ascii: bool) -> None:
+        if self._decoded:
+            self._scan(piece)
+        else:
+            super()._look(piece, is_ascii)
+
+    def _hit(self, line: str | bytes) -> None:
+        self.lines.append(line.decode("ascii") if isinstance(line, bytes) else line)
+        super()._hit(line)
+
+
+_PIECES = [
+    b"error",
+    b"ERR",
+    b"r!",
+    b"Fail",
+    b"fa",
+    b"tal",
+    b"\n",
+    b" ",
+    b"x" * 7,
+    b"ok\n",
+    "é".encode(),
+    "TRACEBAC\u212a".encode(),
+    b"\xe2\x84",
+    b"\xaa",
+    b"\xff",
+    b"Panic\n",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(st.sampled_from(_PIECES), max_size=60),
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    keep_bytes=st.sampled_from([8, 24, 8192]),
+    keywords=st.sampled_from([KEYWORDS, ["ERROR", "tal\nx", "\u212aill"], ["é", "fail"]]),
+)
+def test_the_ascii_search_gives_the_hits_of_the_decoded_lines(
+    pieces: list[bytes], cuts: list[int], keep_bytes: int, keywords: list[str]
+) -> None:
+    """R28: the undecoded search of ASCII output, and the byte search that lets other
+    output skip the keyword scans, give exactly the hits, hit lines and unfinished line
+    of lower-casing the decoded lines, however the stream is cut into chunks and
+    whatever mix of ASCII, non-ASCII, split and invalid characters it has."""
+    data = b"".join(pieces)
+    bounds = sorted({min(cut, len(data)) for cut in cuts} | {0, len(data)})
+    chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
+
+    async def observe(decoded: bool) -> tuple[int, list[str], str, bool]:
+        watcher = LineWatcher(keywords, keep_bytes=keep_bytes, decoded=decoded)
+        for chunk in chunks:
+            watcher.feed(chunk)
+        return watcher.hits, watcher.lines, watcher._partial, watcher._partial_hit
+
+    assert trio.run(observe, False) == trio.run(observe, True)
+
+
+def test_the_ascii_search_skips_keywords_no_ascii_line_can_hold() -> None:
+    """R28: keywords that stay non-ASCII once lower-cased, or hold a newline, are not
+    searched in ASCII text (no ASCII line can contain them); the others are, case-less,
+    in one pass over pieces searched as one (a keyword across two pieces is found)."""
+    search = AsciiKeywords(["é", "a\nb", "\u212aill", "Fail"])
+    assert search.ends([b"KILL fai", b"L a\nb"]) == [4, 9]
+    assert AsciiKeywords(["é"]).ends([b"e E"]) == []
+
+
+def test_the_characters_that_lower_case_to_ascii_are_all_known() -> None:
+    """R28: `LOWERS_TO_ASCII` is every non-ASCII character whose ``str.lower`` holds an
+    ASCII character in this Python's Unicode tables (a newer table may add one), and no
+    character lower-cases to nothing -- what lets a byte search rule out a keyword in
+    non-ASCII text."""
+    found = []
+    for code in range(0x80, 0x110000):
+        if 0xD800 <= code < 0xE000:
+            continue
+        lowered = chr(code).lower()
+        assert lowered
+        if any(c.isascii() for c in lowered):
+            found.append(chr(code))
+    assert tuple(found) == LOWERS_TO_ASCII
+
+
+def test_non_ascii_text_is_ruled_out_only_without_a_keyword_or_such_a_character() -> None:
+    """R28: in UTF-8 text, `AsciiKeywords.may_hit` is False only where no keyword nor a
+    character of `LOWERS_TO_ASCII` is (a keyword across pieces counts); a keyword that
+    stays non-ASCII may be anywhere."""
+    search = AsciiKeywords(["Error", "\u212aill"])
+    assert search.may_hit(["✓ built ".encode(), b"ok\n"]) is False
+    assert search.may_hit(["✓ ERR".encode(), b"or\n"]) is True
+    assert search.may_hit(["\u212a".encode()[:2], "\u212a".encode()[2:] + b"ILL"]) is True
+    assert search.may_hit(["İ".encode()]) is True
+    assert AsciiKeywords(["échec"]).may_hit([b"nothing"]) is True
+
+
+async def test_a_line_full_of_keywords_is_one_hit(autojump_clock: trio.testing.MockClock) -> None:
+    """R28: a line holding a keyword 200,000 times, over three chunks, is one hit, and
+    the next line with one is another (each line is looked at once, not per keyword)."""
+    recorder = Recorder()
+    async with watching(recorder) as watcher:
+        watcher.feed(b"error " * 100_000)
+        watcher.feed(b"ERROR " * 100_000)
+        watcher.feed(b"done\nfail\n")
+        await trio.sleep(40)
+    assert watcher.hits == 2
+    assert [report.hit_line[:12] for _, report in recorder.reports] == ["error error "]

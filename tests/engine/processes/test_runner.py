@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 import trio
+import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -306,3 +307,41 @@ async def test_a_busy_pipe_grows_and_reads_grow_with_it(monkeypatch: pytest.Monk
         assert grown, "a busy pipe was never grown"
         if grown[0]:
             assert max(len(chunk) for chunk in chunks) > 64 * 1024
+
+
+class _Pipe(trio.abc.ReceiveStream):
+    """Hands out the given chunks, recording the (mock) time of each read."""
+
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+        self.read_at: list[float] = []
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes:
+        await trio.lowlevel.checkpoint()
+        self.read_at.append(trio.current_time())
+        return self._chunks.pop(0) if self._chunks else b""
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+
+
+async def test_reads_of_a_busy_pipe_are_paced_and_quiet_ones_are_not(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    """Issue 22 (B5): after a read that found a busy pipe (4 KiB or more, less than
+    asked) the next read waits a millisecond, so a fast command's output comes in
+    fewer, larger chunks; a quiet command's short lines are read at once, and every
+    byte is handed on in order."""
+    chunks = [b"a" * 8192, b"b" * 8192, b"line\n", b"line\n", b"c" * 4096]
+    pipe = _Pipe(list(chunks))
+    seen: list[bytes] = []
+
+    async def on_output(chunk: bytes) -> None:
+        seen.append(chunk)
+
+    reader = runner._Reader(pipe, ClampedOutput(1024), on_output)
+    start = trio.current_time()
+    await reader.run()
+    gaps = [round((at - start) * 1000, 6) for at in pipe.read_at]
+    assert gaps == [0.0, 1.0, 2.0, 2.0, 2.0, 3.0]
+    assert seen == chunks
