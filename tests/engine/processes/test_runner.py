@@ -217,7 +217,9 @@ async def test_background_child_of_a_finished_command_is_not_waited_for() -> Non
     assert match is not None
     background, leader = int(match[1]), int(match[2])
     assert (result.exit_code, result.timed_out) == (0, False)
-    assert DRAIN_IDLE_S <= elapsed < 1.5
+    # Not waited for: far below the child's 1000 s (a loaded machine took over 1.5 s
+    # once; the drain's own wait is the lower bound).
+    assert DRAIN_IDLE_S <= elapsed < 10
     assert [_running(pid) for pid in (background, leader)] == [False, False]
     assert group_alive(leader) is False
 
