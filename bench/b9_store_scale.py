@@ -46,8 +46,8 @@ WORDS = (
     "restore migrate schema index table column query latency error warning retry "
     "timeout socket thread process memory disk network cluster node replica shard"
 ).split()
-#: Rows written per group of concurrent writes (the store group-commits them).
-WRITERS = 64
+#: Concurrent writers while filling: the store group-commits them, up to its batch size.
+WRITERS = 256
 
 
 def _text(rng: random.Random, words: int) -> str:
