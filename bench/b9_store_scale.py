@@ -15,6 +15,8 @@ through the store's own API. Then, each as a p50 over ``--probes`` calls:
 * **task start**: the write a run starts with (``put_task`` with its marker and as
   the session's latest, runs.py), then its end (``end_run`` keeping the row), so the
   number of stored tasks stays the same.
+* **by origin**: ``list_resumable_by_origin("cli-")`` (a reopened REPL's listing) on
+  a store whose tasks are all ``chat-`` ones.
 * **history write**: ``add_history`` of one new row (~500 characters of text).
 * **WAL**: the size of the ``-wal`` file after the writes and one checkpoint pass.
 
@@ -141,6 +143,11 @@ async def measure(size: int, probes: int, folder: Path) -> dict[str, Stats | flo
             await store.end_run(SESSION, start.task_hash, history=None, keep=start)
 
         out["task_start"] = await _p50(probes, task_start)
+
+        async def by_origin() -> None:
+            await store.list_resumable_by_origin("cli-", now=0.0, limit=50)
+
+        out["by_origin"] = await _p50(probes, by_origin)
         rng = random.Random(-size)
         written = iter(range(size + 1_000, size + 1_000 + probes))
 

@@ -8,7 +8,9 @@ reads on its own: this module is what is on disk.
 with ``IF NOT EXISTS`` inside ``BEGIN IMMEDIATE``, which is also the migration from an
 older version as long as versions only add tables: version 2 added ``sessions`` (each
 session's latest task, R36), version 3 the ``history_search`` index (below), filled
-from the existing rows in the same transaction. A file of a newer version is refused.
+from the existing rows in the same transaction, and ``tasks_by_origin`` (a reopened
+REPL's listing of its ``cli-`` tasks read every stored task). A file of a newer
+version is refused.
 
 **History search** (issue 23). ``history_search`` is an FTS5 table with the
 ``trigram`` tokenizer holding casefolded copies (Python's `str.casefold`, see
@@ -85,6 +87,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     resumed_from TEXT,
     PRIMARY KEY (session_id, task_hash)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin, updated_at);
 CREATE TABLE IF NOT EXISTS markers (
     key        TEXT PRIMARY KEY,
     expires_at REAL NOT NULL

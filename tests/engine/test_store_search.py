@@ -1,9 +1,11 @@
-"""engine/store/sqlite: the history search index and the bounded WAL (issue 23).
+"""engine/store/sqlite at scale (issue 23): the history search index, the bounded WAL,
+the statements that must not scan.
 
 What every backend must answer is in tests/engine/test_store.py (the conformance
 suite); these are the SQLite file's own machinery: the FTS5 index stays in step with
 the history table under every write, an older file gains it, a common keyword takes
-the other route, and the ``-wal`` file shrinks back after a checkpoint.
+the other route, the ``-wal`` file shrinks back after a checkpoint, and a task's
+writes and the listings search by key.
 """
 
 from __future__ import annotations
@@ -129,6 +131,7 @@ async def test_a_version_2_file_gains_a_filled_index(tmp_path: Path) -> None:
         for trigger in ("insert", "delete", "update"):
             raw.execute(f"DROP TRIGGER history_search_{trigger}")
         raw.execute("DROP TABLE history_search")
+        raw.execute("DROP INDEX tasks_by_origin")
         raw.execute("PRAGMA user_version = 2")
     raw.close()
     async with open_store(path) as store:
@@ -138,6 +141,8 @@ async def test_a_version_2_file_gains_a_filled_index(tmp_path: Path) -> None:
         await store.add_history(_history(4, objective="later"))
         assert await _found(store, "LATER") == [f"{4:032x}"]
         assert [r.task_hash for r in await store.list_tasks(SESSION)] == [f"{3:032x}"]
+        by_origin = await store.list_resumable_by_origin("chat-", now=2.0, limit=5)
+        assert [r.task_hash for r in by_origin] == [f"{3:032x}"]
     assert len(_index(path)) == 3
     with sqlite3.connect(path) as raw:
         assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
@@ -167,3 +172,54 @@ async def test_the_wal_shrinks_back_under_its_limit_after_a_checkpoint(
     await store.put_secret(SESSION, "next", "v")
     assert 0 < wal.stat().st_size <= JOURNAL_SIZE_LIMIT
     assert len(await store.secret_keys(SESSION)) == 26
+
+
+async def test_task_start_end_and_listings_search_by_key(store: SqliteStore) -> None:
+    """Issue 23: no statement of a task's start, resume or end, of the by-origin
+    listing (a reopened REPL) or of a rare keyword's search scans a table, so their
+    cost does not follow the number of stored tasks or history rows (each one's
+    ``EXPLAIN QUERY PLAN`` searches by a key or reads the index)."""
+    seen: list[str] = []
+    await store._run("trace", lambda conn: conn.set_trace_callback(seen.append))
+    row = TaskRow(
+        session_id=SESSION,
+        task_hash=f"{1:032x}",
+        state="running",
+        objective="o",
+        origin="cli-",
+        model="builtin",
+        created_at=1.0,
+        updated_at=1.0,
+        snapshot=None,
+        questions=[],
+    )
+    await store.put_task(row, marker_expires_at=60.0, latest=True)
+    await store.end_run(
+        SESSION, row.task_hash, history=None, keep=attrs.evolve(row, state="parked")
+    )
+    assert await store.latest_task(SESSION) == row.task_hash
+    await store.claim(SESSION, row.task_hash, now=100.0, ttl=60.0, new_task_hash=f"{2:032x}")
+    await store.end_run(SESSION, f"{2:032x}", history=_history(2), keep=None)
+    assert await store.list_resumable_by_origin("cli-", now=200.0, limit=5) == []
+    assert await _found(store, "OBJECTIVE 2") == [f"{2:032x}"]
+    await store._run("trace", lambda conn: conn.set_trace_callback(None))
+    statements = {s for s in seen if s.split()[0] in ("SELECT", "INSERT", "UPDATE", "DELETE")}
+    assert len(statements) >= 12
+
+    def plans(conn: sqlite3.Connection) -> dict[str, list[str]]:
+        return {
+            s: [r[3] for r in conn.execute(f"EXPLAIN QUERY PLAN {s}").fetchall()]
+            for s in statements
+        }
+
+    # The two virtual tables read by a constraint: the index by MATCH (``M``), and
+    # json_each, the list of the index's matches.
+    allowed = ("SCAN history_search VIRTUAL TABLE INDEX 0:M", "SCAN json_each VIRTUAL TABLE")
+    scans = {
+        s: [line for line in lines if line.startswith("SCAN") and not line.startswith(allowed)]
+        for s, lines in (await store._run("plans", plans)).items()
+    }
+    assert {s: lines for s, lines in scans.items() if lines} == {}
+    assert any(
+        "USING INDEX tasks_by_origin" in str(p) for p in (await store._run("p", plans)).values()
+    )
