@@ -28,11 +28,13 @@ module holds the statements of each operation.
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -54,6 +56,8 @@ from engine.store.sqlite_schema import (
     AUTOCHECKPOINT_PAGES,
     BUSY_TIMEOUT,
     HISTORY_COLUMNS,
+    JOURNAL_SIZE_LIMIT,
+    MIN_INDEXED_KEYWORD,
     SCHEMA_VERSION,
     TASK_COLUMNS,
 )
@@ -63,6 +67,8 @@ __all__ = [
     "AUTOCHECKPOINT_PAGES",
     "BUSY_TIMEOUT",
     "CHECKPOINT_INTERVAL_S",
+    "INDEX_MATCHES",
+    "JOURNAL_SIZE_LIMIT",
     "MAX_BATCH",
     "SCHEMA_VERSION",
     "SqliteStore",
@@ -356,22 +362,11 @@ class SqliteStore:
         self, session_id: str, *, keyword: str = "", limit: int = 50
     ) -> list[HistoryRow]:
         """Newest ``end_at`` first (ties: the later written first); a negative
-        ``limit`` is a `BadRequest`, ``0`` gives an empty list."""
+        ``limit`` is a `BadRequest`, ``0`` gives an empty list. How a keyword is
+        looked up, and what it costs: `_select_history`."""
         if limit < 0:
             raise BadRequest(f"limit must be 0 or more, got {limit}")
-
-        def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:
-            where = "session_id = ?"
-            params: list[Any] = [session_id]
-            if keyword:
-                where += " AND (contains_casefold(objective, ?) OR contains_casefold(content, ?))"
-                params += [keyword, keyword]
-            return conn.execute(
-                f"SELECT {HISTORY_COLUMNS} FROM history WHERE {where} "
-                "ORDER BY end_at DESC, rowid DESC LIMIT ?",
-                (*params, limit),
-            ).fetchall()
-
+        select = partial(_select_history, session_id=session_id, keyword=keyword, limit=limit)
         return [schema.history_row(r) for r in await self._run("list_history", select)]
 
     async def get_history(self, session_id: str, task_hash: str) -> HistoryRow | None:
@@ -446,15 +441,16 @@ class SqliteStore:
         commit copy the log into the database file and sync it: that write (and the
         request behind it) took ~15 ms more, every ~75 park/resume cycles (bench B2's
         p99). A passive checkpoint here never blocks the store's writer; the automatic
-        one stays as a safety net at `AUTOCHECKPOINT_PAGES`. Inline stores (tests
-        under a mock clock) keep SQLite's own checkpoints and return at once.
+        one stays as a safety net at `AUTOCHECKPOINT_PAGES`. After a checkpoint that
+        copied the whole log, the next commit cuts the ``-wal`` file back to
+        `JOURNAL_SIZE_LIMIT` (issue 23: it kept its largest size, ~80 MiB, for good).
+        Inline stores (tests under a mock clock) keep SQLite's own checkpoints and
+        return at once.
         """
         if self._worker.inline:
             return
         path = self._path
-        conn = await trio.to_thread.run_sync(
-            lambda: sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False)
-        )
+        conn = await trio.to_thread.run_sync(schema.connect_checkpointer, path)
         try:
             checkpointed_at = -1  # the first pass checkpoints what is already there
             while True:
@@ -463,7 +459,7 @@ class SqliteStore:
                     continue
                 checkpointed_at = self._worker.writes
                 try:
-                    await trio.to_thread.run_sync(conn.execute, "PRAGMA wal_checkpoint(PASSIVE)")
+                    await trio.to_thread.run_sync(schema.checkpoint, conn)
                 except sqlite3.Error as exc:  # the writer's own checkpoint still runs
                     log.warning("store checkpoint failed: %s", exc)
         finally:
@@ -477,6 +473,52 @@ class SqliteStore:
         Waits for a call already in the worker to finish first.
         """
         await self._worker.close()
+
+
+#: Index matches (in every session) up to which a keyword's rows are read through the
+#: index; a keyword with more is common, and found sooner by reading newest first.
+INDEX_MATCHES: Final = 500
+_ORDER: Final = "ORDER BY h.end_at DESC, h.rowid DESC LIMIT ?"
+_COLUMNS: Final = ", ".join(f"h.{c.strip()}" for c in HISTORY_COLUMNS.split(","))
+
+
+def _select_history(
+    conn: sqlite3.Connection, *, session_id: str, keyword: str, limit: int
+) -> list[sqlite3.Row]:
+    """A session's history rows, newest first, holding ``keyword`` (issue 23).
+
+    A keyword of `MIN_INDEXED_KEYWORD` characters or more (casefolded) that at most
+    `INDEX_MATCHES` rows hold is read through the trigram index: the cost follows
+    those rows, not the size of the history (a rare or absent keyword: ~0.1–0.4 ms at
+    1,000 or 100,000 rows, docs/benchmarks.md). Any other keyword reads the session's
+    rows newest first through Python's ``str.casefold`` until ``limit`` of them match:
+    quick for a common keyword, but a shorter one (no trigram to look up) or one
+    holding a NUL or `schema.NUL_STAND_IN` (`schema.indexable`) that is rare in the
+    session reads each of its rows, ~3 µs a row.
+    """
+    folded = keyword.casefold()
+    select = f"SELECT {_COLUMNS} FROM history AS h"
+    if not keyword:
+        return conn.execute(
+            f"{select} WHERE h.session_id = ? {_ORDER}", (session_id, limit)
+        ).fetchall()
+    if len(folded) >= MIN_INDEXED_KEYWORD and schema.indexable(folded):
+        found = conn.execute(
+            "SELECT rowid FROM history_search WHERE history_search MATCH ? LIMIT ?",
+            (schema.history_search_phrase(folded), INDEX_MATCHES + 1),
+        ).fetchall()
+        if len(found) <= INDEX_MATCHES:
+            return conn.execute(
+                # ``+``: not through history_by_end, which would read the session's rows
+                f"{select} WHERE h.rowid IN (SELECT value FROM json_each(?)) "
+                f"AND +h.session_id = ? {_ORDER}",
+                (json.dumps([r[0] for r in found]), session_id, limit),
+            ).fetchall()
+    where = "(contains_casefold(h.objective, ?) OR contains_casefold(h.content, ?))"
+    return conn.execute(
+        f"{select} WHERE h.session_id = ? AND {where} {_ORDER}",
+        (session_id, folded, folded, limit),
+    ).fetchall()
 
 
 def _open_error(path: Path, exc: sqlite3.Error) -> StoreError:

@@ -7,7 +7,23 @@ reads on its own: this module is what is on disk.
 **Versions.** ``PRAGMA user_version`` is `SCHEMA_VERSION`. Every open runs the schema
 with ``IF NOT EXISTS`` inside ``BEGIN IMMEDIATE``, which is also the migration from an
 older version as long as versions only add tables: version 2 added ``sessions`` (each
-session's latest task, R36). A file of a newer version is refused.
+session's latest task, R36), version 3 the ``history_search`` index (below), filled
+from the existing rows in the same transaction, and ``tasks_by_origin`` (a reopened
+REPL's listing of its ``cli-`` tasks read every stored task). A file of a newer
+version is refused.
+
+**History search** (issue 23). ``history_search`` is an FTS5 table with the
+``trigram`` tokenizer holding casefolded copies (Python's `str.casefold`, see
+`_search_fold`) of each history row's objective and content, under the row's
+``rowid``. A keyword of three or more characters (after casefolding) is one quoted
+FTS5 phrase, which with trigrams is a substring match: the same answer as
+``keyword.casefold() in text.casefold()``, found through the index instead of a Python
+call per row. Triggers keep it in step with ``history`` on every insert, delete and
+update, whoever writes; they call the ``search_fold`` SQL function `connect`
+registers, so a connection without it (the ``sqlite3`` shell) can read the file but
+not write history. The cost: the copy plus the trigram index take several times the
+text's size on disk, and each history write indexes its text. How a keyword is looked
+up: `engine.store.sqlite._select_history`.
 """
 
 from __future__ import annotations
@@ -27,13 +43,21 @@ __all__ = [
     "AUTOCHECKPOINT_PAGES",
     "BUSY_TIMEOUT",
     "HISTORY_COLUMNS",
+    "JOURNAL_SIZE_LIMIT",
+    "MIN_INDEXED_KEYWORD",
+    "NUL_STAND_IN",
     "SCHEMA",
     "SCHEMA_VERSION",
+    "SEARCH_SCHEMA",
     "TASK_COLUMNS",
     "add_history_row",
+    "checkpoint",
     "connect",
+    "connect_checkpointer",
     "history_params",
     "history_row",
+    "history_search_phrase",
+    "indexable",
     "put_task_row",
     "set_latest_row",
     "set_marker_row",
@@ -42,7 +66,7 @@ __all__ = [
 ]
 
 #: ``PRAGMA user_version`` of the schema below.
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 #: Seconds a writer waits for another process's write lock before giving up.
 BUSY_TIMEOUT: Final = 30.0
 
@@ -63,6 +87,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     resumed_from TEXT,
     PRIMARY KEY (session_id, task_hash)
 ) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_origin ON tasks (origin, updated_at);
 CREATE TABLE IF NOT EXISTS markers (
     key        TEXT PRIMARY KEY,
     expires_at REAL NOT NULL
@@ -91,6 +116,28 @@ CREATE TABLE IF NOT EXISTS secrets (
 ) WITHOUT ROWID;
 """
 
+#: The history search index and the triggers that keep it in step (module doc). Apart
+#: from `SCHEMA` because a trigger's body holds semicolons.
+SEARCH_SCHEMA: Final = (
+    """CREATE VIRTUAL TABLE IF NOT EXISTS history_search USING fts5(
+        objective, content, tokenize = 'trigram case_sensitive 1'
+    )""",
+    """CREATE TRIGGER IF NOT EXISTS history_search_insert AFTER INSERT ON history BEGIN
+        INSERT INTO history_search (rowid, objective, content)
+        VALUES (new.rowid, search_fold(new.objective), search_fold(new.content));
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS history_search_delete AFTER DELETE ON history BEGIN
+        DELETE FROM history_search WHERE rowid = old.rowid;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS history_search_update AFTER UPDATE ON history BEGIN
+        DELETE FROM history_search WHERE rowid = old.rowid;
+        INSERT INTO history_search (rowid, objective, content)
+        VALUES (new.rowid, search_fold(new.objective), search_fold(new.content));
+    END""",
+)
+#: Characters (after casefolding) a keyword needs for the index: a trigram's length.
+MIN_INDEXED_KEYWORD: Final = 3
+
 TASK_COLUMNS: Final = (
     "session_id, task_hash, state, objective, origin, model, created_at, updated_at, "
     "snapshot, questions, has_jobs, ask_id, resumed_from"
@@ -102,12 +149,43 @@ HISTORY_COLUMNS: Final = (
 AUTOCHECKPOINT_PAGES: Final = 20_000
 
 
+#: Bytes the ``-wal`` file is cut back to when the log restarts after a checkpoint
+#: (``PRAGMA journal_size_limit``); without it the file keeps its largest size.
+JOURNAL_SIZE_LIMIT: Final = 16 * 2**20
+
+
+#: What a NUL becomes in the index's copies: FTS5 stops reading a text at a NUL.
+NUL_STAND_IN: Final = "\ufffd"
+
+
+def _search_fold(text: str | None) -> str | None:
+    """SQL function ``search_fold(text)``: the index's copy of a text, Python's
+    `str.casefold` (Unicode-aware, unlike SQLite's ``lower()``: 'Straße' becomes
+    'strasse') with each NUL as `NUL_STAND_IN`. A keyword holding neither character is
+    in the copy exactly where it is in the casefolded text; one that holds either is
+    searched without the index (`indexable`)."""
+    return None if text is None else text.casefold().replace("\0", NUL_STAND_IN)
+
+
 def _contains_casefold(haystack: str | None, needle: str | None) -> int:
-    """SQL function ``contains_casefold(a, b)``: Unicode-aware, unlike SQLite's
-    ``lower()`` which folds ASCII only."""
+    """SQL function ``contains_casefold(a, b)``: the search without the index (a short
+    or common keyword, or one the copies cannot answer, `indexable`), one Python call
+    per row."""
     if haystack is None or needle is None:
         return 0
     return int(needle.casefold() in haystack.casefold())
+
+
+def indexable(folded: str) -> bool:
+    """Whether the index's copies answer a casefolded keyword (module doc)."""
+    return "\0" not in folded and NUL_STAND_IN not in folded
+
+
+def history_search_phrase(folded: str) -> str:
+    """The FTS5 query for a casefolded keyword: one quoted phrase (a ``"`` doubled), so
+    the keyword is data: ``NEAR``, ``*``, ``AND``, ``:`` or a quote are characters to
+    find, never query syntax."""
+    return '"' + folded.replace('"', '""') + '"'
 
 
 def _dumps(value: Any) -> str:
@@ -193,6 +271,8 @@ def connect(path: Path) -> sqlite3.Connection:
         # `SqliteStore.maintain` checkpoints off the write path; this is the safety net
         # when it does not run (a checkpoint inside a commit costs that write ~15 ms).
         conn.execute(f"PRAGMA wal_autocheckpoint = {AUTOCHECKPOINT_PAGES}")
+        conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+        conn.create_function("search_fold", 1, _search_fold, deterministic=True)
         conn.create_function("contains_casefold", 2, _contains_casefold, deterministic=True)
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -202,9 +282,14 @@ def connect(path: Path) -> sqlite3.Connection:
                     f"{path.name} has schema version {version}, newer than this agentrio "
                     f"understands ({SCHEMA_VERSION})"
                 )
-            for statement in SCHEMA.split(";"):
+            for statement in (*SCHEMA.split(";"), *SEARCH_SCHEMA):
                 if statement.strip():
                     conn.execute(statement)
+            if version < 3:  # the index is new: fill it from the rows already there
+                conn.execute(
+                    "INSERT INTO history_search (rowid, objective, content) "
+                    "SELECT rowid, search_fold(objective), search_fold(content) FROM history"
+                )
             conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -216,7 +301,23 @@ def connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
-#: Seconds between `SqliteStore.maintain`'s checkpoints (when something was written).
+def connect_checkpointer(path: Path) -> sqlite3.Connection:
+    """The second connection `engine.store.sqlite.SqliteStore.maintain` checkpoints
+    with (runs in a worker thread), with the same WAL size limit as the writer's."""
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False)
+    conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")
+    return conn
+
+
+def checkpoint(conn: sqlite3.Connection) -> bool:
+    """One passive checkpoint: copy what it can of the WAL into the database without
+    waiting for (or blocking) the writer; True when the whole log was copied.
+
+    After a complete one the next commit starts the log from its beginning again and,
+    with ``journal_size_limit``, cuts the ``-wal`` file back to `JOURNAL_SIZE_LIMIT`.
+    """
+    busy, frames, copied = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return bool(busy == 0 and frames == copied)
 
 
 def put_task_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
@@ -247,10 +348,10 @@ def history_params(row: HistoryRow) -> tuple[Any, ...]:
 
 
 def add_history_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
-    conn.execute(
-        f"INSERT OR REPLACE INTO history ({HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        params,
-    )
+    # A delete then an insert, not INSERT OR REPLACE: a row REPLACE removes fires no
+    # delete trigger (unless recursive triggers are on), so its index entry would stay.
+    conn.execute("DELETE FROM history WHERE session_id = ? AND task_hash = ?", params[:2])
+    conn.execute(f"INSERT INTO history ({HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", params)
     # One transaction with the history row: see `Store.add_history` (R72).
     conn.execute("DELETE FROM tasks WHERE session_id = ? AND task_hash = ?", params[:2])
 

@@ -307,6 +307,51 @@ async def test_history_order_keyword_and_limit(store: Store) -> None:
         await store.list_history(SESSION, limit=-1)
 
 
+#: Rows of the keyword tests: objective, content (issue 23's edge cases).
+_SEARCHED = [
+    ("Straße bauen", "ran make"),
+    ("ǅemal ΣΊΣΥΦΟΣ", 'said "quoted" and it\'s NEAR(a b) * 50% _x_ AND OR : ^'),
+    ("nul", "before\0after \ufffd"),
+    ("aaaa", "İstanbul ﬁle"),
+]
+
+
+async def test_history_keyword_is_a_casefolded_substring(store: Store) -> None:
+    """Issue 23, R45: a keyword matches where ``keyword.casefold()`` is a substring of
+    the casefolded objective or content, on every backend and whatever its length:
+    'STRASSE' finds 'Straße', short keywords too, and a keyword is data (quotes,
+    ``NEAR``, ``*``, ``%``, ``_``, operators, a NUL) never query syntax."""
+    rows = [
+        _history(h, float(n), objective=o, content=c)
+        for n, (h, (o, c)) in enumerate(zip((H1, H2, H3, H4), _SEARCHED, strict=True))
+    ]
+    for row in rows:
+        await store.add_history(row)
+
+    async def found(keyword: str) -> list[str]:
+        return [h.task_hash for h in await store.list_history(SESSION, keyword=keyword)]
+
+    assert await found("STRASSE") == await found("straSSe bau") == [H1]
+    assert await found("ß") == await found("ss") == await found("SS") == [H1]
+    assert await found("σίσυφος") == await found("ǆ") == await found("ΣΊ") == [H2]
+    assert await found('"quoted"') == await found('"') == await found("'s near(") == [H2]
+    assert await found("* 50% _x_") == await found("and or : ^") == await found("*") == [H2]
+    assert await found("%") == await found("_") == [H2]
+    assert await found("e\0a") == await found("\0") == await found("\ufffd") == [H3]
+    assert await found("after") == await found("fore\0after \ufffd") == [H3]
+    assert await found("aaaa") == await found("aaa") == [H4]
+    assert await found("aaaaa") == await found("NEAR(a c)") == await found("\0\0") == []
+    assert await found("i̇stanbul") == await found("FILE") == [H4]
+    assert await found("istanbul") == []  # 'İ' folds to 'i' and a combining dot
+    for keyword in ("a", "an", "ra", "e", "(", "x", "é", " ", "ran", "nul", "obj"):
+        assert await found(keyword) == [
+            row.task_hash
+            for row in reversed(rows)
+            if keyword.casefold() in row.objective.casefold()
+            or keyword.casefold() in row.content.casefold()
+        ], keyword
+
+
 async def test_history_get_and_replace(store: Store) -> None:
     """R40: one record per run; writing a run again replaces it (and re-sorts it)."""
     first = _history(H1, 10.0, status="failed", content="error: boom")
@@ -388,7 +433,7 @@ async def test_latest_task_is_written_with_the_start_of_a_run(store: Store) -> N
 
 
 async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None:
-    """R72: a store written by the previous schema opens, keeps its rows and moves to
+    """R72: a store written by an older schema opens, keeps its rows and moves to
     the current version (version 2 only added the sessions table)."""
     path = tmp_path / "old.db"
     async with open_store(path) as store:
@@ -403,7 +448,7 @@ async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None
         await store.put_task(_task(H1, state="running"), latest=True)
         assert await store.latest_task(SESSION) == H1
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     raw.close()
 
 
