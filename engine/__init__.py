@@ -64,6 +64,9 @@ PUBLIC_MODULES: Final = frozenset(
         "engine.ids",
         # The pytest plugin (docs/testing.md).
         "engine.testing",
+        # The store's interface and the SQLite store, which the store benches measure
+        # without a daemon (bench/b9_store_scale.py).
+        "engine.store",
         # The daemon's server: serve, open_server, run_daemon, create_app.
         "engine.server",
         # Running commands in process groups, the sandbox, orphans (R48, R75).

@@ -231,9 +231,15 @@ class Peers:
         if isinstance(message, Goodbye):
             self._forget(sender)
             return
+        known = sender in self._last_seen
         self._last_seen[sender] = self._clock()
         if isinstance(message, Heartbeat):
             self.on_peer_heartbeat(message)
+            if not known and self._nursery is not None:
+                # A newcomer (or one back after an outage) hears us now, not within
+                # the next second: until it does, it would route to nobody.
+                reply = Heartbeat(sender=self.id, listeners=self.listeners())
+                self._nursery.start_soon(self.send, sender, reply)
             return
         if isinstance(message, PeerAnswer):
             waiting = self._waiting.get(message.request_id)

@@ -190,6 +190,7 @@ async def test_events_stream_from_the_daemon_that_runs_the_task_with_replay(
             subscription = await script.subscribe("chat-events")
             with trio.fail_after(DEADLINE_S):
                 await _wait_cluster(a, peers=2, proxies=1)
+                await _wait_cluster(c, peers=2, proxies=1)
                 sent = await _send(a, "chat-events", "run: sleep 2", allow_all=True)
                 task_hash = sent.json()["task_hash"]
                 started = await _event(subscription, task_hash, "task_started")
