@@ -93,7 +93,7 @@ async def test_cancel_reaps_the_orphaned_grandchild_without_a_proc_scan(
 
     monkeypatch.setattr(groups_module, "_running_members", no_scan)
     monkeypatch.setattr(groups_module, "_still_running", no_scan)
-    monkeypatch.setattr(groups_module, "_SCAN_EVERY", 10**9)
+    monkeypatch.setattr(groups_module, "_SCAN_AFTER_S", 10**9)
     watcher = FirstLine()
     async with adopting_orphans():
         async with trio.open_nursery() as nursery:
@@ -113,6 +113,40 @@ async def test_cancel_reaps_the_orphaned_grandchild_without_a_proc_scan(
             cancel_scope(nursery.cancel_scope, Cause.USER_CANCELED)
         assert trio.current_time() - cancelled_at < 1
         assert _exists(orphan) is False
+        assert _group_exists(leader) is False
+
+
+async def test_a_group_slow_to_go_is_not_scanned_before_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R48, issue 23 (cancel tail under load): a killed group whose member outlives
+    the leader by 0.2 s (it ignores SIGTERM) takes far more than the ten quick checks,
+    yet ``/proc`` is not scanned before `_SCAN_AFTER_S` has passed: with thousands of
+    commands running, a scan costs 50-500 ms. The kernel's check sees the group go."""
+
+    def no_scan(*args: object) -> list[str]:
+        raise AssertionError("the /proc fallback ran")
+
+    monkeypatch.setattr(groups_module, "_running_members", no_scan)
+    monkeypatch.setattr(groups_module, "_SCAN_AFTER_S", 30.0)
+    watcher = FirstLine()
+    async with adopting_orphans():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: run_in_group(
+                    # The member prints its pid and the leader's once it ignores TERM.
+                    "sh -c \"trap '' TERM; echo \\$\\$ $$; exec sleep 0.2\" & sleep 1000",
+                    on_output=watcher,
+                )
+            )
+            with trio.fail_after(5):
+                await watcher.ready.wait()
+            slow, leader = watcher.pids
+            cancelled_at = trio.current_time()
+            cancel_scope(nursery.cancel_scope, Cause.USER_CANCELED)
+        took = trio.current_time() - cancelled_at
+        assert 0.15 < took < 5
+        assert _exists(slow) is False
         assert _group_exists(leader) is False
 
 
