@@ -37,6 +37,7 @@ BENCHES = [
     ("B6", "bench.b6_double_resume"),
     ("B7", "bench.b7_cold_start"),
     ("B8", "bench.b8_sandbox"),
+    ("B9", "bench.b9_scale_growth"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"
