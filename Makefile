@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit daemon bench soak clean sysdeps sandbox
+.PHONY: run test lint typecheck unit daemon bench bench-scale soak clean sysdeps sandbox
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,11 @@ $(BENCH_STAMP): pyproject.toml
 
 bench: $(BENCH_STAMP) sysdeps
 	$(BENCH_VENV)/bin/python -m bench.run_all
+
+# B9's growth table at 1k / 10k / 100k tasks (about 8 minutes on 2 cores); it prints
+# the table and leaves docs/benchmarks.md alone (`make bench` runs B9 at 1k / 5k).
+bench-scale: $(BENCH_STAMP) sysdeps
+	$(BENCH_VENV)/bin/python -m bench.b9_scale_growth --scale
 
 clean:
 	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

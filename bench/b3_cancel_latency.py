@@ -25,7 +25,7 @@ from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
 from bench.load import children, process_group_alive, send_many, wait_for
 from protocol.frames import Accepted, Cancel, DoneFrame, Run
 
-__all__ = ["run"]
+__all__ = ["measure_cancels", "run"]
 
 LOAD_TASKS = 1000
 PER_SESSION = 8
@@ -62,7 +62,9 @@ def _group_alive(pgid: int) -> bool:
     return process_group_alive(pgid)
 
 
-async def _measure(daemon: DaemonProcess, load: int, trials: int) -> tuple[list[int], int, float]:
+async def measure_cancels(
+    daemon: DaemonProcess, load: int, trials: int
+) -> tuple[list[int], int, float]:
     """(samples, groups left alive, seconds to start the load)."""
     async with httpx.AsyncClient(base_url=daemon.base_url, headers=daemon.headers) as client:
         started = time.perf_counter()
@@ -120,7 +122,7 @@ def run(args: BenchArgs) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="agentrio-b3-") as tmp:
         with DaemonProcess(Path(tmp) / "home", profile=args.profile) as daemon:
             daemon.wait_ready()
-            samples, alive, load_s = trio.run(_measure, daemon, load, trials)
+            samples, alive, load_s = trio.run(measure_cancels, daemon, load, trials)
             rss = daemon.rss_mib()
     stats = Stats.of_ns(samples)
     result = BenchResult("B3", f"Cancel latency with {load} other tasks running")

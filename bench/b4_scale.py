@@ -30,7 +30,7 @@ from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
 from bench.load import health, send_many, wait_for
 from protocol.frames import Accepted, Ask, DoneFrame, Listen, Reply, Run
 
-__all__ = ["run"]
+__all__ = ["measure_parked", "run"]
 
 TASKS = 10_000
 #: Live asks measured in a full run: each costs a running task (a slot, a marker, a
@@ -46,7 +46,7 @@ def _idle(daemon: DaemonProcess) -> bool:
     return health(daemon.base_url).get("tasks") == 0
 
 
-async def _parked(daemon: DaemonProcess, tasks: int, probes: int) -> dict[str, object]:
+async def measure_parked(daemon: DaemonProcess, tasks: int, probes: int) -> dict[str, object]:
     sessions = max(1, tasks // PARKED_PER_SESSION)
     async with httpx.AsyncClient(
         base_url=daemon.base_url, headers=daemon.headers, timeout=60
@@ -177,7 +177,7 @@ def run(args: BenchArgs) -> BenchResult:
     live_tasks = tasks if args.quick else LIVE_TASKS
     result = BenchResult("B4", f"Scale: {tasks:,} tasks parked on asks in one daemon")
     with tempfile.TemporaryDirectory(prefix="agentrio-b4-") as tmp:
-        for kind, measure in (("parked", _parked), ("live", _live)):
+        for kind, measure in (("parked", measure_parked), ("live", _live)):
             profile = args.profile.with_suffix(f".{kind}.txt") if args.profile else None
             with DaemonProcess(Path(tmp) / kind, profile=profile) as daemon:
                 daemon.wait_ready()

@@ -5,7 +5,8 @@ Every bench module exposes ``run(args) -> BenchResult`` and calls `main` under
 ``if __name__ == "__main__"``. `main` parses ``--json PATH`` (where `bench.run_all`
 collects the result), ``--quick`` (few repetitions, for a smoke run) and
 ``--profile PATH`` (write a pyinstrument text profile of the measured part, used when a
-target is missed). A result is a list of rows: the metric, its value, the baseline
+target is missed) and ``--scale`` (the large sizes of a growth bench, ``make
+bench-scale``). A result is a list of rows: the metric, its value, the baseline
 measured in the *same* run, their ratio, the target and whether it was met.
 
 Timing is ``time.perf_counter_ns``; percentiles are nearest-rank on the sorted samples,
@@ -144,6 +145,8 @@ class BenchResult:
 class BenchArgs:
     quick: bool
     profile: Path | None
+    #: ``--scale``: the large sizes of a growth bench (``make bench-scale``).
+    scale: bool = False
 
 
 def main(run: Callable[[BenchArgs], BenchResult]) -> None:
@@ -152,9 +155,10 @@ def main(run: Callable[[BenchArgs], BenchResult]) -> None:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--scale", action="store_true")
     ns = parser.parse_args()
     started = time.perf_counter()
-    result = run(BenchArgs(quick=ns.quick, profile=ns.profile))
+    result = run(BenchArgs(quick=ns.quick, profile=ns.profile, scale=ns.scale))
     result.seconds = time.perf_counter() - started
     result.print()
     if ns.json is not None:

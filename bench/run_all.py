@@ -37,6 +37,7 @@ BENCHES = [
     ("B6", "bench.b6_double_resume"),
     ("B7", "bench.b7_cold_start"),
     ("B8", "bench.b8_sandbox"),
+    ("B9", "bench.b9_scale_growth"),
     ("B11", "bench.b11_redis_daemons"),
     ("B12", "bench.b12_frontends"),
 ]

@@ -65,7 +65,7 @@ PUBLIC_MODULES: Final = frozenset(
         # The pytest plugin (docs/testing.md).
         "engine.testing",
         # The store's interface and the SQLite store, which the store benches measure
-        # without a daemon (bench/b9_store_scale.py).
+        # without a daemon (bench/b10_store_scale.py).
         "engine.store",
         # The daemon's server: serve, open_server, run_daemon, create_app.
         "engine.server",

@@ -56,6 +56,12 @@ class ServerConfig:
     #: Bytes of a session's recent events kept for replay to new subscribers; the
     #: oldest go first (also at most 512 events).
     replay_bytes: int = attrs.field(default=4 * 1024 * 1024, validator=attrs.validators.ge(0))
+    #: Bytes the idle sessions may hold together, daemon-wide (their replay buffers
+    #: and ~3 KiB each): past it the longest-idle go at once, not after
+    #: ``session_idle_s`` (issue 23).
+    idle_sessions_bytes: int = attrs.field(
+        default=16 * 1024 * 1024, validator=attrs.validators.ge(0)
+    )
     #: Bytes of events one subscriber may fall behind; past it the subscriber is
     #: dropped (WebSocket close 4008, SSE a final ``: dropped`` comment) and may
     #: resubscribe to replay.

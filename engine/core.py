@@ -95,6 +95,7 @@ class Engine:
             idle_s=self.config.server.session_idle_s,
             replay_bytes=self.config.server.replay_bytes,
             queue_bytes=self.config.server.subscriber_queue_bytes,
+            idle_bytes=self.config.server.idle_sessions_bytes,
             leg_limit=self.config.background.max_tasks or None,
             holders=(self.registry, self.background),
         )
@@ -233,6 +234,7 @@ class Engine:
             self._by_connection.setdefault(connection, set()).add(run)
             run.on_end.append(self._forget_connection)
         run.on_end.append(self.background.on_task_end)
+        run.on_end.append(self._run_ended)
         toolbox = self.subagent_toolbox if run.subagent_of is not None else self.toolbox
         await self._supervisor.start(execute_task, run, toolbox, handle=run.handle)
 
@@ -242,6 +244,9 @@ class Engine:
             runs.discard(run)
             if not runs:
                 del self._by_connection[run.origin.connection_id]
+
+    async def _run_ended(self, run: TaskRun) -> None:
+        self.sessions.run_ended(run.session)
 
     async def send(
         self,

@@ -34,8 +34,12 @@ _POLL_S: Final = 0.01
 #: The first checks of a killed group come every millisecond (it usually empties fast).
 _QUICK_POLL_S: Final = 0.001
 _QUICK_POLLS: Final = 10
-#: While adopting orphans, every this many checks of a group still look into /proc.
-_SCAN_EVERY: Final = 10
+#: While adopting orphans, seconds a waited-for group may take to go before ``/proc``
+#: is looked into for it, and then between looks. A scan reads every process's
+#: ``stat`` (with 5,000 commands running, 10,000 files: 50-500 ms in a worker thread,
+#: contending for the GIL), so it must not come after a fixed number of checks: on a
+#: loaded machine a killed group often takes more than the ten quick ones (issue 23).
+_SCAN_AFTER_S: Final = 0.25
 
 
 def _signal_group(pgid: int, signum: int) -> None:
@@ -134,9 +138,10 @@ async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
     a child subreaper (`adopting_orphans`), members orphaned by the group's own deaths
     come to it, so each check reaps those (`reap_adopted_members`) and then asks the
     kernel whether the group still exists -- a few system calls, no ``/proc`` scan. A
-    ``/proc`` scan (in a worker thread) still runs every `_SCAN_EVERY` checks, for the
-    rare group left holding only zombies nobody here may reap (a member whose parent
-    runs outside the group, or one that went to another subreaper).
+    ``/proc`` scan (in a worker thread) still runs once the group has lasted
+    `_SCAN_AFTER_S`, and again every `_SCAN_AFTER_S`, for the rare group left holding
+    only zombies nobody here may reap (a member whose parent runs outside the group, or
+    one that went to another subreaper).
 
     Otherwise orphans go to PID 1, which may never reap them, so an existing group is
     looked into: the whole of ``/proc`` is scanned once for the group's running
@@ -146,6 +151,7 @@ async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
     await process.wait()
     adopting = is_child_subreaper()
     polls = 0
+    scan_at = trio.current_time() + _SCAN_AFTER_S
 
     async def pause() -> None:
         nonlocal polls
@@ -160,9 +166,10 @@ async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
     while True:
         if gone():
             return
-        if adopting and (polls + 1) % _SCAN_EVERY != 0:
+        if adopting and trio.current_time() < scan_at:
             await pause()
             continue
+        scan_at = trio.current_time() + _SCAN_AFTER_S
         members = await trio.to_thread.run_sync(_running_members, pgid)
         if members is None:  # no /proc: an existing group counts as alive
             await pause()

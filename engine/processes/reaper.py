@@ -150,17 +150,12 @@ def _children() -> list[int]:
     return pids
 
 
-def _reap_adopted(candidates: list[int] | None) -> tuple[int, bool]:
+def _reap_adopted() -> tuple[int, bool]:
     """Reap exited adopted children: (how many, whether an exited child of our own stood
-    first in line). With ``candidates`` None the kernel is asked for any exited child,
-    which only ever reports the first; with a list, each of those pids is looked at."""
+    first in line). The kernel is asked for any exited child, which only ever reports
+    the first."""
     own_sid = os.getsid(0)
     reaped = 0
-    if candidates is not None:
-        for child in candidates:
-            if _peek(os.P_PID, child) == child and _adopted(child, own_sid) and _reap(child):
-                reaped += 1
-        return reaped, False
     while True:
         pid = _peek(os.P_ALL, 0)
         if pid is None:
@@ -172,17 +167,32 @@ def _reap_adopted(candidates: list[int] | None) -> tuple[int, bool]:
         reaped += 1
 
 
+def _exited_adopted() -> list[int]:
+    """Blocking (a worker thread): the children that have exited and were adopted,
+    peeked at one by one and left unreaped. Peeking is safe from any thread; only the
+    reaping stays on the Trio thread."""
+    own_sid = os.getsid(0)
+    return [pid for pid in _children() if _peek(os.P_PID, pid) == pid and _adopted(pid, own_sid)]
+
+
 async def reap_adopted() -> int:
     """One pass of `adopting_orphans`: reap every adopted child that has exited; return
-    how many. Call it on the Trio thread."""
+    how many. Call it on the Trio thread.
+
+    When an exited child of our own stands first (its owner has not waited yet, or it
+    never will: an orphan that leads a session of its own, see `_adopted`, e.g. the
+    sandbox's inner bubblewrap), every child is looked at -- in a worker thread, since
+    with 5,000 commands running that is 5,000 ``waitid`` calls, ~30 ms that held the
+    Trio thread once a second and made the cancel tail (issue 23)."""
     if sys.platform != "linux":
         return 0
-    reaped, blocked = _reap_adopted(None)
+    reaped, blocked = _reap_adopted()
     if blocked:
-        # One of our own children has exited and its owner has not waited for it yet:
-        # waitid(P_ALL) shows nothing behind it, so look at every child instead.
-        children = await trio.to_thread.run_sync(_children)
-        reaped += _reap_adopted(children)[0]
+        own_sid = os.getsid(0)
+        for pid in await trio.to_thread.run_sync(_exited_adopted):
+            # Looked at again here: the pid was not reaped (and reused) meanwhile.
+            if _peek(os.P_PID, pid) == pid and _adopted(pid, own_sid) and _reap(pid):
+                reaped += 1
     return reaped
 
 

@@ -23,7 +23,7 @@ from engine.core import Engine
 from engine.models.base import Message, ModelReply, TextSink, ToolSpec
 from engine.nursery_tasks import Supervisor, TaskHandle
 from engine.pending import AskRequest
-from engine.sessions import SessionRegistry
+from engine.sessions import SESSION_BYTES, SessionRegistry
 from protocol import events as ev
 from protocol.events import Question
 
@@ -130,6 +130,55 @@ def test_idle_zero_keeps_every_session() -> None:
     sessions = _registry(idle_s=0.0)
     sessions.session("chat-a")
     assert [sessions.sweep(t) for t in (0.0, 1e6, 1e9)] == [0, 0, 0]
+
+
+def test_idle_sessions_past_their_bound_go_when_a_run_ends() -> None:
+    """Issue 23 (memory with nothing live): sessions whose last run ended are charged
+    what they hold; past ``idle_bytes`` the longest-quiet idle ones go at once, down
+    to three quarters of the bound, with no sweep and no ``idle_s`` waited."""
+    sessions: SessionRegistry[_Run] = SessionRegistry(
+        clock=lambda: 0.0, idle_s=IDLE_S, idle_bytes=4 * SESSION_BYTES
+    )
+    for index in range(4):
+        sessions.run_ended(sessions.session(f"chat-{index}"))
+    assert len(sessions) == 4  # exactly at the bound
+    sessions.run_ended(sessions.session("chat-4"))
+    # 5 charged > 4 allowed: the oldest go until at most 3 remain charged.
+    assert [s.id for s in sessions.live()] == ["chat-2", "chat-3", "chat-4"]
+    assert sessions.statistics().dropped_total == 2
+
+
+def test_the_idle_bound_counts_replay_bytes_and_spares_busy_sessions() -> None:
+    """Issue 23, R8 B, R11: a session's replay buffer counts towards the bound; a quiet
+    session used again, running, subscribed or held is never dropped by it."""
+    holder = _Holder(held={"chat-held"})
+    sessions: SessionRegistry[_Run] = SessionRegistry(
+        clock=lambda: 0.0, idle_s=IDLE_S, idle_bytes=10 * SESSION_BYTES, holders=[holder]
+    )
+    for session_id in ("chat-held", "chat-reused", "chat-watched", "chat-running"):
+        sessions.run_ended(sessions.session(session_id))
+    sessions.session("chat-reused")  # used again: out of the account
+    watched = sessions.session("chat-watched")
+    sessions.session("chat-running").runs["f" * 32] = _Run()
+    loud = sessions.session("chat-loud")
+    while loud.hub.statistics().replay_bytes <= 10 * SESSION_BYTES:
+        loud.hub.emit("e" * 32, ev.Text, text="x" * 1024)
+    with watched.hub.subscribe():
+        sessions.run_ended(loud)
+    assert sorted(s.id for s in sessions.live()) == [
+        "chat-held",
+        "chat-reused",
+        "chat-running",
+        "chat-watched",
+    ]
+
+
+def test_idle_zero_drops_nothing_past_the_bound() -> None:
+    """``session_idle_s = 0`` keeps every session, whatever they hold."""
+    sessions: SessionRegistry[_Run] = SessionRegistry(clock=lambda: 0.0, idle_s=0.0, idle_bytes=0)
+    for index in range(3):
+        sessions.run_ended(sessions.session(f"chat-{index}"))
+    assert len(sessions) == 3
 
 
 async def test_the_sweep_loop_runs_on_trio_time_until_cancelled(
@@ -264,3 +313,24 @@ async def test_subscribers_and_open_asks_keep_a_session_in_the_engine(
             await trio.sleep(10 * IDLE_S)
             assert engine.sessions.get("chat-watched") is watched
             assert engine.sessions.get("chat-asked") is not None
+
+
+async def test_finished_tasks_in_many_sessions_leave_at_most_the_idle_bound(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock, wall_clock: Callable[[], float]
+) -> None:
+    """Issue 23: one finished task in each of 20 sessions, with room for about 5 idle
+    sessions: the engine keeps only the newest in memory, though no ``idle_s`` has
+    passed."""
+    config = Config(
+        home=str(tmp_path / "home"),
+        server=ServerConfig(session_idle_s=600.0, idle_sessions_bytes=5 * SESSION_BYTES),
+    )
+    async with open_engine(config, model=_Model(), clock=wall_clock) as engine:
+        for index in range(20):
+            run = await engine.start_task(f"chat-many-{index}", "hello")
+            assert (await run.wait_done()).status == "finished"
+        live = [s.id for s in engine.sessions.live()]
+        # Each holds ~3.7 KiB (its few events and the session): a sixth would pass
+        # 5 × 3 KiB, and every drop leaves three, so four remain after the twentieth.
+        assert live == [f"chat-many-{index}" for index in range(16, 20)]
+        assert engine.statistics()["sessions_dropped"] == 16

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -93,7 +94,7 @@ async def test_cancel_reaps_the_orphaned_grandchild_without_a_proc_scan(
 
     monkeypatch.setattr(groups_module, "_running_members", no_scan)
     monkeypatch.setattr(groups_module, "_still_running", no_scan)
-    monkeypatch.setattr(groups_module, "_SCAN_EVERY", 10**9)
+    monkeypatch.setattr(groups_module, "_SCAN_AFTER_S", 10**9)
     watcher = FirstLine()
     async with adopting_orphans():
         async with trio.open_nursery() as nursery:
@@ -113,6 +114,40 @@ async def test_cancel_reaps_the_orphaned_grandchild_without_a_proc_scan(
             cancel_scope(nursery.cancel_scope, Cause.USER_CANCELED)
         assert trio.current_time() - cancelled_at < 1
         assert _exists(orphan) is False
+        assert _group_exists(leader) is False
+
+
+async def test_a_group_slow_to_go_is_not_scanned_before_its_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """R48, issue 23 (cancel tail under load): a killed group whose member outlives
+    the leader by 0.2 s (it ignores SIGTERM) takes far more than the ten quick checks,
+    yet ``/proc`` is not scanned before `_SCAN_AFTER_S` has passed: with thousands of
+    commands running, a scan costs 50-500 ms. The kernel's check sees the group go."""
+
+    def no_scan(*args: object) -> list[str]:
+        raise AssertionError("the /proc fallback ran")
+
+    monkeypatch.setattr(groups_module, "_running_members", no_scan)
+    monkeypatch.setattr(groups_module, "_SCAN_AFTER_S", 30.0)
+    watcher = FirstLine()
+    async with adopting_orphans():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                lambda: run_in_group(
+                    # The member prints its pid and the leader's once it ignores TERM.
+                    "sh -c \"trap '' TERM; echo \\$\\$ $$; exec sleep 0.2\" & sleep 1000",
+                    on_output=watcher,
+                )
+            )
+            with trio.fail_after(5):
+                await watcher.ready.wait()
+            slow, leader = watcher.pids
+            cancelled_at = trio.current_time()
+            cancel_scope(nursery.cancel_scope, Cause.USER_CANCELED)
+        took = trio.current_time() - cancelled_at
+        assert 0.15 < took < 5
+        assert _exists(slow) is False
         assert _group_exists(leader) is False
 
 
@@ -176,15 +211,24 @@ async def test_reap_adopted_looks_past_an_own_child_waiting_for_its_owner(
 ) -> None:
     """R48: an exited child of our own that its owner has not waited for yet stands
     first in line for waitid(P_ALL); the pass then lists every child, reaps the adopted
-    zombie behind it and leaves our own child (and its exit status) alone."""
+    zombie behind it and leaves our own child (and its exit status) alone. Every child
+    is looked at in a worker thread, never on the Trio thread (issue 23: with 5,000
+    commands running that look held the Trio thread ~30 ms once a second)."""
     listed: list[list[int]] = []
-    real_children = reaper_module._children
+    peeked_here: list[int] = []  # pids peeked at one by one on the Trio thread
+    real_children, real_peek = reaper_module._children, reaper_module._peek
 
     def children() -> list[int]:
         listed.append(real_children())
         return listed[-1]
 
+    def peek(idtype: int, ident: int) -> int | None:
+        if idtype == os.P_PID and threading.current_thread() is threading.main_thread():
+            peeked_here.append(ident)
+        return real_peek(idtype, ident)
+
     monkeypatch.setattr(reaper_module, "_children", children)
+    monkeypatch.setattr(reaper_module, "_peek", peek)
     async with adopting_orphans(interval_s=3600):
         # Spawned from this thread (not through trio's worker thread), so it is first
         # among the children waitid(P_ALL) looks at from here.
@@ -206,6 +250,8 @@ async def test_reap_adopted_looks_past_an_own_child_waiting_for_its_owner(
         assert _exists(orphan) is False
         assert len(listed) == 1
         assert own in listed[0]
+        # Only the zombie found in the worker thread is looked at again here.
+        assert peeked_here == [orphan]
         # It has exited (see the waitid above): this does not block.
         assert os.waitpid(own, os.WNOHANG) == (own, 9 << 8)  # noqa: ASYNC222
 

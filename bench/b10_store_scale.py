@@ -1,4 +1,4 @@
-"""B9: the SQLite store at scale (issue 23): what one call costs as the file grows.
+"""B10: the SQLite store at scale (issue 23): what one call costs as the file grows.
 
 At each size given on the command line, a fresh store file gets that many history
 rows in one session (plus a few in others) and that many stored task rows, written
@@ -21,7 +21,7 @@ through the store's own API. Then, each as a p50 over ``--probes`` calls:
 * **WAL**: the size of the ``-wal`` file after the writes and one checkpoint pass.
 
 Not part of ``make bench`` (no daemon, no target): a measurement to compare sizes in
-one run, as ratios. ``python -m bench.b9_store_scale`` runs 1,000 and 10,000;
+one run, as ratios. ``python -m bench.b10_store_scale`` runs 1,000 and 10,000;
 ``--sizes 1000,100000`` chooses.
 """
 
@@ -174,7 +174,7 @@ def main() -> None:
     parser.add_argument("--probes", type=int, default=50)
     ns = parser.parse_args()
     sizes = [int(s) for s in ns.sizes.split(",")]
-    print(f"== B9: the store at scale; {machine_line()}")
+    print(f"== B10: the store at scale; {machine_line()}")
     with tempfile.TemporaryDirectory(prefix="agentrio-b9-") as folder:
         for size in sizes:
             result = trio.run(measure, size, ns.probes, Path(folder))
