@@ -30,7 +30,6 @@ from functools import partial
 from typing import Any, Final
 
 import trio
-from coredis.tokens import PureToken
 
 from engine.core import Engine
 from engine.server.peers import BusStore, Peers
@@ -145,6 +144,10 @@ class PeerEvents:
 
     @staticmethod
     async def _append(client: Any, batch: list[tuple[str, dict[str, str]]]) -> None:
+        # Here, not at the top: coredis takes ~0.2 s to import, which a daemon on
+        # SQLite never needs (cold start, bench B7).
+        from coredis.tokens import PureToken
+
         async with client.pipeline(transaction=False) as pipe:
             for key, fields in batch:
                 pipe.xadd(

@@ -52,7 +52,7 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
     """R61, SPEC §7: a daemon with the default (builtin) model imports neither the
     openai provider (and with it httpx) nor the scripted one, nor anything of the REPL,
     nor the client transport's trio-websocket (the daemon serves WebSockets with
-    hypercorn)."""
+    hypercorn), nor coredis (~0.2 s of imports, needed only on the Redis store)."""
     watched = (
         "engine.models.builtin",
         "engine.models.openai",
@@ -64,6 +64,7 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
         "trio_websocket",
         "agentrio",
         "agentrio.transport",
+        "coredis",
     )
     assert _run_start_path(*watched) == {
         "model": "BuiltinModel",
