@@ -156,7 +156,8 @@ class Peers:
         self._handlers: dict[type[Any], Handler] = {}
         #: Called with the routable listeners to put in each heartbeat.
         self.listeners: Callable[[], list[PeerListener]] = list
-        #: Called with a peer's id when it joins / when it is gone (timeout, goodbye).
+        #: Called with each heartbeat of a peer, and with a peer's id once it is gone
+        #: (silent for `PEER_TIMEOUT_S`, or said goodbye).
         self.on_peer_heartbeat: Callable[[Heartbeat], None] = lambda _: None
         self.on_peer_gone: Callable[[str], None] = lambda _: None
         self._nursery: trio.Nursery | None = None
