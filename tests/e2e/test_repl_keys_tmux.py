@@ -121,6 +121,16 @@ def test_alt_enter_and_ctrl_j_make_several_lines_and_esc_still_clears(
             return sent and ">" in lines
 
         wait_for(echoed, "the message echoed whole")
+
+        # The reply's task must have ended: Esc while it runs opens the stop popup
+        # instead (R47), which then closes with the task and leaves the line typed.
+        def reply_done() -> bool:
+            """The model's reply shown and no task counted in the toolbar."""
+            lines = tmux.lines()
+            replied = any(line.startswith("• fail: MESSAGE") for line in lines)
+            return replied and not any("│" in line and " running" in line for line in lines)
+
+        wait_for(reply_done, "the reply's task to end")
         _keys(tmux, "-l", "zzz-not-sent")
         wait_for(lambda: "> zzz-not-sent" in tmux.lines(), "the typed line")
         _keys(tmux, "Escape")
