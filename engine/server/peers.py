@@ -77,6 +77,8 @@ HEARTBEAT_S: Final = 1.0
 PEER_TIMEOUT_S: Final = 5.0
 #: How long a request waits for its answers.
 REQUEST_TIMEOUT_S: Final = 3.0
+#: Longest wait between two attempts to reconnect the bus after Redis went away.
+RECONNECT_MAX_S: Final = 1.0
 #: At most one log line per this many seconds about messages ignored (rejected).
 REJECTED_LOG_S: Final = 60.0
 
@@ -193,10 +195,26 @@ class Peers:
     async def run(self, *, task_status: trio.TaskStatus[Peers] = trio.TASK_STATUS_IGNORED) -> None:
         """Read the bus and keep the heartbeats going until cancelled; at the end, say
         goodbye (best effort, shielded for at most a second)."""
-        client = self._store.client
+        # Here, not at the top: coredis takes ~0.2 s to import (cold start, B7).
+        from coredis.exceptions import ConnectionError as RedisConnectionError
+        from coredis.retry import (
+            CompositeRetryPolicy,
+            ConstantRetryPolicy,
+            ExponentialBackoffRetryPolicy,
+        )
+
+        # Reconnect for ever, at least once every `RECONNECT_MAX_S` (coredis's default
+        # backs off to 16 s): the daemons hear each other again soon after Redis does.
+        retry = CompositeRetryPolicy(
+            ExponentialBackoffRetryPolicy(
+                (RedisConnectionError,), retries=None, base_delay=0.1, max_delay=RECONNECT_MAX_S
+            ),
+            ConstantRetryPolicy((TimeoutError,), retries=2, delay=0.1),
+        )
+        channels = [self._bus, self._own]
         async with (
-            client.pubsub(
-                channels=[self._bus, self._own], ignore_subscribe_messages=True
+            self._store.client.pubsub(
+                channels=channels, ignore_subscribe_messages=True, retry_policy=retry
             ) as pubsub,
             trio.open_nursery() as nursery,
         ):

@@ -327,7 +327,7 @@ async def test_the_daemons_find_each_other_again_after_redis_restarts(
                     await trio.sleep(0.2)
             finally:
                 redis_server.start()
-        with trio.fail_after(DEADLINE_S):
+        with trio.fail_after(2 * DEADLINE_S):  # the store and the bus reconnect first
             async with _connect(b) as script:
                 listener = await script.listen("chat-")
                 await _wait_cluster(a, peers=1, proxies=1)
