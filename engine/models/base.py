@@ -13,13 +13,17 @@ import attrs
 import trio
 
 __all__ = [
+    "ContextLengthError",
     "Message",
     "Model",
     "ModelError",
     "ModelReply",
+    "RetrySink",
+    "Retrying",
     "TextSink",
     "ToolCallRequest",
     "ToolSpec",
+    "Usage",
     "stream_pieces",
 ]
 
@@ -55,11 +59,35 @@ class ToolSpec:
 
 
 @attrs.frozen(kw_only=True)
+class Usage:
+    """Tokens one model call consumed, as the provider reported them (0: not reported)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: The part of ``input_tokens`` the provider served from its prompt cache.
+    cached_input_tokens: int = 0
+
+
+@attrs.frozen(kw_only=True)
 class ModelReply:
     text: str = ""
     tool_calls: list[ToolCallRequest] = attrs.field(factory=list)
     #: Optional reasoning summary, kept in task history.
     reasoning: str = ""
+    #: What the call cost, when the provider says (the built-in model reports none).
+    usage: Usage | None = None
+
+
+@attrs.frozen(kw_only=True)
+class Retrying:
+    """A model call failed in a way worth another try; the next try starts in ``delay_s``.
+
+    ``reason`` is short and for people ("rate limited", "server error 503", "timed out").
+    """
+
+    reason: str
+    attempt: int
+    delay_s: float
 
 
 class ModelError(Exception):
@@ -70,16 +98,27 @@ class ModelError(Exception):
     """
 
 
+class ContextLengthError(ModelError):
+    """The provider refused the input as longer than the model's context window.
+
+    The caller may compact the conversation and try once more.
+    """
+
+
 #: Receives streamed text deltas as they arrive (for ``text`` events).
 TextSink = Callable[[str], Awaitable[None]]
+
+#: Told before each back-off of a retried call (for ``retrying`` events).
+RetrySink = Callable[[Retrying], Awaitable[None]]
 
 
 class Model(Protocol):
     """Messages and tool schemas in; text and tool calls out.
 
-    ``complete`` must be cancellable at any checkpoint and must raise only
-    `ModelError` for provider problems. When ``on_text`` is given, text is also
-    streamed through it (the final reply still carries the whole text).
+    ``complete`` must be cancellable at any checkpoint (a back-off between retries
+    included) and must raise only `ModelError` for provider problems. When ``on_text``
+    is given, text is also streamed through it (the final reply still carries the whole
+    text); when ``on_retry`` is given, it is told of each retry before its back-off.
     """
 
     @property
@@ -91,6 +130,7 @@ class Model(Protocol):
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply: ...
 
 

@@ -77,6 +77,7 @@ from engine.models.base import (
     Message,
     ModelError,
     ModelReply,
+    RetrySink,
     TextSink,
     ToolCallRequest,
     ToolSpec,
@@ -171,6 +172,7 @@ class BuiltinModel:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         reply = decide(messages, tools)

@@ -39,6 +39,7 @@ from engine.models.base import (
     Message,
     ModelError,
     ModelReply,
+    RetrySink,
     TextSink,
     ToolCallRequest,
     ToolSpec,
@@ -126,6 +127,7 @@ class OpenAIModel:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         body: dict[str, Any] = {
             "model": self._name,

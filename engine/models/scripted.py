@@ -50,6 +50,7 @@ from engine.models.base import (
     Message,
     ModelError,
     ModelReply,
+    RetrySink,
     TextSink,
     ToolCallRequest,
     ToolSpec,
@@ -132,6 +133,7 @@ class ScriptedModel:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         self.calls.append(list(messages))
         self.tool_names.append([tool.name for tool in tools])
