@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check engine protocol repl agentrio tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy engine protocol repl agentrio
+	$(BIN)/mypy -p agentrio
 
 # System programs the end-to-end tests drive (a fresh machine has none of them; the
 # Redis store's tests start their own redis-server, docs/deployment.md), and

@@ -52,14 +52,9 @@ from agentrio.handles import (
     as_decision,
 )
 from agentrio.inbox import Inbox, Limits
-from agentrio.routing import ControlCalls, ControlResult, Router
-from agentrio.transport import (
-    HttpApi,
-    HttpReply,
-)
-from protocol.codec import decode, unstructure
-from protocol.errors import FrameDecodeError
-from protocol.frames import (
+from agentrio.protocol.codec import decode, unstructure
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import (
     AllowedList,
     AllowedRule,
     Ask,
@@ -83,7 +78,7 @@ from protocol.frames import (
     Subscribe,
     Welcome,
 )
-from protocol.http import (
+from agentrio.protocol.http import (
     ConfirmRequest,
     ErrorBody,
     Health,
@@ -93,6 +88,11 @@ from protocol.http import (
     SendRequest,
     SendStarted,
     SendSteered,
+)
+from agentrio.routing import ControlCalls, ControlResult, Router
+from agentrio.transport import (
+    HttpApi,
+    HttpReply,
 )
 
 __all__ = ["Client", "Connection"]

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from protocol.frames import DoneFrame
+    from agentrio.protocol.frames import DoneFrame
 
 __all__ = [
     "AuthRefused",

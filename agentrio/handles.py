@@ -17,8 +17,16 @@ import trio
 
 from agentrio.errors import ClientError
 from agentrio.inbox import Inbox, Limits, RecentSeqs
-from protocol.events import Done, Event
-from protocol.frames import Accepted, Ask, DoneFrame, EventFrame, ReplyAction, Verify, Withdrawn
+from agentrio.protocol.events import Done, Event
+from agentrio.protocol.frames import (
+    Accepted,
+    Ask,
+    DoneFrame,
+    EventFrame,
+    ReplyAction,
+    Verify,
+    Withdrawn,
+)
 
 __all__ = [
     "AskNotice",

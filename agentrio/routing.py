@@ -41,7 +41,7 @@ import trio
 from agentrio.errors import ClientError, Disconnected
 from agentrio.handles import AskNotice, Listener, Rule, RunHandle, Subscription
 from agentrio.inbox import Inbox, Limits
-from protocol.frames import (
+from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
     Ask,

@@ -60,10 +60,10 @@ from agentrio.errors import (
     Timeout,
     Unreachable,
 )
-from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
-from protocol.errors import CLOSE_AUTH_FAILED
-from protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
-from protocol.groups import sole_exception
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
+from agentrio.protocol.errors import CLOSE_AUTH_FAILED
+from agentrio.protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
+from agentrio.protocol.groups import sole_exception
 
 __all__ = [
     "CLOSE_TIMEOUT_S",

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import trio
 
+from agentrio.engine.store import HistoryRow, SqliteStore, TaskRow
 from bench.common import Stats, machine_line
-from engine.store import HistoryRow, SqliteStore, TaskRow
 
 __all__ = ["main", "measure"]
 

@@ -31,10 +31,10 @@ from typing import Any
 
 import trio
 
+from agentrio.protocol.events import Done, TaskStarted
+from agentrio.protocol.frames import EventFrame, Run, Subscribe
 from agentrio.transport import FrameConnection, open_frame_connection
 from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
-from protocol.events import Done, TaskStarted
-from protocol.frames import EventFrame, Run, Subscribe
 from tests.frontends.fake_discord import FakeDiscord, dm_channel
 from tests.frontends.fake_telegram import FakeTelegram
 

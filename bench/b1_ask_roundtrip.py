@@ -33,13 +33,13 @@ from starlette.applications import Starlette
 from starlette.routing import WebSocketRoute
 from starlette.websockets import WebSocket
 
+from agentrio.engine import AskRequest, Config, open_engine
+from agentrio.engine.ids import new_task_hash
+from agentrio.engine.server import open_server
+from agentrio.protocol.codec import dumps
+from agentrio.protocol.frames import Ask, Listen, Reply
 from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine import AskRequest, Config, open_engine
-from engine.ids import new_task_hash
-from engine.server import open_server
-from protocol.codec import dumps
-from protocol.frames import Ask, Listen, Reply
 
 __all__ = ["run"]
 

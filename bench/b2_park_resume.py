@@ -26,9 +26,9 @@ from typing import Any, TypedDict
 
 import trio
 
+from agentrio.engine import Config, Engine, open_engine
+from agentrio.engine.config import StoreConfig
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling, redis_server
-from engine import Config, Engine, open_engine
-from engine.config import StoreConfig
 
 __all__ = ["langgraph_app", "run"]
 

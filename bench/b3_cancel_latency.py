@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import trio
 
+from agentrio.protocol.frames import Accepted, Cancel, DoneFrame, Run
 from agentrio.transport import FrameConnection, open_frame_connection
 from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
 from bench.load import children, process_group_alive, send_many, wait_for
-from protocol.frames import Accepted, Cancel, DoneFrame, Run
 
 __all__ = ["measure_cancels", "run"]
 

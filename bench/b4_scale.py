@@ -25,10 +25,10 @@ from pathlib import Path
 import httpx
 import trio
 
+from agentrio.protocol.frames import Accepted, Ask, DoneFrame, Listen, Reply, Run
 from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
 from bench.load import health, send_many, wait_for
-from protocol.frames import Accepted, Ask, DoneFrame, Listen, Reply, Run
 
 __all__ = ["measure_parked", "run"]
 

@@ -21,10 +21,10 @@ from typing import Any
 
 import trio
 
+from agentrio.engine import Config, TaskRun, open_engine
+from agentrio.engine.errors import Conflict
 from bench.b2_park_resume import langgraph_app
 from bench.common import BenchArgs, BenchResult, main
-from engine import Config, TaskRun, open_engine
-from engine.errors import Conflict
 
 __all__ = ["run"]
 

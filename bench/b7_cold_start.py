@@ -1,9 +1,9 @@
 """B7: cold start: daemon to healthy, REPL to first prompt.
 
-* **daemon**: ``python -m engine daemon --port 0`` on a fresh home, from ``Popen``
+* **daemon**: ``python -m agentrio.engine daemon --port 0`` on a fresh home, from ``Popen``
   until ``GET /v1/health`` answers ``ok`` (``daemon.json`` polled every 1 ms for the
   port, then health every 1 ms).
-* **REPL**: against a running daemon, ``python -m repl`` is started in a new tmux
+* **REPL**: against a running daemon, ``python -m agentrio.repl`` is started in a new tmux
   session (120×40) and ``capture-pane`` is polled until the screen shows
   ``connected to agentrio daemon`` (the REPL draws its prompt and connects; this line
   is the first sign that the prompt is usable). Measured from ``tmux new-session``,
@@ -69,7 +69,7 @@ def _repl_start(home: Path) -> int:
         )
         return done.stdout
 
-    command = f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; sleep 30"
+    command = f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m agentrio.repl; sleep 30"
     try:
         t0 = time.perf_counter_ns()
         tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)

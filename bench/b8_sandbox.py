@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 import trio
 
+from agentrio.engine.config import Config
+from agentrio.engine.processes import Sandbox, run_in_group
 from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
-from engine.config import Config
-from engine.processes import Sandbox, run_in_group
 
 __all__ = ["run"]
 

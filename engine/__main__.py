@@ -1,8 +1,8 @@
-"""``python -m engine daemon …``: the same as ``agentrio daemon …``."""
+"""``python -m agentrio.engine daemon …``: the same as ``agentrio daemon …``."""
 
 from __future__ import annotations
 
-from engine.cli import main
+from agentrio.engine.cli import main
 
 __all__: list[str] = []
 

@@ -1,9 +1,9 @@
 """Deadlines of asks that wait for a new listener after theirs went away (R79).
 
-The pending registry (`engine.pending`) decides *which* asks wait and what ends a wait
+The pending registry (`agentrio.engine.pending`) decides *which* asks wait and what ends a wait
 (a new listener that accepts the ask); this module only keeps the clock: one deadline
 and one reason per waiting ask id, and `Graces.wait_due`, the sleep of the loop that
-ends them (`engine.pending.PendingRegistry.run_graces`). It holds ask ids, not
+ends them (`agentrio.engine.pending.PendingRegistry.run_graces`). It holds ask ids, not
 entries, so it knows nothing of listeners.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from protocol.errors import ErrorCode
+from agentrio.protocol.errors import ErrorCode
 
 __all__ = [
     "AgentrioError",
@@ -70,7 +70,7 @@ class ConfigError(AgentrioError):
 
 
 def error_of(code: str, message: str) -> AgentrioError:
-    """The error a peer daemon reported by its protocol ``code`` (`protocol.cluster`),
+    """The error a peer daemon reported by its protocol ``code`` (`agentrio.protocol.cluster`),
     as this daemon's own class for that code, so it is reported the same way."""
     for cls in (BadRequest, Forbidden, NotFound, Conflict, AlreadyResolved):
         if cls.code == code:

@@ -6,7 +6,7 @@ import re
 import secrets
 from typing import Final
 
-from engine.errors import BadRequest
+from agentrio.engine.errors import BadRequest
 
 __all__ = [
     "ORIGINS",

@@ -16,7 +16,7 @@ from typing import Final
 
 import trio
 
-from engine.store.base import Store, StoreError, marker_key
+from agentrio.engine.store.base import Store, StoreError, marker_key
 
 __all__ = [
     "MARKER_REFRESH_S",

@@ -3,7 +3,7 @@
 The engine talks to the model through a few messages of its own: the input of a
 resumed task (R12), a background report (R26), the input of a job's follow-up task
 (R26), and the fixed texts that other parts recognise by their start -- the offline
-model (`engine.models.builtin`) reads the headers to know what it is answering, the
+model (`agentrio.engine.models.builtin`) reads the headers to know what it is answering, the
 front-ends show ``[Conflict] pending task: running`` as it is (R37). The SPEC fixes
 the headers word for word, so they are defined here once and imported wherever they
 are written or read; ``tests/engine/test_messages.py`` ties them to the SPEC's texts
@@ -21,8 +21,8 @@ import json
 from collections.abc import Sequence
 from typing import Any, Final, Literal, Protocol
 
-from engine.snapshot import Snapshot, has_elided
-from protocol.events import Question
+from agentrio.engine.snapshot import Snapshot, has_elided
+from agentrio.protocol.events import Question
 
 __all__ = [
     "ASK_RESUME_HEADER",
@@ -177,7 +177,7 @@ def resume_message(
 
 
 class LegRecord(Protocol):
-    """What a report or a follow-up says about one leg (`engine.background.Leg` is one)."""
+    """What a report or a follow-up says about one leg (`agentrio.engine.background.Leg` is one)."""
 
     @property
     def state(self) -> str: ...

@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import trio
 
-from engine.causes import Cause
+from agentrio.engine.causes import Cause
 
 __all__ = [
     "HandleStatistics",

@@ -33,9 +33,9 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 import attrs
 import trio
 
-from engine.ids import check_session_id, origin_of
-from engine.tools.allowed import AllowedCommands
-from protocol.events import Event
+from agentrio.engine.ids import check_session_id, origin_of
+from agentrio.engine.tools.allowed import AllowedCommands
+from agentrio.protocol.events import Event
 
 __all__ = [
     "DEFAULT_IDLE_SESSIONS_BYTES",
@@ -230,7 +230,7 @@ class EventHub:
         self._seq = 0
         self._dropped_closed = 0
         #: Told of every event made here (not of injected ones): the relay that
-        #: carries them to other daemons (`engine.server.peer_events`), if any.
+        #: carries them to other daemons (`agentrio.engine.server.peer_events`), if any.
         self.sink: Callable[[str, Event], None] | None = None
 
     def emit(self, task_hash: str, kind: type[E], **fields: Any) -> E:
@@ -308,7 +308,7 @@ class SessionStatistics:
 
 
 class LiveRun(Protocol):
-    """What a session needs to know of its runs (`engine.runs.TaskRun` is one)."""
+    """What a session needs to know of its runs (`agentrio.engine.runs.TaskRun` is one)."""
 
     @property
     def queued(self) -> bool:

@@ -33,9 +33,9 @@ from pathlib import Path
 import trio
 
 from agentrio import Client, ClientError, Decision, Listener, Subscription, connect
-from protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
-from protocol.frames import Ask
-from protocol.http import SendStarted
+from agentrio.protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
+from agentrio.protocol.frames import Ask
+from agentrio.protocol.http import SendStarted
 
 DEFAULT_ALLOW = r"(touch|mkdir -p) [\w./-]+"
 DENY_REASON = "not on this front-end's allowlist"

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 import trio
 
 from agentrio import ClientError, Decision, Rule, connect
-from protocol.events import ToolCall, ToolResult
-from protocol.frames import Ask
+from agentrio.protocol.events import ToolCall, ToolResult
+from agentrio.protocol.frames import Ask
 
 DEADLINE_S = 30.0
 

@@ -6,19 +6,19 @@ Sans-IO: nothing here imports trio, httpx or trio-websocket (the Trio client is 
 
 from __future__ import annotations
 
-from protocol import events as events
-from protocol import frames as frames
-from protocol import http as http
-from protocol.codec import converter as converter
-from protocol.codec import decode as decode
-from protocol.codec import decode_client_frame as decode_client_frame
-from protocol.codec import decode_server_frame as decode_server_frame
-from protocol.codec import dumps as dumps
-from protocol.codec import structure as structure
-from protocol.codec import unstructure as unstructure
-from protocol.errors import ErrorCode as ErrorCode
-from protocol.errors import FrameDecodeError as FrameDecodeError
-from protocol.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
+from agentrio.protocol import events as events
+from agentrio.protocol import frames as frames
+from agentrio.protocol import http as http
+from agentrio.protocol.codec import converter as converter
+from agentrio.protocol.codec import decode as decode
+from agentrio.protocol.codec import decode_client_frame as decode_client_frame
+from agentrio.protocol.codec import decode_server_frame as decode_server_frame
+from agentrio.protocol.codec import dumps as dumps
+from agentrio.protocol.codec import structure as structure
+from agentrio.protocol.codec import unstructure as unstructure
+from agentrio.protocol.errors import ErrorCode as ErrorCode
+from agentrio.protocol.errors import FrameDecodeError as FrameDecodeError
+from agentrio.protocol.frames import PROTOCOL_VERSION as PROTOCOL_VERSION
 
 __all__ = [
     "PROTOCOL_VERSION",

@@ -31,8 +31,8 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-from protocol.codec import converter, dumps
-from protocol.frames import Ask, Reply
+from agentrio.protocol.codec import converter, dumps
+from agentrio.protocol.frames import Ask, Reply
 
 __all__ = [
     "PEER_MESSAGE_TYPES",

@@ -20,9 +20,14 @@ from cattrs.errors import IterableValidationError, IterableValidationNote
 from cattrs.gen import make_dict_unstructure_fn, override
 from cattrs.strategies import configure_tagged_union
 
-from protocol.errors import FrameDecodeError
-from protocol.events import EVENT_TYPES, Event
-from protocol.frames import CLIENT_FRAME_TYPES, SERVER_FRAME_TYPES, ClientFrame, ServerFrame
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.events import EVENT_TYPES, Event
+from agentrio.protocol.frames import (
+    CLIENT_FRAME_TYPES,
+    SERVER_FRAME_TYPES,
+    ClientFrame,
+    ServerFrame,
+)
 
 __all__ = [
     "MAX_MESSAGE_BYTES",

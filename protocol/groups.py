@@ -3,7 +3,7 @@
 Sans-IO like the rest of `protocol`: the caller names the cancellation type to look
 past (``trio.Cancelled``), so this module imports no trio. Shared by the client
 transport (`agentrio.transport`, a connection's reader nursery) and the engine
-(`engine.processes.runner`, a command's output reader); it lives here because the
+(`agentrio.engine.processes.runner`, a command's output reader); it lives here because the
 engine must not import the client package (and trio-websocket with it: ~0.14 s of a
 daemon's cold start).
 """

@@ -1,10 +1,10 @@
-"""``python -m repl``: the same as the ``agentrio`` console script."""
+"""``python -m agentrio.repl``: the same as the ``agentrio`` console script."""
 
 from __future__ import annotations
 
 import sys
 
-from repl.cli import main
+from agentrio.repl.cli import main
 
 __all__: list[str] = []
 

@@ -4,7 +4,7 @@
 the state's Esc/Ctrl+C decisions and carry out the two the UI owns (close the picker,
 clear the input), and after every change `refresh` swaps the visible dialog to match
 the state, prints new transcript lines above the prompt, and redraws. Frames reach it
-through `deliver`, which `repl.bridge` schedules on the asyncio loop.
+through `deliver`, which `agentrio.repl.bridge` schedules on the asyncio loop.
 
 Arming (R77). An ask arrives whenever the daemon sends it, often while the person is
 typing at the prompt, and a key meant for the prompt must never answer it (an Enter
@@ -40,15 +40,15 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.renderer import print_formatted_text as write_formatted_text
 from prompt_toolkit.shortcuts import print_formatted_text
 
-from protocol.frames import Ask
-from repl.commands import ConfirmChoice
-from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
-from repl.key_bindings import load_repl_bindings
-from repl.layout import STYLE, SlashCompleter, make_layout
-from repl.messages import Incoming
-from repl.render import Line, line_fragments
-from repl.state import ReplState
-from repl.views import EscAction, Popup
+from agentrio.protocol.frames import Ask
+from agentrio.repl.commands import ConfirmChoice
+from agentrio.repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
+from agentrio.repl.key_bindings import load_repl_bindings
+from agentrio.repl.layout import STYLE, SlashCompleter, make_layout
+from agentrio.repl.messages import Incoming
+from agentrio.repl.render import Line, line_fragments
+from agentrio.repl.state import ReplState
+from agentrio.repl.views import EscAction, Popup
 
 __all__ = ["ARM_DELAY_S", "KEY_TIMEOUT_S", "TICK_S", "Dialog", "ReplApp", "print_lines"]
 
@@ -120,7 +120,7 @@ class ReplApp:
         self.arm_delay_s = arm_delay_s
         #: Arms the dialog on screen when it fires; every key press restarts it.
         self._arm_timer: asyncio.TimerHandle | None = None
-        #: Enter sends; Alt+Enter and Ctrl+J insert new lines (`repl.key_bindings`).
+        #: Enter sends; Alt+Enter and Ctrl+J insert new lines (`agentrio.repl.key_bindings`).
         self.buffer = Buffer(
             name="input",
             multiline=False,

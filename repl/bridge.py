@@ -22,9 +22,9 @@ from typing import Any, Final, Protocol
 import outcome
 import trio
 
-from repl.app import ReplApp
-from repl.client import run_client
-from repl.messages import Incoming, Outgoing, Status
+from agentrio.repl.app import ReplApp
+from agentrio.repl.client import run_client
+from agentrio.repl.messages import Incoming, Outgoing, Status
 
 __all__ = ["OUTGOING_BUFFER", "ClientMain", "FrameSink", "run_with_trio"]
 

@@ -1,7 +1,7 @@
 """The key hint line at the foot of each dialog: which keys it takes, as it takes them.
 
 Pure functions of what a dialog shows, so each hint is tested against the dialog's real
-keys without a terminal (`repl.dialogs` draws them in ``class:dialog.hint``). A dialog
+keys without a terminal (`agentrio.repl.dialogs` draws them in ``class:dialog.hint``). A dialog
 that is not armed yet takes no key (R77) and says so instead.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
-from protocol import wording
-from protocol.events import Question
+from agentrio.protocol import wording
+from agentrio.protocol.events import Question
 
 __all__ = ["ARMING", "confirm_hint", "popup_hint", "question_hint"]
 

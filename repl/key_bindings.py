@@ -5,7 +5,7 @@
   line, so a message may have several lines.
 - Esc runs the chain of R47 when the input line has focus (popups and dialogs bind their
   own Esc). It is not eager: Esc is also the first key of Alt+Enter, so a lone Esc acts
-  after `repl.app.KEY_TIMEOUT_S` without a second key.
+  after `agentrio.repl.app.KEY_TIMEOUT_S` without a second key.
 - Ctrl+C stops the current task from anywhere, and on an idle empty line asks for a
   second Ctrl+C, which quits; Ctrl+D on an empty line quits. Both quit like ``/quit``.
 - Ctrl+R searches the input history backwards (prompt_toolkit's incremental search,
@@ -20,7 +20,7 @@ from prompt_toolkit.filters import Condition, has_completions, has_focus, is_sea
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
 if TYPE_CHECKING:
-    from repl.app import ReplApp
+    from agentrio.repl.app import ReplApp
 
 __all__ = ["load_repl_bindings"]
 

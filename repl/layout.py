@@ -33,10 +33,10 @@ from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.styles import Style
 from prompt_toolkit.widgets import Frame, SearchToolbar
 
-from repl.commands import complete_command
-from repl.state import ReplState
-from repl.toolbar import make_toolbar, spinner_frame
-from repl.views import elapsed_text
+from agentrio.repl.commands import complete_command
+from agentrio.repl.state import ReplState
+from agentrio.repl.toolbar import make_toolbar, spinner_frame
+from agentrio.repl.views import elapsed_text
 
 __all__ = [
     "INPUT_ROWS",

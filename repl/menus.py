@@ -4,7 +4,7 @@
 digit picks that entry, Space toggles in multi-select). `PopupDialog` is Esc's stop
 popup, the background-leg menu and its confirmation (R47): it opens only on the
 person's own key, so it is armed from the start, and Esc picks its harmless first
-entry. `repl.dialogs` builds the confirmation and question forms from the same parts.
+entry. `agentrio.repl.dialogs` builds the confirmation and question forms from the same parts.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from prompt_toolkit.layout import (
 )
 from prompt_toolkit.widgets import Frame
 
-from repl.hints import popup_hint
-from repl.views import Popup
+from agentrio.repl.hints import popup_hint
+from agentrio.repl.views import Popup
 
 __all__ = ["Menu", "PopupDialog", "escape_keys", "focus", "hint_line", "text_window"]
 
@@ -50,7 +50,7 @@ def text_window(fragments: StyleAndTextTuples) -> Window:
 
 
 def hint_line(text: Callable[[], str]) -> Window:
-    """The dialog's last line: its key hints (`repl.hints`)."""
+    """The dialog's last line: its key hints (`agentrio.repl.hints`)."""
     return Window(
         FormattedTextControl(lambda: [("class:dialog.hint", text())]),
         dont_extend_height=True,

@@ -2,7 +2,7 @@
 
 The UI side (state, asyncio) hands the Trio side `Outgoing` items: WebSocket frames or
 `HttpCall`s. The Trio side hands back `Incoming` items: server frames, connection
-changes and `HttpResult`s. Both directions cross only in `repl.bridge`.
+changes and `HttpResult`s. Both directions cross only in `agentrio.repl.bridge`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from protocol.frames import ClientFrame, ServerFrame
+from agentrio.protocol.frames import ClientFrame, ServerFrame
 
 __all__ = [
     "Connected",

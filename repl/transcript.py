@@ -4,7 +4,7 @@ Every printed line belongs to one task, and a task's answer is never cut by anot
 lines (issue 19):
 
 - **This window's runs.** Streamed text is printed a whole line at a time, rendered as
-  Markdown (`repl.markdown`, whose open code fence is the one state kept per run); the
+  Markdown (`agentrio.repl.markdown`, whose open code fence is the one state kept per run); the
   line not finished yet waits in `RunView.partial`, which the screen shows live under
   the transcript. A tool call, a result or the run's end ends the message: its unfinished
   line is printed then.
@@ -28,7 +28,7 @@ from typing import Any, Final
 
 import attrs
 
-from protocol.events import (
+from agentrio.protocol.events import (
     Canceled,
     Done,
     Failed,
@@ -39,9 +39,9 @@ from protocol.events import (
     Pending,
     Text,
 )
-from repl.markdown import Fence, render_line
-from repl.render import Line, markdown_line, render_event
-from repl.views import FOREIGN_VIEWS_KEPT, RunView
+from agentrio.repl.markdown import Fence, render_line
+from agentrio.repl.render import Line, markdown_line, render_event
+from agentrio.repl.views import FOREIGN_VIEWS_KEPT, RunView
 
 __all__ = ["FOLLOWUP_HEADER", "NOTICES", "Transcript"]
 

@@ -1,5 +1,5 @@
 """The small values the REPL's state hands its screen: a run of this window, a popup,
-and what one Esc did (`repl.state.ReplState` makes and changes them)."""
+and what one Esc did (`agentrio.repl.state.ReplState` makes and changes them)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Final, Literal
 
 import attrs
 
-from repl.commands import CancelChoice
-from repl.render import clip
+from agentrio.repl.commands import CancelChoice
+from agentrio.repl.render import clip
 
 __all__ = ["FOREIGN_VIEWS_KEPT", "EscAction", "Popup", "RunView", "elapsed_text", "stop_popup"]
 
@@ -74,7 +74,7 @@ class Popup:
 
 def stop_popup(what: str, *, target: str = "", task_hash: str = "") -> Popup:
     """The stop popup of R47 for one task: Keep running / Stop, keep to resume / Stop
-    and discard (`repl.commands.CancelChoice`, words of `protocol.wording`)."""
+    and discard (`agentrio.repl.commands.CancelChoice`, words of `agentrio.protocol.wording`)."""
     return Popup(
         kind="cancel",
         title=f"Stop the running task ({clip(what, 40)})?",

@@ -11,7 +11,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _imports(path: Path) -> set[str]:
+#: The repository folders that install as ``agentrio.<folder>`` (pyproject.toml).
+_NESTED = frozenset({"engine", "protocol", "repl"})
+
+
+def _raw_imports(path: Path) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     names: set[str] = set()
     for node in ast.walk(tree):
@@ -22,8 +26,39 @@ def _imports(path: Path) -> set[str]:
     return names
 
 
+def _folder_name(module: str) -> str:
+    """``agentrio.engine.x`` -> ``engine.x``: the module named by the folder it lives in,
+    so the rules below read in the repository's terms."""
+    parts = module.split(".")
+    if parts[0] == "agentrio" and len(parts) > 1 and parts[1] in _NESTED:
+        return ".".join(parts[1:])
+    return module
+
+
+def _imports(path: Path) -> set[str]:
+    return {_folder_name(name) for name in _raw_imports(path)}
+
+
 def _modules(package: str) -> list[Path]:
-    return sorted((ROOT / package).rglob("*.py"))
+    """The package's own files: not the links agentrio/engine, … (each file once)."""
+    return sorted(
+        path
+        for path in (ROOT / package).rglob("*.py")
+        if not any((ROOT / parent).is_symlink() for parent in path.relative_to(ROOT).parents)
+    )
+
+
+def test_installed_names_are_agentrios_own() -> None:
+    """Issue 30: the code answers to agentrio.* only: nothing imports a bare
+    ``engine``, ``protocol`` or ``repl`` (installed, those are another project's)."""
+    bad = {
+        f"{p.relative_to(ROOT)}: {name}"
+        for package in ("engine", "protocol", "repl", "agentrio", "tests", "bench", "examples")
+        for p in _modules(package)
+        for name in _raw_imports(p)
+        if name.split(".")[0] in _NESTED
+    }
+    assert bad == set()
 
 
 def test_protocol_imports_neither_engine_nor_repl() -> None:
@@ -76,13 +111,13 @@ def test_no_code_but_the_transport_catches_a_websocket_error() -> None:
 
 def test_the_engine_never_imports_the_client() -> None:
     """The daemon's cold start must not load the client (and trio-websocket with it).
-    engine/testing.py is the pytest plugin: it hands a suite a connected client."""
+    The pytest plugin, which hands a suite a connected client, is agentrio/testing.py."""
     users = {
         str(p.relative_to(ROOT))
         for p in _modules("engine")
         if any(name.split(".")[0] == "agentrio" for name in _imports(p))
     }
-    assert users <= {"engine/testing.py"}
+    assert users == set()
 
 
 def test_the_transport_touches_no_private_attribute_of_a_library() -> None:
@@ -161,29 +196,39 @@ def test_engine_cancels_scopes_only_through_cancel_scope() -> None:
 
 
 def _engine_imports(path: Path) -> set[str]:
-    """The engine modules ``path`` imports: ``from engine.x import y`` names the module
-    ``engine.x.y`` when there is one, else ``engine.x``."""
+    """The engine modules ``path`` imports, by installed name: ``from agentrio.engine.x
+    import y`` names the module ``agentrio.engine.x.y`` when there is one, else
+    ``agentrio.engine.x``."""
+
+    def is_engine(module: str) -> bool:
+        return _folder_name(module).split(".")[0] == "engine"
+
+    def is_module(module: str) -> bool:
+        where = ROOT / Path(*_folder_name(module).split("."))
+        return where.with_suffix(".py").exists() or (where / "__init__.py").exists()
+
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names if alias.name.split(".")[0] == "engine")
+            found.update(alias.name for alias in node.names if is_engine(alias.name))
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] != "engine":
+            if not is_engine(node.module):
                 continue
             for alias in node.names:
                 submodule = f"{node.module}.{alias.name}"
-                is_module = (ROOT / Path(*submodule.split("."))).with_suffix(".py").exists() or (
-                    ROOT / Path(*submodule.split(".")) / "__init__.py"
-                ).exists()
-                found.add(submodule if is_module else node.module)
+                found.add(submodule if is_module(submodule) else node.module)
     return found
 
 
 def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
     """The engine's internal modules are its own (issue 16): the REPL, the protocol,
     the client, the benchmarks and the examples -- every top-level package but the
-    engine and the tests -- import only `engine.PUBLIC_MODULES`."""
-    from engine import PUBLIC_MODULES
+    engine and the tests -- import only `engine.PUBLIC_MODULES`. The pytest plugin
+    (agentrio/testing.py) is the engine's own harness, installed as agentrio.testing:
+    it builds engines and daemons from their parts, as the engine's tests do."""
+    from agentrio.engine import PUBLIC_MODULES
+
+    plugin = ROOT / "agentrio" / "testing.py"
 
     packages = [
         folder
@@ -197,7 +242,8 @@ def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
     bad = {
         f"{path.relative_to(ROOT)}: {name}"
         for package in packages
-        for path in sorted(package.rglob("*.py"))
+        for path in _modules(package.name)
+        if path != plugin
         for name in _engine_imports(path)
         if name not in PUBLIC_MODULES
     }

@@ -18,8 +18,8 @@ import attrs
 from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
-from protocol import wording
-from protocol.frames import Ask
+from agentrio.protocol import wording
+from agentrio.protocol.frames import Ask
 
 __all__ = [
     "CHOICES",

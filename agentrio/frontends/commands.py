@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Final
 from agentrio.errors import ClientError
 from agentrio.frontends.conversation import Conversation
 from agentrio.frontends.platform import Button
-from protocol import wording
+from agentrio.protocol import wording
 
 if TYPE_CHECKING:
     from agentrio.frontends.chat import ChatFrontend

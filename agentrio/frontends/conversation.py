@@ -3,7 +3,7 @@ what its next message answers.
 
 Events of the chat's session (a ``subscribe``) are turned into parts of the task's
 `LiveMessage`: text streamed as it comes, tool calls and results as code, the task's
-end as the line the REPL shows (`protocol.wording.ended_line`).
+end as the line the REPL shows (`agentrio.protocol.wording.ended_line`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import trio
 from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import ChatPlatform
 from agentrio.frontends.streaming import EDIT_INTERVAL_S, LiveMessage
-from protocol import wording
-from protocol.events import (
+from agentrio.protocol import wording
+from agentrio.protocol.events import (
     Canceled,
     Confirm,
     Done,

@@ -6,7 +6,7 @@ task starts in one turn form a **job** (``job_…``). While a job is alive its r
 legs with state, result and reports), rewritten atomically on every change (`save_job`)
 and kept after the job settles; the daemon clears the folder at start (R27). A
 sub-agent's report is ``<home>/sessions/<session>/reports/<leg id>.md`` (R30). Both
-are written 0600 in folders made 0700 (`engine.store.files`).
+are written 0600 in folders made 0700 (`agentrio.engine.store.files`).
 """
 
 from __future__ import annotations
@@ -19,15 +19,15 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from engine.messages import leg_description
-from engine.nursery_tasks import TaskHandle
-from engine.runs import TaskRun
-from engine.snapshot import clamp
-from engine.store.files import make_private_dirs, write_private_atomic
-from engine.tools.run_command import CommandPlan
-from engine.tools.run_commands import Proposal
-from engine.watch import REPORT_KEEP_BYTES
-from protocol.frames import LegInfo
+from agentrio.engine.messages import leg_description
+from agentrio.engine.nursery_tasks import TaskHandle
+from agentrio.engine.runs import TaskRun
+from agentrio.engine.snapshot import clamp
+from agentrio.engine.store.files import make_private_dirs, write_private_atomic
+from agentrio.engine.tools.run_command import CommandPlan
+from agentrio.engine.tools.run_commands import Proposal
+from agentrio.engine.watch import REPORT_KEEP_BYTES
+from agentrio.protocol.frames import LegInfo
 
 __all__ = [
     "ENDED",

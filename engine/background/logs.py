@@ -1,7 +1,7 @@
 """A command leg's log file (R23): its output appended as it comes, in bounded memory.
 
 The log is ``<home>/sessions/<session>/background/<leg id>.log``, created 0600 when the
-leg starts and removed when it ends (`engine.background.command_leg`).
+leg starts and removed when it ends (`agentrio.engine.background.command_leg`).
 
 **Capped** at ``[background] max_log_bytes`` (R81): past it the log keeps its first half
 (the head) and a rolling tail, joined by one marker line saying how many bytes were
@@ -19,7 +19,7 @@ from typing import BinaryIO, Final, Protocol
 
 import trio
 
-from engine.store.files import open_private
+from agentrio.engine.store.files import open_private
 
 __all__ = [
     "DEFAULT_MAX_LOG_BYTES",

@@ -4,7 +4,7 @@
 starting task is *now*:
 
 - running in this process: appended to its ``reports``, added at the start of its next
-  turn (a report arriving as it would finish gives it one more turn, `engine.runs`);
+  turn (a report arriving as it would finish gives it one more turn, `agentrio.engine.runs`);
 - stopped but resumable (parked, paused, aborted, disconnected): written into the
   pending row's snapshot (``Snapshot.reports``), with ``has_jobs`` set, so the resume
   message carries it and a resume keeps the task's hash (R35, R36);
@@ -17,7 +17,7 @@ the model's last reply and the run's exit.
 **Settling.** A job settles once every leg's end is recorded and its starting task is
 not running. If it then holds reports the task never took, it runs **once** as a new
 task on the same session whose input starts ``[Resumed Task — background group
-finished]`` (`engine.messages.followup_message`) and carries the objective, next,
+finished]`` (`agentrio.engine.messages.followup_message`) and carries the objective, next,
 every report of the job and the starting task's hash. ``job_settled`` names that
 follow-up task (or none). A job whose starting task was ``user_canceled`` settles
 without a follow-up, and so does every job once the engine is closing.
@@ -25,9 +25,9 @@ without a follow-up, and so does every job once the engine is closing.
 **Commands the sub-agents could not run (R84).** A job whose sub-agent legs kept
 commands that needed approval (``Leg.proposals``) also gets a follow-up, even when its
 reports all reached the starting task: before its model's first turn, the follow-up
-offers them to the user in one confirmation (`engine.tools.run_commands`, at most
+offers them to the user in one confirmation (`agentrio.engine.tools.run_commands`, at most
 `MAX_PROPOSALS`, in leg order), and its first message gains a section with the result
-(`engine.messages.proposals_section`). A follow-up stopped and kept while offering
+(`agentrio.engine.messages.proposals_section`). A follow-up stopped and kept while offering
 makes the offer again when it is resumed (`reoffers`).
 """
 
@@ -40,23 +40,28 @@ from typing import Final
 import attrs
 import trio
 
-from engine.background.jobs import Job, save_job
-from engine.background.starter import TaskStarter
-from engine.causes import Cause
-from engine.messages import followup_message, proposals_label, proposals_section, reoffer_label
-from engine.models.base import ToolCallRequest
-from engine.runs import PreludeCall, RunOrigin, TaskRun
-from engine.snapshot import Snapshot, has_elided, snapshot_from_json, snapshot_to_json
-from engine.store.base import TaskRow
-from engine.tools.base import Services
-from engine.tools.run_commands import (
+from agentrio.engine.background.jobs import Job, save_job
+from agentrio.engine.background.starter import TaskStarter
+from agentrio.engine.causes import Cause
+from agentrio.engine.messages import (
+    followup_message,
+    proposals_label,
+    proposals_section,
+    reoffer_label,
+)
+from agentrio.engine.models.base import ToolCallRequest
+from agentrio.engine.runs import PreludeCall, RunOrigin, TaskRun
+from agentrio.engine.snapshot import Snapshot, has_elided, snapshot_from_json, snapshot_to_json
+from agentrio.engine.store.base import TaskRow
+from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.run_commands import (
     MAX_PROPOSALS,
     Proposal,
     RunCommandsTool,
     proposal_args,
     proposals_from_args,
 )
-from protocol import events as ev
+from agentrio.protocol import events as ev
 
 __all__ = ["ReportRouter", "reoffers"]
 

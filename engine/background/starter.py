@@ -2,8 +2,8 @@
 
 Background work starts tasks (a sub-agent's child task, a job's follow-up) and reads a
 session's live state (its hub, leg limiter, runs and remembered commands). It gets
-them through this protocol, which `engine.core.Engine` provides, so that nothing in
-`engine.background` imports the engine facade.
+them through this protocol, which `agentrio.engine.core.Engine` provides, so that nothing in
+`agentrio.engine.background` imports the engine facade.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from engine.runs import PreludeCall, RunOrigin, TaskRun
-from engine.sessions import Session
+from agentrio.engine.runs import PreludeCall, RunOrigin, TaskRun
+from agentrio.engine.sessions import Session
 
 __all__ = ["TaskStarter"]
 
@@ -20,7 +20,7 @@ __all__ = ["TaskStarter"]
 class TaskStarter(Protocol):
     """What background work needs of the engine: a session's live state (its hub,
     leg limiter, runs and remembered commands) and a way to start a task (a
-    sub-agent's child task, a job's follow-up). `engine.core.Engine` is one."""
+    sub-agent's child task, a job's follow-up). `agentrio.engine.core.Engine` is one."""
 
     def session(self, session_id: str) -> Session[TaskRun]: ...
 

@@ -3,7 +3,7 @@
 A sub-agent is a child task on the session ``<session>-<leg id>``, with the same model
 and the parent session's remembered commands, flagged as working for the leg: it gets
 no background tools, asks no questions and raises no confirmations (a call that would
-need one is not run, `engine.messages.subagent_needs_approval`). When it ends, its
+need one is not run, `agentrio.engine.messages.subagent_needs_approval`). When it ends, its
 report -- final answer, the calls still needing approval, its whole action record -- is
 saved to ``<home>/sessions/<session>/reports/<leg id>.md`` and the leg's result names
 that file. The commands among those calls are kept on the leg (``Leg.proposals``,
@@ -22,12 +22,12 @@ from typing import Final
 
 import trio
 
-from engine.background.jobs import Leg, LegState, write_report
-from engine.background.starter import TaskStarter
-from engine.causes import Cause
-from engine.messages import NEEDS_APPROVAL, subagent_report, subagent_result
-from engine.tools.run_command import RunCommandTool
-from engine.tools.run_commands import proposal_from_call
+from agentrio.engine.background.jobs import Leg, LegState, write_report
+from agentrio.engine.background.starter import TaskStarter
+from agentrio.engine.causes import Cause
+from agentrio.engine.messages import NEEDS_APPROVAL, subagent_report, subagent_result
+from agentrio.engine.tools.run_command import RunCommandTool
+from agentrio.engine.tools.run_commands import proposal_from_call
 
 __all__ = ["run_subagent_leg"]
 

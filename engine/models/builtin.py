@@ -64,7 +64,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from engine.messages import (
+from agentrio.engine.messages import (
     ASK_RESUME_HEADER,
     ELIDED_SENTENCE,
     FOLLOWUP_HEADER,
@@ -73,7 +73,7 @@ from engine.messages import (
     REPORT_UPDATE_HEADER,
     SUBAGENTS_RESULT_HEADER,
 )
-from engine.models.base import (
+from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,
@@ -83,7 +83,7 @@ from engine.models.base import (
     ToolSpec,
     stream_pieces,
 )
-from protocol.wording import plural
+from agentrio.protocol.wording import plural
 
 __all__ = [
     "HELP_TEXT",
@@ -155,9 +155,8 @@ _RECOVERABLE: Final = {"run_command": "command", "subagents": "objectives"}
 
 
 class BuiltinModel:
-    """The offline model of R61; see the module docstring for what it answers.
-
-    ``complete`` is a pure function of its inputs, apart from streaming: with
+    """The offline model of R61 (the module docstring says what it answers). ``complete``
+    is a pure function of its inputs, apart from streaming: with
     ``on_text`` it sends the text in at most three word-aligned pieces with a
     checkpoint between them, so streaming paths are exercised without a network.
     """
@@ -180,8 +179,7 @@ class BuiltinModel:
             await stream_pieces(on_text, _pieces(reply.text, 3))
         return reply
 
-    async def aclose(self) -> None:
-        """Nothing to release; present so every shipped model can be closed alike."""
+    async def aclose(self) -> None:  # every shipped model can be closed alike
         await trio.lowlevel.checkpoint()
 
 

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from engine.config import ModelConfig
-from engine.errors import ConfigError
-from engine.models.base import Model
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import Model
 
 if TYPE_CHECKING:
-    from engine.models.scripted import ScriptedModel
+    from agentrio.engine.models.scripted import ScriptedModel
 
 __all__ = ["close_model", "make_model"]
 
@@ -43,7 +43,7 @@ async def make_model(
     """
     provider: str = config.provider
     if provider == "builtin":
-        from engine.models.builtin import BuiltinModel  # only when configured (module doc)
+        from agentrio.engine.models.builtin import BuiltinModel  # only when configured (module doc)
 
         await trio.lowlevel.checkpoint()
         return BuiltinModel()
@@ -58,7 +58,7 @@ async def make_model(
             raise ConfigError(f"model.base_url: expected an http(s) URL, got {config.base_url!r}")
         if config.timeout_s <= 0:
             raise ConfigError("model.timeout_s: expected a number of seconds > 0")
-        from engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
+        from agentrio.engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
 
         return OpenAIModel(
             name=config.name,
@@ -74,7 +74,7 @@ async def make_model(
 
 def _load_script(script: str) -> ScriptedModel:
     """Blocking: runs in a worker thread."""
-    from engine.models.scripted import ScriptedModel  # only when configured (module doc)
+    from agentrio.engine.models.scripted import ScriptedModel  # only when configured (module doc)
 
     path = Path(script).expanduser()
     if not path.is_file():

@@ -34,8 +34,8 @@ import attrs
 import httpx
 import trio
 
-from engine.config import ModelConfig
-from engine.models.base import (
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,

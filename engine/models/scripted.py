@@ -45,8 +45,8 @@ from typing import Any, Final, TypeAlias
 import attrs
 import trio
 
-from engine.errors import ConfigError
-from engine.models.base import (
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,

@@ -19,17 +19,17 @@ may run; this package only runs it.
 
 from __future__ import annotations
 
-from engine.processes.groups import group_alive as group_alive
-from engine.processes.orphans import find_orphans as find_orphans
-from engine.processes.orphans import kill_orphans as kill_orphans
-from engine.processes.orphans import mark_children as mark_children
-from engine.processes.output import ClampedOutput as ClampedOutput
-from engine.processes.reaper import adopting_orphans as adopting_orphans
-from engine.processes.runner import CommandResult as CommandResult
-from engine.processes.runner import run_in_group as run_in_group
-from engine.processes.sandbox import Sandbox as Sandbox
-from engine.processes.sandbox import SandboxError as SandboxError
-from engine.processes.sandbox import SandboxStatus as SandboxStatus
+from agentrio.engine.processes.groups import group_alive as group_alive
+from agentrio.engine.processes.orphans import find_orphans as find_orphans
+from agentrio.engine.processes.orphans import kill_orphans as kill_orphans
+from agentrio.engine.processes.orphans import mark_children as mark_children
+from agentrio.engine.processes.output import ClampedOutput as ClampedOutput
+from agentrio.engine.processes.reaper import adopting_orphans as adopting_orphans
+from agentrio.engine.processes.runner import CommandResult as CommandResult
+from agentrio.engine.processes.runner import run_in_group as run_in_group
+from agentrio.engine.processes.sandbox import Sandbox as Sandbox
+from agentrio.engine.processes.sandbox import SandboxError as SandboxError
+from agentrio.engine.processes.sandbox import SandboxStatus as SandboxStatus
 
 __all__ = [
     "ClampedOutput",

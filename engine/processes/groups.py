@@ -1,6 +1,6 @@
 """Process groups: is one still running, and how to end one (R48).
 
-A command runs as the leader of its own process group (`engine.processes.runner`).
+A command runs as the leader of its own process group (`agentrio.engine.processes.runner`).
 Ending it always means ending the *group*: SIGTERM (and SIGCONT, so a stopped member
 gets to act on it), a grace period for the group to empty, then SIGKILL.
 
@@ -12,7 +12,7 @@ whose job reaping them is -- some container init processes never do, and their z
 would make a group look alive forever -- so `group_alive` looks past zombies through
 ``/proc`` (elsewhere an existing group counts as alive), a scan that costs
 milliseconds on a busy machine. The daemon avoids it: inside
-`engine.processes.reaper.adopting_orphans` it is a child subreaper (Linux), orphans of
+`agentrio.engine.processes.reaper.adopting_orphans` it is a child subreaper (Linux), orphans of
 its commands come to it, `_wait_group_gone` reaps a killed group's orphans itself, and
 the kernel then says the group is gone. Only orphans are ever reaped there, never a
 child someone here started and waits for.
@@ -26,7 +26,7 @@ from typing import Final
 
 import trio
 
-from engine.processes.reaper import is_child_subreaper, reap_adopted_members
+from agentrio.engine.processes.reaper import is_child_subreaper, reap_adopted_members
 
 __all__ = ["end_group", "group_alive"]
 

@@ -21,7 +21,7 @@ group (``setsid env -i …``) escapes; so would it escape a pid registry's group
 Safety: only this user's processes with exactly this home's tag are touched, never the
 calling process's own group nor those of its ancestors. Only one daemon runs per home
 (the instance lock), so a tagged process is always a leftover. Zombies count as gone
-(see `engine.processes.groups`). Everything here is blocking: call it from a worker
+(see `agentrio.engine.processes.groups`). Everything here is blocking: call it from a worker
 thread.
 """
 
@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Final
 
-from engine.processes.groups import group_alive
+from agentrio.engine.processes.groups import group_alive
 
 __all__ = ["OWNER_ENV", "find_orphans", "kill_orphans", "mark_children", "owner_tag"]
 

@@ -3,7 +3,7 @@
 Killing a command's process group orphans its members; normally they go to PID 1, which
 in some containers never reaps them, and their zombies make a group look alive. Inside
 `adopting_orphans` the daemon is a child subreaper instead: orphans of its commands come
-to it, `engine.processes.groups` reaps a killed group's orphans while it waits for the
+to it, `agentrio.engine.processes.groups` reaps a killed group's orphans while it waits for the
 group, and a periodic pass reaps the rest. Only orphans are ever reaped here, never a
 child someone here started and waits for (`_adopted` says which is which).
 """
@@ -20,8 +20,8 @@ from typing import Final
 
 import trio
 
-from engine.causes import Cause
-from engine.nursery_tasks import cancel_scope
+from agentrio.engine.causes import Cause
+from agentrio.engine.nursery_tasks import cancel_scope
 
 __all__ = [
     "REAP_INTERVAL_S",

@@ -1,6 +1,6 @@
 """The read-only sandbox that commands nobody was asked about run in (R75).
 
-The policy (`engine.tools.policy`) decides which commands may run unasked; this module is
+The policy (`agentrio.engine.tools.policy`) decides which commands may run unasked; this module is
 the defence in depth behind it, so that a mistake in that list or a hostile repository
 still cannot change anything. An unasked command runs under bubblewrap:
 
@@ -20,7 +20,7 @@ still cannot change anything. An unasked command runs under bubblewrap:
   ``--no-ext-diff --no-textconv``.
 
 The group stays the caller's: bwrap does not start a new session, so the process-group
-runner (`engine.processes.runner.run_in_group`) still signals every process inside, and
+runner (`agentrio.engine.processes.runner.run_in_group`) still signals every process inside, and
 the PID namespace ends them all once its first process is gone.
 
 `Sandbox.probe` runs bubblewrap once at daemon start. When it is missing or cannot start
@@ -41,7 +41,7 @@ from typing import Final
 import attrs
 import trio
 
-from engine.config import Config
+from agentrio.engine.config import Config
 
 __all__ = [
     "GIT_DIFF_SUBCOMMANDS",
@@ -257,7 +257,7 @@ class Sandbox:
         `SandboxError` says so and the git command does not run. (A configuration
         changed between the listing and the run -- by a command a person approved --
         is not seen; the read-only sandbox still keeps what it runs from writing.)"""
-        from engine.processes.runner import run_in_group
+        from agentrio.engine.processes.runner import run_in_group
 
         result = await run_in_group(
             self.wrap(["git", "config", "--list", "--name-only", "-z"], cwd=cwd),

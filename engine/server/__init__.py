@@ -7,13 +7,13 @@ call, so HTTP and WebSocket answer the same request alike.
 
 from __future__ import annotations
 
-from engine.server.app import ServerContext as ServerContext
-from engine.server.app import create_app as create_app
-from engine.server.commands import Commands as Commands
-from engine.server.lifecycle import RunningServer as RunningServer
-from engine.server.lifecycle import open_server as open_server
-from engine.server.lifecycle import run_daemon as run_daemon
-from engine.server.lifecycle import serve as serve
+from agentrio.engine.server.app import ServerContext as ServerContext
+from agentrio.engine.server.app import create_app as create_app
+from agentrio.engine.server.commands import Commands as Commands
+from agentrio.engine.server.lifecycle import RunningServer as RunningServer
+from agentrio.engine.server.lifecycle import open_server as open_server
+from agentrio.engine.server.lifecycle import run_daemon as run_daemon
+from agentrio.engine.server.lifecycle import serve as serve
 
 __all__ = [
     "Commands",

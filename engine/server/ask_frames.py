@@ -1,11 +1,11 @@
 """An ask as a front-end sees it, and back: the ``ask`` and ``verify`` frames of
 registry entries and notices, and the request an ``ask`` frame stands for (an ask of
-a task on another daemon, shown here: `engine.server.peer_asks`)."""
+a task on another daemon, shown here: `agentrio.engine.server.peer_asks`)."""
 
 from __future__ import annotations
 
-from engine.pending import AskRequest, Entry, Verified
-from protocol.frames import Ask, Verify
+from agentrio.engine.pending import AskRequest, Entry, Verified
+from agentrio.protocol.frames import Ask, Verify
 
 __all__ = ["ask_frame", "request_of_ask", "verify_frame"]
 

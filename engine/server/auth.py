@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
 
-from engine.store.files import make_home, open_private
+from agentrio.engine.store.files import make_home, open_private
 
 __all__ = [
     "TOKEN_FILE",

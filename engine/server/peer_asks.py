@@ -34,13 +34,13 @@ from collections.abc import Collection
 import attrs
 import trio
 
-from engine.asks import CLIENT_DISCONNECTED, TASK_CANCELED, AskReply
-from engine.core import Engine
-from engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound, error_of
-from engine.pending import Entry, Listener, Offered, Verified, Withdrawn
-from engine.server.ask_frames import ask_frame, request_of_ask
-from engine.server.peers import Peers
-from protocol.cluster import (
+from agentrio.engine.asks import CLIENT_DISCONNECTED, TASK_CANCELED, AskReply
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound, error_of
+from agentrio.engine.pending import Entry, Listener, Offered, Verified, Withdrawn
+from agentrio.engine.server.ask_frames import ask_frame, request_of_ask
+from agentrio.engine.server.peers import Peers
+from agentrio.protocol.cluster import (
     AnswerAsk,
     AskGone,
     AskShown,
@@ -49,7 +49,7 @@ from protocol.cluster import (
     PeerListener,
     PeerMessage,
 )
-from protocol.frames import Reply
+from agentrio.protocol.frames import Reply
 
 __all__ = ["PeerAsks"]
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from engine.causes import Cause
-from engine.core import Engine
-from engine.errors import AgentrioError, error_of
-from engine.server.peers import Peers
-from protocol.cluster import Control, PeerAnswer, PeerMessage
+from agentrio.engine.causes import Cause
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import AgentrioError, error_of
+from agentrio.engine.server.peers import Peers
+from agentrio.protocol.cluster import Control, PeerAnswer, PeerMessage
 
 __all__ = ["PeerControl"]
 

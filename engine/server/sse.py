@@ -22,7 +22,7 @@ shuts down; a subscriber that falls too far behind loses the oldest events and c
 tell from the ``id`` gap. One that falls more than ``[server] subscriber_queue_bytes``
 behind is dropped: the stream ends with the comment ``: dropped: <reason>`` (a new
 request replays what the session still keeps). Every write to the client is
-time-boxed at shutdown by the server (`engine.server.sockets`).
+time-boxed at shutdown by the server (`agentrio.engine.server.sockets`).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ import trio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from engine.causes import Cause
-from engine.ids import check_session_id
-from engine.nursery_tasks import cancel_scope
-from engine.server.cluster import attached_events
-from engine.server.context import ServerContext
-from engine.sessions import SlowConsumer, Subscription
-from protocol.codec import unstructure
-from protocol.events import Event
+from agentrio.engine.causes import Cause
+from agentrio.engine.ids import check_session_id
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.server.cluster import attached_events
+from agentrio.engine.server.context import ServerContext
+from agentrio.engine.sessions import SlowConsumer, Subscription
+from agentrio.protocol.codec import unstructure
+from agentrio.protocol.events import Event
 
 __all__ = ["KEEPALIVE_S", "event_stream", "events", "format_event"]
 

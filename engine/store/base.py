@@ -18,9 +18,9 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from engine.errors import AgentrioError
-from protocol.errors import ErrorCode
-from protocol.events import Question
+from agentrio.engine.errors import AgentrioError
+from agentrio.protocol.errors import ErrorCode
+from agentrio.protocol.events import Question
 
 __all__ = [
     "HistoryRow",
@@ -88,7 +88,7 @@ class TaskRow:
     decided by its marker, not by ``state``: a ``running`` row whose marker expired
     belongs to a daemon that died, and is resumable (R51, R72).
 
-    ``snapshot`` is the JSON form of `engine.snapshot.Snapshot` (or ``None`` before
+    ``snapshot`` is the JSON form of `agentrio.engine.snapshot.Snapshot` (or ``None`` before
     the first one is written); ``questions`` are the saved questions of a parked task;
     ``ask_id`` names the registry entry that offers them to listeners (R11);
     ``resumed_from`` is the hash this task was moved from on resume (R36).
@@ -149,11 +149,12 @@ class StoreStatistics:
 
 
 class Store(Protocol):
-    """What the engine needs from a store; `engine.store.sqlite.SqliteStore` is the
-    embedded default, `engine.store.redis_store.RedisStore` the one several daemons can
+    """What the engine needs from a store; `agentrio.engine.store.sqlite.SqliteStore` is the
+    embedded default, `agentrio.engine.store.redis_store.RedisStore` the one several daemons can
     share (``[store] backend = "redis"``, docs/deployment.md).
 
-    Errors: `engine.errors.NotFound` and `engine.errors.Conflict` where documented,
+    Errors: `agentrio.engine.errors.NotFound` and `agentrio.engine.errors.Conflict` where
+    documented,
     `StoreError` when the backend fails, `trio.ClosedResourceError` after `aclose`.
     """
 
@@ -177,7 +178,7 @@ class Store(Protocol):
 
         R36 decides with it whether a resume moves to a new hash. It is kept here, not
         only in the session's memory, because a session with nothing to do is dropped
-        from memory (`engine.sessions.SessionRegistry`) and rebuilt on its next use."""
+        from memory (`agentrio.engine.sessions.SessionRegistry`) and rebuilt on its next use."""
         ...
 
     async def delete_task(self, session_id: str, task_hash: str) -> bool:

@@ -1,4 +1,4 @@
-"""The coredis client behind `engine.store.redis_store`, from the ``[store] url``.
+"""The coredis client behind `agentrio.engine.store.redis_store`, from the ``[store] url``.
 
 ``redis://``, ``rediss://`` (TLS) and ``unix://`` name one server; with
 ``redis+sentinel://[:password@]host:port[,host:port…]/service[/db]`` the client asks
@@ -21,7 +21,7 @@ import coredis
 import coredis.retry
 from coredis.connection import TCPLocation
 
-from engine.config import SENTINEL_SCHEME, parse_sentinel_url
+from agentrio.engine.config import SENTINEL_SCHEME, parse_sentinel_url
 
 __all__ = ["open_client"]
 

@@ -16,7 +16,7 @@ Every script starts with `PRELUDE` and receives the key prefix as ``ARGV[1]``. K
   ``created_at``: every task, the parked ones, those of one origin;
 - ``P markers``  zset of marker names by ``expires_at`` (the truth of liveness), and
   ``P m:<name>`` a string holding ``expires_at`` with a Redis TTL (garbage collection
-  and operator visibility, see `engine.store.redis_store`);
+  and operator visibility, see `agentrio.engine.store.redis_store`);
 - ``P latest``  hash session -> latest task hash (the sessions table, R36);
 - ``P hrow:<sid>`` hash hash -> history JSON; ``P hz:<sid>`` zset of
   ``<seq>:<hash>`` by ``end_at`` (ties: the later written first); ``P hidx:<sid>``

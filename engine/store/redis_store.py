@@ -1,4 +1,4 @@
-"""The Redis store: the `engine.store.base.Store` interface on a Redis server, for
+"""The Redis store: the `agentrio.engine.store.base.Store` interface on a Redis server, for
 several daemons sharing one state (issue 21, docs/deployment.md).
 
 Why this shape:
@@ -6,15 +6,15 @@ Why this shape:
 - **coredis on Trio.** coredis is built on anyio, so it runs inside the daemon's Trio
   loop as is: no thread, no asyncio bridge. Its connection pool keeps its connections
   in an anyio task group, which is why the store is opened as an async context
-  (`open_redis_store`, `engine.store.redis_client`): the pool lives as long as the
+  (`open_redis_store`, `agentrio.engine.store.redis_client`): the pool lives as long as the
   store.
-- **One write, one Lua script** (`engine.store.redis_lua`). Redis runs a script with
+- **One write, one Lua script** (`agentrio.engine.store.redis_lua`). Redis runs a script with
   nothing interleaved, so each write is all or nothing, and the claim of R37 (read the
   marker, take the task, optionally move it to a new hash, set the markers) is one
   atomic step across every daemon sharing the server: of N concurrent claims exactly
   one wins.
 - **Markers keep the interface's clock.** The caller passes ``now`` and
-  ``expires_at`` (`engine.markers`, R51); liveness is decided by comparing them, like
+  ``expires_at`` (`agentrio.engine.markers`, R51); liveness is decided by comparing them, like
   SQLite's ``markers`` table, here a sorted set scored by ``expires_at``. Each marker is
   also a Redis key ``<prefix>m:action:<session>:<hash>`` holding its ``expires_at``,
   with a Redis TTL ``MARKER_GC_GRACE_S`` past it: ``redis-cli TTL`` shows a daemon's
@@ -24,7 +24,7 @@ Why this shape:
   and the history keyword search folds case with Python's ``str.casefold`` (Unicode
   aware), done here rather than in Lua, page by page, newest first. Like SQLite, the
   store keeps every history row (there is no cap); a session's pending rows are few.
-- **Redis unavailable** is `engine.store.base.StoreUnavailable` (a 503 ``unavailable``,
+- **Redis unavailable** is `agentrio.engine.store.base.StoreUnavailable` (a 503 ``unavailable``,
   the shape of `StoreFull`); Redis out of memory (``maxmemory``) is `StoreFull`. Calls
   are not retried by the client: a claim whose reply was lost must not be sent twice
   (the second would see the first's marker and report a conflict to the winner).
@@ -33,7 +33,7 @@ Why this shape:
 
 Keys are under a configurable prefix (``[store] prefix``), so several independent
 deployments can share one server. Supported URLs: ``redis://``, ``rediss://`` (TLS),
-``unix://`` and ``redis+sentinel://`` (`engine.store.redis_client`). The scripts build
+``unix://`` and ``redis+sentinel://`` (`agentrio.engine.store.redis_client`). The scripts build
 key names from the prefix, so Redis Cluster is not supported (docs/deployment.md).
 """
 
@@ -51,10 +51,10 @@ import coredis
 import coredis.exceptions
 import trio
 
-from engine.errors import BadRequest, Conflict, NotFound
-from engine.messages import CONFLICT_RUNNING
-from engine.store import redis_lua as lua
-from engine.store.base import (
+from agentrio.engine.errors import BadRequest, Conflict, NotFound
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.engine.store import redis_lua as lua
+from agentrio.engine.store.base import (
     HistoryRow,
     StoreError,
     StoreFull,
@@ -62,9 +62,9 @@ from engine.store.base import (
     StoreUnavailable,
     TaskRow,
 )
-from engine.store.redis_client import open_client
-from protocol.codec import structure, unstructure
-from protocol.events import Question
+from agentrio.engine.store.redis_client import open_client
+from agentrio.protocol.codec import structure, unstructure
+from agentrio.protocol.events import Question
 
 __all__ = ["DEFAULT_PREFIX", "MARKER_GC_GRACE_S", "RedisStore", "open_redis_store"]
 
@@ -175,7 +175,7 @@ async def open_redis_store(
 
 
 class RedisStore:
-    """The Redis implementation of `engine.store.base.Store`; open it with
+    """The Redis implementation of `agentrio.engine.store.base.Store`; open it with
     `open_redis_store`. Several daemons may share one (same URL and prefix)."""
 
     #: The ``[store] backend`` name (``/v1/health``).
@@ -198,7 +198,7 @@ class RedisStore:
 
     @property
     def client(self) -> coredis.Redis[str]:
-        """The coredis client: the daemons' message bus (`engine.server.peers`) runs
+        """The coredis client: the daemons' message bus (`agentrio.engine.server.peers`) runs
         on the store's own pool."""
         return self._client
 
@@ -296,7 +296,7 @@ class RedisStore:
     async def list_resumable_by_origin(
         self, origin: str, *, now: float, limit: int
     ) -> list[TaskRow]:
-        """See `engine.store.base.Store.list_resumable_by_origin`."""
+        """See `agentrio.engine.store.base.Store.list_resumable_by_origin`."""
         rows = await self._rows("list_resumable_by_origin", "origin", origin, now=now)
         return _newest_updated_first(rows)[: max(limit, 0)]
 
@@ -338,7 +338,7 @@ class RedisStore:
         ttl: float,
         new_task_hash: str | None = None,
     ) -> TaskRow:
-        """See `engine.store.base.Store.claim` (R36, R37): one Lua script, which Redis
+        """See `agentrio.engine.store.base.Store.claim` (R36, R37): one Lua script, which Redis
         runs with nothing interleaved, decides and writes."""
         expires_at = now + ttl
         result = await self._script(

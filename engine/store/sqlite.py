@@ -2,7 +2,7 @@
 
 Why this shape:
 
-- **One connection, one worker at a time** (`engine.store.sqlite_worker`): the Trio
+- **One connection, one worker at a time** (`agentrio.engine.store.sqlite_worker`): the Trio
   thread never blocks on disk, and a call that already runs in the worker is not
   abandoned when its caller is cancelled: a transaction is never left half done.
 - **Every write is all or nothing** inside a ``BEGIN IMMEDIATE`` transaction, which takes
@@ -11,18 +11,18 @@ Why this shape:
   happen while no other writer can run. The busy timeout (30 s) makes a loser wait for
   the lock rather than fail, and then see the winner's marker. Concurrent writes are
   group-committed: one transaction, each write in its own savepoint
-  (`engine.store.sqlite_worker.SqliteWorker.write`).
+  (`agentrio.engine.store.sqlite_worker.SqliteWorker.write`).
 - **WAL with** ``synchronous=NORMAL``: a committed transaction survives the process
   being killed at any moment (only a power loss can drop the last commits), and a
   reader never sees half a write (R72).
 - **0600**: the file holds secrets (R60), so it is created owner-only, and its mode is
   forced back to 0600 on every open; SQLite gives the ``-wal`` and ``-shm`` files it
   creates the same mode as the database file, and existing ones are tightened on open
-  too (`engine.store.files`, issue 15 item 6). A missing folder is made 0700.
+  too (`agentrio.engine.store.files`, issue 15 item 6). A missing folder is made 0700.
 - **No secret in an error** (R73): backend failures become `StoreError` carrying the
   operation's name and SQLite's own message, which never quotes bound values.
 
-The schema and the mapping of rows to values are `engine.store.sqlite_schema`; this
+The schema and the mapping of rows to values are `agentrio.engine.store.sqlite_schema`; this
 module holds the statements of each operation.
 """
 
@@ -40,10 +40,10 @@ from typing import Any, Final, TypeVar
 
 import trio
 
-from engine.errors import BadRequest, Conflict, NotFound
-from engine.messages import CONFLICT_RUNNING
-from engine.store import sqlite_schema as schema
-from engine.store.base import (
+from agentrio.engine.errors import BadRequest, Conflict, NotFound
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.engine.store import sqlite_schema as schema
+from agentrio.engine.store.base import (
     HistoryRow,
     StoreError,
     StoreFull,
@@ -52,7 +52,7 @@ from engine.store.base import (
     TaskRow,
     marker_key,
 )
-from engine.store.sqlite_schema import (
+from agentrio.engine.store.sqlite_schema import (
     AUTOCHECKPOINT_PAGES,
     BUSY_TIMEOUT,
     HISTORY_COLUMNS,
@@ -61,7 +61,7 @@ from engine.store.sqlite_schema import (
     SCHEMA_VERSION,
     TASK_COLUMNS,
 )
-from engine.store.sqlite_worker import MAX_BATCH, SqliteWorker
+from agentrio.engine.store.sqlite_worker import MAX_BATCH, SqliteWorker
 
 __all__ = [
     "AUTOCHECKPOINT_PAGES",
@@ -85,7 +85,7 @@ CHECKPOINT_INTERVAL_S: Final = 1.0
 
 
 class SqliteStore:
-    """The SQLite implementation of `engine.store.base.Store`.
+    """The SQLite implementation of `agentrio.engine.store.base.Store`.
 
     Open it with ``await SqliteStore.open(path)``, `open_sqlite_store` or the async
     context manager `open_store`; close it with `aclose`.
@@ -207,7 +207,7 @@ class SqliteStore:
     async def list_resumable_by_origin(
         self, origin: str, *, now: float, limit: int
     ) -> list[TaskRow]:
-        """See `engine.store.base.Store.list_resumable_by_origin`."""
+        """See `agentrio.engine.store.base.Store.list_resumable_by_origin`."""
         where = "t.origin = ?"
         return await self._resumable(where, (origin, now, limit), "list_resumable_by_origin")
 
@@ -242,7 +242,7 @@ class SqliteStore:
         ttl: float,
         new_task_hash: str | None = None,
     ) -> TaskRow:
-        """See `engine.store.base.Store.claim` (R36, R37).
+        """See `agentrio.engine.store.base.Store.claim` (R36, R37).
 
         The decision is taken inside ``BEGIN IMMEDIATE``: SQLite grants that lock to
         one connection at a time across processes, so between reading the marker and
@@ -523,7 +523,7 @@ def _select_history(
 
 def _open_error(path: Path, exc: sqlite3.Error) -> StoreError:
     """Why ``path`` could not be opened, as the `StoreError` subclass a start-up error
-    message is chosen by (`engine.server.startup`)."""
+    message is chosen by (`agentrio.engine.server.startup`)."""
     message = f"cannot open store {path.name}: {exc}"
     code = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
     if code == sqlite3.SQLITE_FULL:

@@ -1,7 +1,7 @@
 """The SQLite store's schema, and how rows map to the store's values.
 
-Kept apart from `engine.store.sqlite` (the statements of each operation) and
-`engine.store.sqlite_worker` (the one connection and its group commit) so that each
+Kept apart from `agentrio.engine.store.sqlite` (the statements of each operation) and
+`agentrio.engine.store.sqlite_worker` (the one connection and its group commit) so that each
 reads on its own: this module is what is on disk.
 
 **Versions.** ``PRAGMA user_version`` is `SCHEMA_VERSION`. Every open runs the schema
@@ -23,7 +23,7 @@ update, whoever writes; they call the ``search_fold`` SQL function `connect`
 registers, so a connection without it (the ``sqlite3`` shell) can read the file but
 not write history. The cost: the copy plus the trigram index take several times the
 text's size on disk, and each history write indexes its text. How a keyword is looked
-up: `engine.store.sqlite._select_history`.
+up: `agentrio.engine.store.sqlite._select_history`.
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Final
 
-from engine.store.base import HistoryRow, StoreError, TaskRow
-from engine.store.files import make_private_dirs, open_private
-from protocol.codec import structure, unstructure
-from protocol.events import Question
+from agentrio.engine.store.base import HistoryRow, StoreError, TaskRow
+from agentrio.engine.store.files import make_private_dirs, open_private
+from agentrio.protocol.codec import structure, unstructure
+from agentrio.protocol.events import Question
 
 __all__ = [
     "AUTOCHECKPOINT_PAGES",
@@ -302,7 +302,7 @@ def connect(path: Path) -> sqlite3.Connection:
 
 
 def connect_checkpointer(path: Path) -> sqlite3.Connection:
-    """The second connection `engine.store.sqlite.SqliteStore.maintain` checkpoints
+    """The second connection `agentrio.engine.store.sqlite.SqliteStore.maintain` checkpoints
     with (runs in a worker thread), with the same WAL size limit as the writer's."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT, check_same_thread=False)
     conn.execute(f"PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT}")

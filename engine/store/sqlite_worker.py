@@ -22,7 +22,7 @@ import attrs
 import outcome
 import trio
 
-from engine.store.base import StoreError, StoreFull
+from agentrio.engine.store.base import StoreError, StoreFull
 
 __all__ = ["MAX_BATCH", "SqliteWorker", "store_error"]
 
@@ -95,7 +95,7 @@ class SqliteWorker:
     """One open connection: reads (`run`) and group-committed writes (`write`).
 
     ``inline=True`` runs every call on the Trio thread instead of the worker thread
-    (tests under a mock clock, see `engine.store.sqlite.SqliteStore.open`).
+    (tests under a mock clock, see `agentrio.engine.store.sqlite.SqliteStore.open`).
     """
 
     def __init__(self, conn: sqlite3.Connection, *, inline: bool = False) -> None:

@@ -17,7 +17,7 @@ import shlex
 
 import attrs
 
-from protocol.frames import AllowedRule
+from agentrio.protocol.frames import AllowedRule
 
 __all__ = ["AllowedCommands", "rule_text"]
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import AskFailed
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskRequest
-from engine.snapshot import QA
-from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
-from protocol.events import Question
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskRequest
+from agentrio.engine.snapshot import QA
+from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.protocol.events import Question
 
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
 

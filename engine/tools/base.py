@@ -1,7 +1,7 @@
 """What a tool is, what it gets to know about its task, what it returns, and the
 services it may use.
 
-A tool never sees the run it works for (`engine.runs.TaskRun`, mutable and full of
+A tool never sees the run it works for (`agentrio.engine.runs.TaskRun`, mutable and full of
 the agent loop's own state): it gets a `ToolContext`, one per turn, holding the task's
 names and flags and the few things a tool may really change -- the session's
 remembered commands, the turn's "allow this turn" set -- plus callables to emit an
@@ -16,19 +16,19 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import attrs
 import trio
 
-from engine.causes import Cause
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.snapshot import QA
-from engine.tools.allowed import AllowedCommands
-from protocol.events import Event, Question
+from agentrio.engine.causes import Cause
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.snapshot import QA
+from agentrio.engine.tools.allowed import AllowedCommands
+from agentrio.protocol.events import Event, Question
 
 if TYPE_CHECKING:
-    from engine.config import Config
-    from engine.models.base import Model
-    from engine.pending import PendingRegistry
-    from engine.processes.sandbox import Sandbox
-    from engine.store.base import Store
-    from engine.tools.sudo import PasswordVerifier
+    from agentrio.engine.config import Config
+    from agentrio.engine.models.base import Model
+    from agentrio.engine.pending import PendingRegistry
+    from agentrio.engine.processes.sandbox import Sandbox
+    from agentrio.engine.store.base import Store
+    from agentrio.engine.tools.sudo import PasswordVerifier
 
 __all__ = [
     "Emit",

@@ -12,11 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any, Final
 
-from engine.messages import FOLLOWUP_HEADER
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.snapshot import RESULT_LIMIT, clamp
-from engine.store.base import HistoryRow, Store
-from engine.tools.base import ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.messages import FOLLOWUP_HEADER
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.snapshot import RESULT_LIMIT, clamp
+from agentrio.engine.store.base import HistoryRow, Store
+from agentrio.engine.tools.base import ServiceTool, ToolContext, ToolOutcome
 
 __all__ = ["SHORT_HASH", "ChatHistoryTool"]
 

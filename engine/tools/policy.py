@@ -7,7 +7,7 @@ to one is not seen -- which is why a command that is not read-only is always con
 a person, and the restricted-path check only decides whether that person must also give
 the system password.
 
-- **Read-only** (`is_read_only`): a *simple* command (`engine.tools.simple_command`: plain
+- **Read-only** (`is_read_only`): a *simple* command (`agentrio.engine.tools.simple_command`: plain
   words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
   argv judged (R74), whose program is named on ``readonly_commands`` -- or ``git`` with a
   ``readonly_git`` subcommand -- and that names no hidden place (the agentrio home,
@@ -39,8 +39,8 @@ from typing import Final
 
 import attrs
 
-from engine.config import ToolsConfig
-from engine.tools.simple_command import simple_argv
+from agentrio.engine.config import ToolsConfig
+from agentrio.engine.tools.simple_command import simple_argv
 
 __all__ = [
     "ELEVATORS",

@@ -4,8 +4,8 @@ person in one confirmation (R84).
 A background sub-agent never asks (R30): a ``run_command`` call that needs a
 confirmation is not run, and its leg keeps it as a `Proposal`. When the job's follow-up
 task starts in the starting ``cli-`` session (R26), its first act -- before its model's
-first turn -- is one call of this tool (an `engine.runs.PreludeCall`, made by
-`engine.background.routing`). The model is never offered it (`available` is false).
+first turn -- is one call of this tool (an `agentrio.engine.runs.PreludeCall`, made by
+`agentrio.engine.background.routing`). The model is never offered it (`available` is false).
 
 **What the person sees is what runs.** The call's arguments (`proposal_args`) are
 ``command 1``, ``cwd 1`` (only when the sub-agent gave one), ``command 2``, … -- each
@@ -25,7 +25,7 @@ program, never a pattern. "Allow this turn" runs them all and allows nothing mor
 this call is the whole of its turn. Deny with reason runs none, and the model reads
 the reason. Stop and discard / Stop, keep to resume end the follow-up; none ran (a
 kept follow-up makes the offer again when it is resumed,
-`engine.background.routing.reoffers`). A command touching a restricted path marks the
+`agentrio.engine.background.routing.reoffers`). A command touching a restricted path marks the
 ask ``restricted`` and asks for the system password (R7) unless sudo's credentials are
 cached; a wrong password runs none. Nobody listening, a closed connection or any other
 failure of the ask runs none (R6, R8).
@@ -39,21 +39,21 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from engine.errors import AskFailed
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskReply, AskRequest
-from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
-from engine.tools.run_command import (
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskReply, AskRequest
+from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.run_command import (
     CommandPlan,
     format_command_result,
     judge,
     refusal_of_reply,
     run_plan,
 )
-from protocol import events as ev
+from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
-    from engine.pending import Entry
+    from agentrio.engine.pending import Entry
 
 __all__ = [
     "MAX_PROPOSALS",

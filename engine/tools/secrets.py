@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from engine.errors import AskFailed
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskRequest, Entry
-from engine.tools.base import ServiceTool, ToolContext, ToolOutcome, string_arg
-from protocol import events as ev
-from protocol.events import Question
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskRequest, Entry
+from agentrio.engine.tools.base import ServiceTool, ToolContext, ToolOutcome, string_arg
+from agentrio.protocol import events as ev
+from agentrio.protocol.events import Question
 
 __all__ = ["StoreSecretTool"]
 

@@ -19,9 +19,8 @@ import trio
 import trio.testing
 
 from agentrio import Client, ClientError, Disconnected, Limits, StartFailed, open_client
-from agentrio.transport import open_http
-from protocol.events import Done, Text
-from protocol.frames import (
+from agentrio.protocol.events import Done, Text
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     Cancel,
@@ -37,6 +36,7 @@ from protocol.frames import (
     Welcome,
     Withdrawn,
 )
+from agentrio.transport import open_http
 
 HASH = "a" * 32
 

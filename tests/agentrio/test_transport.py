@@ -28,9 +28,9 @@ from agentrio.errors import (
     Timeout,
     Unreachable,
 )
+from agentrio.protocol.codec import dumps
+from agentrio.protocol.frames import PROTOCOL_VERSION, ErrorFrame, Welcome
 from agentrio.transport import map_errors, open_frame_connection, open_http
-from protocol.codec import dumps
-from protocol.frames import PROTOCOL_VERSION, ErrorFrame, Welcome
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 WsHandler = Callable[[trio_websocket.WebSocketConnection, trio.SocketStream], Awaitable[None]]

@@ -1,5 +1,5 @@
 """End-to-end fixtures: the real daemon as a subprocess, from agentrio's own pytest
-plugin (`engine.testing`, the fixtures users get).
+plugin (`agentrio.testing`, the fixtures users get).
 
 ``daemon`` is the plugin's ``agentrio_daemon`` (a temporary ``AGENTRIO_HOME``,
 ``--port 0``, address from ``daemon.json``, token from ``<home>/token``; teardown sends
@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import pytest
 
-from engine.testing import START_DEADLINE_S, STOP_DEADLINE_S, DaemonProcess, RunningDaemon
+from agentrio.testing import START_DEADLINE_S, STOP_DEADLINE_S, DaemonProcess, RunningDaemon
 
 __all__ = [
     "ROOT",

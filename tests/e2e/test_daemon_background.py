@@ -14,10 +14,9 @@ from typing import TypeVar
 
 import trio
 
-from agentrio.transport import FrameConnection, open_frame_connection
-from engine.processes.groups import group_alive
-from protocol import events as ev
-from protocol.frames import (
+from agentrio.engine.processes.groups import group_alive
+from agentrio.protocol import events as ev
+from agentrio.protocol.frames import (
     Ask,
     BackgroundCancel,
     DoneFrame,
@@ -29,6 +28,7 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 
 SESSION = "cli-e2e-bg"

@@ -2,8 +2,8 @@
 REPL's connecting code after a deliberate stop, and two REPLs racing to restart a
 daemon (SPEC §7, §11, R53, issue 19).
 
-The commands run as ``python -m repl …`` subprocesses; the REPL's connecting code
-(`repl.client.run_client`) runs in the test with its real defaults. Waits poll with
+The commands run as ``python -m agentrio.repl …`` subprocesses; the REPL's connecting code
+(`agentrio.repl.client.run_client`) runs in the test with its real defaults. Waits poll with
 deadlines that bound a failure and time nothing.
 """
 
@@ -24,13 +24,13 @@ import httpx
 import pytest
 import trio
 
-import repl.client
+import agentrio.repl.client as repl_client_module
+from agentrio.protocol.codec import decode
+from agentrio.protocol.http import ShutdownAccepted
+from agentrio.repl.client import run_client, stopped_text
+from agentrio.repl.daemon import StopNote, ensure_daemon, process_state, read_stopped, spawn_daemon
+from agentrio.repl.messages import Connected, Incoming, Outgoing, Status
 from agentrio.transport import open_http
-from protocol.codec import decode
-from protocol.http import ShutdownAccepted
-from repl.client import run_client, stopped_text
-from repl.daemon import StopNote, ensure_daemon, process_state, read_stopped, spawn_daemon
-from repl.messages import Connected, Incoming, Outgoing, Status
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
 from tests.e2e.test_daemon_restart import pending, start_running
 from tests.e2e.test_repl_tmux import Tmux, wait_armed, wait_for
@@ -42,9 +42,9 @@ DEADLINE_S = 20.0
 
 
 async def agentrio(home: Path, *argv: str) -> subprocess.CompletedProcess[bytes]:
-    """``agentrio ARGV --home HOME`` as a subprocess (``python -m repl``)."""
+    """``agentrio ARGV --home HOME`` as a subprocess (``python -m agentrio.repl``)."""
     return await trio.run_process(
-        [sys.executable, "-m", "repl", *argv, "--home", str(home)],
+        [sys.executable, "-m", "agentrio.repl", *argv, "--home", str(home)],
         cwd=ROOT,
         capture_stdout=True,
         capture_stderr=True,
@@ -267,7 +267,7 @@ async def test_the_repl_does_not_restart_a_daemon_stopped_on_purpose(
     """§11, R53: the REPL's connecting code starts a daemon for its first connection;
     after ``agentrio stop`` it says the daemon was stopped and starts none, however
     long past the restart grace; ``agentrio start`` brings one back and it reconnects."""
-    monkeypatch.setattr(repl.client, "RESTART_GRACE_S", 0.5)
+    monkeypatch.setattr(repl_client_module, "RESTART_GRACE_S", 0.5)
     home = free_port_home(tmp_path / "home")
     monkeypatch.setenv("AGENTRIO_HOME", str(home))  # as the REPL sets it
     got: list[Incoming] = []
@@ -364,7 +364,7 @@ def test_the_repl_in_tmux_says_the_daemon_was_stopped_and_does_not_restart_it(
 
     def cli(*argv: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run(
-            [sys.executable, "-m", "repl", *argv, "--home", str(home)],
+            [sys.executable, "-m", "agentrio.repl", *argv, "--home", str(home)],
             cwd=ROOT,
             capture_output=True,
             timeout=60,
@@ -372,7 +372,8 @@ def test_the_repl_in_tmux_says_the_daemon_was_stopped_and_does_not_restart_it(
         )
 
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m agentrio.repl; "
+        "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
     try:
@@ -395,7 +396,7 @@ def test_the_repl_in_tmux_says_the_daemon_was_stopped_and_does_not_restart_it(
             ),
             "the REPL to say the daemon was stopped",
         )
-        time.sleep(repl.client.RESTART_GRACE_S + 2)  # past the grace: a restart would show
+        time.sleep(repl_client_module.RESTART_GRACE_S + 2)  # past the grace: a restart would show
         assert screen().count("started one (pid") == 1  # the first connection's only
         assert cli("status").returncode == 3
         assert cli("start").returncode == 0

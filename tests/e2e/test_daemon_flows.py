@@ -8,10 +8,9 @@ from pathlib import Path
 import httpx
 import trio
 
-from agentrio.transport import FrameConnection, open_frame_connection
-from protocol.codec import decode
-from protocol.events import Done, ToolCall, ToolResult
-from protocol.frames import (
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Done, ToolCall, ToolResult
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     Cancel,
@@ -25,7 +24,8 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
-from protocol.http import HistoryList, PendingTasks, SendStarted
+from agentrio.protocol.http import HistoryList, PendingTasks, SendStarted
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 
 

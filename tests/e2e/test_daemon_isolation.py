@@ -9,9 +9,8 @@ from pathlib import Path
 
 import trio
 
-from agentrio.transport import FrameConnection, open_frame_connection
-from protocol.events import Confirm
-from protocol.frames import (
+from agentrio.protocol.events import Confirm
+from agentrio.protocol.frames import (
     Ask,
     DoneFrame,
     ErrorFrame,
@@ -25,6 +24,7 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 from tests.e2e.test_daemon_flows import client, until, until_done
 

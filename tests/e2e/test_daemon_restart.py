@@ -11,11 +11,11 @@ from pathlib import Path
 import httpx
 import trio
 
-from protocol.codec import decode
-from protocol.events import ToolCall
-from protocol.frames import EventFrame, Subscribe
-from protocol.http import PendingTasks, SendStarted
-from repl.daemon import read_stopped
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import ToolCall
+from agentrio.protocol.frames import EventFrame, Subscribe
+from agentrio.protocol.http import PendingTasks, SendStarted
+from agentrio.repl.daemon import read_stopped
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
 
 #: Short marker times for the kill test (engine/markers.py reads them).
@@ -113,7 +113,16 @@ async def test_sigterm_keeps_running_tasks_resumable(daemon_home: Path) -> None:
 def test_second_daemon_on_the_same_home_exits_1(daemon: Daemon) -> None:
     """§7: one daemon per home: a second start says who holds it and exits 1."""
     result = subprocess.run(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(daemon.home)],
+        [
+            sys.executable,
+            "-m",
+            "agentrio.engine",
+            "daemon",
+            "--port",
+            "0",
+            "--home",
+            str(daemon.home),
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from agentrio import AuthRefused
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES
+from agentrio.protocol.frames import Accepted, DoneFrame, ErrorFrame, Run
 from agentrio.transport import open_frame_connection
-from protocol.codec import MAX_MESSAGE_BYTES
-from protocol.frames import Accepted, DoneFrame, ErrorFrame, Run
 from tests.e2e.conftest import Daemon
 
 KNOWN_TYPES = [

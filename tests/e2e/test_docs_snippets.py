@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from engine.testing import RunningDaemon
+from agentrio.testing import RunningDaemon
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"```python\n(?P<code>.*?)\n```", re.S)

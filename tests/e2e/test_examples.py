@@ -13,10 +13,10 @@ from pathlib import Path
 
 import trio
 
-from engine.config import load_config
-from engine.testing import RunningDaemon
-from protocol.events import Done, ToolResult
-from protocol.http import SendStarted
+from agentrio.engine.config import load_config
+from agentrio.protocol.events import Done, ToolResult
+from agentrio.protocol.http import SendStarted
+from agentrio.testing import RunningDaemon
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

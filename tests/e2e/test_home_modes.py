@@ -19,8 +19,8 @@ from typing import TypeVar
 import trio
 
 from agentrio import Client, Decision, Subscription
-from engine.testing import DaemonProcess
-from protocol import events as ev
+from agentrio.protocol import events as ev
+from agentrio.testing import DaemonProcess
 
 SESSION = "cli-e2e-modes"
 SECRET = "value-of-the-secret"

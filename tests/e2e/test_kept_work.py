@@ -20,11 +20,11 @@ import httpx
 import trio
 
 from agentrio import Client, Decision
-from engine.models.builtin import HELP_TEXT
-from engine.testing import RunningDaemon
-from protocol.codec import decode
-from protocol.frames import Ask, PendingTaskInfo
-from protocol.http import PendingTasks
+from agentrio.engine.models.builtin import HELP_TEXT
+from agentrio.protocol.codec import decode
+from agentrio.protocol.frames import Ask, PendingTaskInfo
+from agentrio.protocol.http import PendingTasks
+from agentrio.testing import RunningDaemon
 
 
 def http(daemon: RunningDaemon) -> httpx.AsyncClient:

@@ -5,7 +5,7 @@ resumes it once its marker expired; Redis going away is reported and refused wit
 
 Each daemon has its own home (one daemon per home) whose ``config.toml`` points at the
 session's ``redis-server`` (`tests.conftest.redis_url`). Marker times are shortened
-through the test-only environment variables `engine.markers` reads.
+through the test-only environment variables `agentrio.engine.markers` reads.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from pathlib import Path
 import httpx
 import trio
 
-from engine.messages import CONFLICT_RUNNING
-from protocol.codec import decode
-from protocol.http import PendingTasks, SendStarted
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.protocol.codec import decode
+from agentrio.protocol.http import PendingTasks, SendStarted
 from tests.e2e.conftest import ROOT, Daemon, DaemonProcess
 from tests.e2e.test_daemon_restart import MARKERS, REFRESH_S, TTL_S, start_running
 from tests.redis_server import RedisServer, free_port
@@ -167,7 +167,7 @@ def test_a_daemon_whose_redis_is_unreachable_at_start_says_so_in_one_line(
     2 with one line naming the problem and the fix, and never the URL's password."""
     home = _redis_home(tmp_path / "a", f"redis://:hunter2@127.0.0.1:{free_port()}/0")
     result = subprocess.run(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from agentrio.protocol.frames import Ask, Listen, Ok
 from agentrio.transport import open_frame_connection
-from protocol.frames import Ask, Listen, Ok
 from tests.e2e.test_repl_tmux import Tmux, _start_repl, daemon_home, wait_armed, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")

@@ -165,7 +165,7 @@ def test_quit_with_a_task_running_says_where_it_waits(daemon_home: Path) -> None
     again = Tmux()
     try:
         command = (
-            f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m repl "
+            f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m agentrio.repl "
             f"--session {session}; echo {EXITED.split()[0]} $?; sleep 60"
         )
         again("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)

@@ -82,7 +82,7 @@ def _daemon(home: Path, config: str) -> Iterator[Path]:
     (home / "config.toml").write_text(config)
     env = {**os.environ, "AGENTRIO_HOME": str(home), "NO_PROXY": "127.0.0.1,localhost"}
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0"],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -142,7 +142,8 @@ def tmux() -> Iterator[Tmux]:
 
 def _start_repl(tmux: Tmux, home: Path) -> None:
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m agentrio.repl; "
+        "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "160", "-y", "60", command)
     wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")

@@ -20,7 +20,7 @@ import httpx
 import pytest
 import trio
 
-from engine.testing import RunningDaemon
+from agentrio.testing import RunningDaemon
 
 IDLE_S = 0.5
 SENDS = 1_000

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from engine.config import Config
-from engine.models.base import Message, ModelReply, TextSink, ToolSpec
-from engine.store.sqlite import SqliteStore
+from agentrio.engine.config import Config
+from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolSpec
+from agentrio.engine.store.sqlite import SqliteStore
 
 #: Wall time at mock-clock zero, so stored times look like real Unix times.
 EPOCH = 1_800_000_000.0

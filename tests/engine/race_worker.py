@@ -22,10 +22,10 @@ from typing import Any
 
 import trio
 
-from engine.errors import AgentrioError
-from engine.ids import new_task_hash
-from engine.store import Store, TaskRow, marker_key, open_store
-from engine.store.redis_store import open_redis_store
+from agentrio.engine.errors import AgentrioError
+from agentrio.engine.ids import new_task_hash
+from agentrio.engine.store import Store, TaskRow, marker_key, open_store
+from agentrio.engine.store.redis_store import open_redis_store
 
 __all__ = ["CLAIM_NOW", "WRITE_NOW", "main", "open_any_store", "write_snapshot"]
 

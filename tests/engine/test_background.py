@@ -19,19 +19,19 @@ import pytest
 import trio
 import trio.testing
 
-from engine.assembly import open_engine
-from engine.background import Job, Leg
-from engine.causes import Cause
-from engine.config import BackgroundConfig, Config
-from engine.core import Engine
-from engine.errors import NotFound
-from engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
-from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
-from engine.nursery_tasks import TaskHandle
-from engine.processes.groups import group_alive
-from engine.snapshot import snapshot_from_json
-from engine.store import SqliteStore, TaskRow
-from protocol import events as ev
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.background import Job, Leg
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import BackgroundConfig, Config
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import NotFound
+from agentrio.engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
+from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
+from agentrio.engine.nursery_tasks import TaskHandle
+from agentrio.engine.processes.groups import group_alive
+from agentrio.engine.snapshot import snapshot_from_json
+from agentrio.engine.store import SqliteStore, TaskRow
+from agentrio.protocol import events as ev
 
 SESSION = "cli-bg"
 _E = TypeVar("_E", bound=ev.Event)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from engine.background.logs import CappedLog, LogWriter, elision_marker, open_log
+from agentrio.engine.background.logs import CappedLog, LogWriter, elision_marker, open_log
 
 
 def _stream(total: int, chunk: int) -> list[bytes]:

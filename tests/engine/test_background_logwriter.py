@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 import trio
 import trio.testing
 
-from engine.background import LogWriter
+from agentrio.engine.background import LogWriter
 
 
 class SlowDisk:

@@ -20,9 +20,10 @@ ROOT = Path(__file__).resolve().parents[2]
 _START_PATH = """
 import json, sys
 import trio
-import engine.cli, engine.server.lifecycle, engine.server.sse, engine.server.ws
-from engine.config import ModelConfig
-from engine.models.factory import close_model, make_model
+import agentrio.engine.cli, agentrio.engine.server.lifecycle
+import agentrio.engine.server.sse, agentrio.engine.server.ws
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.models.factory import close_model, make_model
 
 async def build():
     model = await make_model(ModelConfig())
@@ -54,19 +55,19 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
     nor the client transport's trio-websocket (the daemon serves WebSockets with
     hypercorn), nor coredis (~0.2 s of imports, needed only on the Redis store)."""
     watched = (
-        "engine.models.builtin",
-        "engine.models.openai",
-        "engine.models.scripted",
+        "agentrio.engine.models.builtin",
+        "agentrio.engine.models.openai",
+        "agentrio.engine.models.scripted",
         "httpx",
         "httpcore",
         "prompt_toolkit",
-        "repl",
+        "agentrio.repl",
         "trio_websocket",
-        "agentrio",
+        "agentrio.client",
         "agentrio.transport",
         "coredis",
     )
     assert _run_start_path(*watched) == {
         "model": "BuiltinModel",
-        "loaded": ["engine.models.builtin"],
+        "loaded": ["agentrio.engine.models.builtin"],
     }

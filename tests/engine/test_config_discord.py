@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, DiscordConfig, load_config
-from engine.errors import ConfigError
-from engine.frontends_supervisor import enabled_frontends
+from agentrio.engine.config import Config, DiscordConfig, load_config
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.frontends_supervisor import enabled_frontends
 
 
 def test_discord_defaults(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from engine.config import Config, load_config
+from agentrio.engine.config import Config, load_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, TelegramConfig, load_config
-from engine.errors import ConfigError
+from agentrio.engine.config import Config, TelegramConfig, load_config
+from agentrio.engine.errors import ConfigError
 
 
 def test_telegram_defaults(tmp_path: Path) -> None:

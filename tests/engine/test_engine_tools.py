@@ -12,17 +12,17 @@ import pytest
 import trio
 import trio.testing
 
-from engine.assembly import open_engine
-from engine.causes import Cause
-from engine.config import Config
-from engine.messages import ASK_RESUME_HEADER
-from engine.models.base import ModelReply, ToolCallRequest
-from engine.models.scripted import ScriptedModel
-from engine.pending import AskReply, Offered, Verified
-from engine.runs import RunOrigin
-from engine.tools.sudo import FakeVerifier
-from protocol import dumps
-from protocol.events import Question, SecretAsk, TaskStarted, ToolResult
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config
+from agentrio.engine.messages import ASK_RESUME_HEADER
+from agentrio.engine.models.base import ModelReply, ToolCallRequest
+from agentrio.engine.models.scripted import ScriptedModel
+from agentrio.engine.pending import AskReply, Offered, Verified
+from agentrio.engine.runs import RunOrigin
+from agentrio.engine.tools.sudo import FakeVerifier
+from agentrio.protocol import dumps
+from agentrio.protocol.events import Question, SecretAsk, TaskStarted, ToolResult
 
 
 def _call(call_id: str, name: str, **args: object) -> ToolCallRequest:

@@ -4,7 +4,7 @@
 The SPEC fixes the headers word for word; the sentences below are quoted from it, and
 the headers are read out of their backquotes, so a change on either side fails here.
 A second test makes sure no other engine module spells a header itself: they all
-import them from `engine.messages`.
+import them from `agentrio.engine.messages`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import attrs
 
-from engine import messages
-from engine.messages import (
+from agentrio.engine import messages
+from agentrio.engine.messages import (
     ASK_RESUME_HEADER,
     CONFLICT_RUNNING,
     ELIDED_SENTENCE,
@@ -32,8 +32,8 @@ from engine.messages import (
     resume_message,
     resume_said,
 )
-from engine.models.base import Message
-from engine.snapshot import (
+from agentrio.engine.models.base import Message
+from agentrio.engine.snapshot import (
     QA,
     RESULT_LIMIT,
     CompletedCall,
@@ -41,7 +41,7 @@ from engine.snapshot import (
     Snapshot,
     make_snapshot,
 )
-from protocol.events import Question
+from agentrio.protocol.events import Question
 
 ENGINE = Path(__file__).resolve().parents[2] / "engine"
 

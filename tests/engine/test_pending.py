@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
-from engine.errors import AlreadyResolved, AskFailed, Forbidden
-from engine.pending import (
+from agentrio.engine.errors import AlreadyResolved, AskFailed, Forbidden
+from agentrio.engine.pending import (
     AskReply,
     AskRequest,
     Entry,
@@ -24,7 +24,7 @@ from engine.pending import (
     RegistryStatistics,
     Withdrawn,
 )
-from protocol.events import Question
+from agentrio.protocol.events import Question
 
 TASK = "0" * 32
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from engine.errors import AskFailed
-from engine.pending import AskReply, AskRequest, PendingRegistry
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.pending import AskReply, AskRequest, PendingRegistry
 
 TASK = "0" * 32
 

@@ -11,8 +11,8 @@ import pytest
 import trio
 import trio.testing
 
-from engine.errors import AskFailed, Forbidden
-from engine.pending import AskReply, Offered, PendingRegistry
+from agentrio.engine.errors import AskFailed, Forbidden
+from agentrio.engine.pending import AskReply, Offered, PendingRegistry
 from tests.engine.test_pending import entry_of, notice_now, request, start_producer
 
 GRACE = 30.0
@@ -43,7 +43,7 @@ async def test_an_unwindowed_cli_ask_goes_to_prefix_listeners() -> None:
     """R4, R78: a ``cli-`` ask without a window (a task started over HTTP) belongs to
     no window, so prefix listeners take it as for any origin; a window does not."""
     registry = PendingRegistry()
-    # The REPL's match (engine.server.ws): only the windows it started.
+    # The REPL's match (agentrio.engine.server.ws): only the windows it started.
     window = registry.listen("cli-", lambda r: r.window_hash == "w1", windows={"w1"})
     script = registry.listen("cli-")
     async with trio.open_nursery() as nursery:

@@ -30,8 +30,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from engine.errors import AlreadyResolved, AskFailed, Forbidden
-from engine.pending import (
+from agentrio.engine.errors import AlreadyResolved, AskFailed, Forbidden
+from agentrio.engine.pending import (
     AskReply,
     AskRequest,
     Entry,

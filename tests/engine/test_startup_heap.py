@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _OPEN_TWICE = """
 import gc, json, sys, tempfile
 import trio
-from engine import Config, open_engine
+from agentrio.engine import Config, open_engine
 
 async def main(home):
     counts = [gc.get_freeze_count()]

@@ -18,9 +18,9 @@ import pytest
 import trio
 import trio.testing
 
-from engine.errors import BadRequest, Conflict, NotFound
-from engine.messages import CONFLICT_RUNNING
-from engine.store import (
+from agentrio.engine.errors import BadRequest, Conflict, NotFound
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.engine.store import (
     HistoryRow,
     SqliteStore,
     Store,
@@ -31,9 +31,9 @@ from engine.store import (
     open_sqlite_store,
     open_store,
 )
-from engine.store.redis_store import open_redis_store
-from engine.store.sqlite import AUTOCHECKPOINT_PAGES, SCHEMA_VERSION
-from protocol.events import Question
+from agentrio.engine.store.redis_store import open_redis_store
+from agentrio.engine.store.sqlite import AUTOCHECKPOINT_PAGES, SCHEMA_VERSION
+from agentrio.protocol.events import Question
 
 SESSION = "chat-alpha"
 H1, H2, H3, H4 = ("1" * 32, "2" * 32, "3" * 32, "4" * 32)

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import trio
 
-from engine.messages import CONFLICT_RUNNING
-from engine.store import SqliteStore, TaskRow, marker_key
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.engine.store import SqliteStore, TaskRow, marker_key
 from tests.engine.race_worker import CLAIM_NOW, WRITE_NOW, open_any_store, write_snapshot
 from tests.redis_server import RedisServer
 

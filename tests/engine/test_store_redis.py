@@ -16,12 +16,12 @@ import pytest
 import trio
 import trio.testing
 
-from engine.errors import Conflict
-from engine.markers import MARKER_REFRESH_S, MARKER_RETRY_S, keep_marker_alive
-from engine.messages import CONFLICT_RUNNING
-from engine.store import StoreError, StoreUnavailable, TaskRow, marker_key
-from engine.store.redis_store import MARKER_GC_GRACE_S, RedisStore, open_redis_store
-from protocol.errors import ErrorCode
+from agentrio.engine.errors import Conflict
+from agentrio.engine.markers import MARKER_REFRESH_S, MARKER_RETRY_S, keep_marker_alive
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.engine.store import StoreError, StoreUnavailable, TaskRow, marker_key
+from agentrio.engine.store.redis_store import MARKER_GC_GRACE_S, RedisStore, open_redis_store
+from agentrio.protocol.errors import ErrorCode
 from tests.redis_server import RedisServer
 
 SESSION = "chat-redis"

@@ -19,9 +19,9 @@ import attrs
 import pytest
 import trio
 
-from engine.store import HistoryRow, SqliteStore, TaskRow, open_store
-from engine.store import sqlite_schema as schema
-from engine.store.sqlite import INDEX_MATCHES, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION
+from agentrio.engine.store import HistoryRow, SqliteStore, TaskRow, open_store
+from agentrio.engine.store import sqlite_schema as schema
+from agentrio.engine.store.sqlite import INDEX_MATCHES, JOURNAL_SIZE_LIMIT, SCHEMA_VERSION
 
 SESSION = "chat-search"
 

@@ -11,7 +11,7 @@ import yarl
 from agentrio.frontends.discord.adapter import _label, _rows
 from agentrio.frontends.discord.run import point_at, settings_of
 from agentrio.frontends.platform import Button
-from protocol.frontends import DEFAULT_DISCORD_API, DEFAULT_DISCORD_GATEWAY, DiscordConfig
+from agentrio.protocol.frontends import DEFAULT_DISCORD_API, DEFAULT_DISCORD_GATEWAY, DiscordConfig
 
 
 def test_many_options_are_packed_five_to_a_row() -> None:

@@ -12,8 +12,8 @@ import pytest
 from agentrio.frontends.asks import NO_LONGER_OPEN, ShownAsk
 from agentrio.frontends.platform import Pressed
 from agentrio.frontends.presses import handle_press
-from protocol.events import Question
-from protocol.frames import Ask
+from agentrio.protocol.events import Question
+from agentrio.protocol.frames import Ask
 
 
 class FakeFront:

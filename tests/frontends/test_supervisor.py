@@ -11,8 +11,8 @@ from pathlib import Path
 
 import trio
 
-from engine.frontends_supervisor import FrontendSpec, supervise
-from engine.testing import DaemonProcess
+from agentrio.engine.frontends_supervisor import FrontendSpec, supervise
+from agentrio.testing import DaemonProcess
 from tests.frontends.conftest import TOKEN, eventually, write_config
 from tests.frontends.fake_telegram import FakeTelegram
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from protocol.cluster import PEER_MESSAGE_TYPES, decode_peer_message, encode_peer_message
+from agentrio.protocol.cluster import PEER_MESSAGE_TYPES, decode_peer_message, encode_peer_message
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 PEER_BLOCK = re.compile(r"```json peer\n(?P<text>.*?)\n```", re.S)
@@ -26,7 +26,7 @@ def test_example_round_trips_unchanged(text: str) -> None:
 
 
 def test_every_message_type_is_documented() -> None:
-    """R83: docs/protocol.md shows every message type of `protocol.cluster`."""
+    """R83: docs/protocol.md shows every message type of `agentrio.protocol.cluster`."""
     seen = {type(decode_peer_message(text)).TYPE for text in _examples()}
     assert seen == set(PEER_MESSAGE_TYPES)
 

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import FrameDecodeError, decode_client_frame, decode_server_frame, dumps
-from protocol.codec import MAX_MESSAGE_BYTES, converter, decode
-from protocol.events import EVENT_TYPES, Event, Question
-from protocol.frames import (
+from agentrio.protocol import FrameDecodeError, decode_client_frame, decode_server_frame, dumps
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES, converter, decode
+from agentrio.protocol.events import EVENT_TYPES, Event, Question
+from agentrio.protocol.frames import (
     CLIENT_FRAME_TYPES,
     CONTROL_FRAME_TYPES,
     SERVER_FRAME_TYPES,
@@ -211,9 +211,9 @@ def test_bodies_without_frames_do_not_register_the_unions() -> None:
     (decoded or encoded) does too, so tags are never missing."""
     script = textwrap.dedent(
         """
-        from protocol import codec
-        from protocol.frames import EventFrame, Welcome
-        from protocol.http import Health
+        from agentrio.protocol import codec
+        from agentrio.protocol.frames import EventFrame, Welcome
+        from agentrio.protocol.http import Health
         codec.dumps(Health(ok=True, version="v", uptime_s=0.0, tasks=0, legs=0))
         print(codec._unions_ready)
         print(codec.dumps(Welcome(protocol=1, daemon_version="v")), codec._unions_ready)
@@ -228,8 +228,8 @@ def test_bodies_without_frames_do_not_register_the_unions() -> None:
     ]
     nested = textwrap.dedent(
         """
-        from protocol import codec
-        from protocol.frames import EventFrame
+        from agentrio.protocol import codec
+        from agentrio.protocol.frames import EventFrame
         frame = codec.structure(
             {"session_id": "chat-a", "task_hash": "h",
              "event": {"kind": "text", "seq": 1, "at": 0.0, "text": "hi"}},

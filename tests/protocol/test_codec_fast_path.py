@@ -1,6 +1,6 @@
 """The codec's per-class fast paths give exactly what the cattrs tagged unions give.
 
-`protocol.codec` encodes and decodes frames and events through each class's own hook
+`agentrio.protocol.codec` encodes and decodes frames and events through each class's own hook
 instead of the union's dispatch (bench B1). These tests pin that the result is the
 same: the same JSON (tag first), the same decoded value, the same error message.
 """
@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol import FrameDecodeError
-from protocol.codec import (
+from agentrio.protocol import FrameDecodeError
+from agentrio.protocol.codec import (
     _check_tags,
     _describe,
     _fast_structurer,
@@ -26,8 +26,8 @@ from protocol.codec import (
     dumps,
     structure,
 )
-from protocol.events import EVENT_TYPES, Event, Question, Text
-from protocol.frames import (
+from agentrio.protocol.events import EVENT_TYPES, Event, Question, Text
+from agentrio.protocol.frames import (
     CLIENT_FRAME_TYPES,
     SERVER_FRAME_TYPES,
     Ask,

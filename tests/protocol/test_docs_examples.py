@@ -12,10 +12,15 @@ from typing import Any
 
 import pytest
 
-from protocol import http, unstructure
-from protocol.codec import decode
-from protocol.events import EVENT_TYPES, Event
-from protocol.frames import CLIENT_FRAME_TYPES, SERVER_FRAME_TYPES, ClientFrame, ServerFrame
+from agentrio.protocol import http, unstructure
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import EVENT_TYPES, Event
+from agentrio.protocol.frames import (
+    CLIENT_FRAME_TYPES,
+    SERVER_FRAME_TYPES,
+    ClientFrame,
+    ServerFrame,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 BLOCK = re.compile(r"```json(?: body=(?P<body>\w+))?\n(?P<text>.*?)\n```", re.S)

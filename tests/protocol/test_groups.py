@@ -1,11 +1,11 @@
-"""`protocol.groups.sole_exception`: one nursery error out of its group, sans-IO (the
+"""`agentrio.protocol.groups.sole_exception`: one nursery error out of its group, sans-IO (the
 cancellation type to look past is the caller's)."""
 
 from __future__ import annotations
 
 import trio
 
-from protocol.groups import sole_exception
+from agentrio.protocol.groups import sole_exception
 
 
 def test_sole_exception_picks_the_one_error_beside_cancellations() -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import trio
 
-from engine.errors import AgentrioError
-from engine.markers import MARKER_TTL_S
-from engine.store import SqliteStore
+from agentrio.engine.errors import AgentrioError
+from agentrio.engine.markers import MARKER_TTL_S
+from agentrio.engine.store import SqliteStore
 
 __all__ = ["main"]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 import trio_websocket
 
-from engine.testing import DaemonProcess
+from agentrio.testing import DaemonProcess
 from tests.reliability.conftest import client, size
 
 _BIG = 900 * 1024  # under the 1 MiB body limit, with room for JSON

@@ -16,7 +16,7 @@ starts on the same home, and every time:
 - every stored task of the iteration is listed as resumable once its marker expired,
   and one of them is resumed (202);
 - background state is cleared: no ``background/`` folder, no legs, no job;
-- no process started by the killed daemon is still running (`engine.processes.orphans`);
+- no process started by the killed daemon is still running (`agentrio.engine.processes.orphans`);
 - the command that waited for a confirmation never ran (R6, R43: fail closed).
 """
 
@@ -34,13 +34,13 @@ import pytest
 import trio
 
 from agentrio import ClientError
+from agentrio.engine.processes.orphans import find_orphans
+from agentrio.engine.sessions import MAX_SESSION_TASKS
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import ToolCall
+from agentrio.protocol.frames import Accepted, Ask, Cancel, DoneFrame, EventFrame, Run
+from agentrio.protocol.http import PendingTasks, ResumeAccepted, SendStarted
 from agentrio.transport import open_frame_connection
-from engine.processes.orphans import find_orphans
-from engine.sessions import MAX_SESSION_TASKS
-from protocol.codec import decode
-from protocol.events import ToolCall
-from protocol.frames import Accepted, Ask, Cancel, DoneFrame, EventFrame, Run
-from protocol.http import PendingTasks, ResumeAccepted, SendStarted
 from tests.e2e.conftest import Daemon, DaemonProcess
 from tests.reliability.conftest import client, seed, size
 

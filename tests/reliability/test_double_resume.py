@@ -18,12 +18,12 @@ import sys
 import httpx
 import trio
 
+from agentrio.engine.messages import CONFLICT_RUNNING
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Pending
+from agentrio.protocol.frames import EventFrame, Subscribe
+from agentrio.protocol.http import PendingTasks, SendStarted
 from agentrio.transport import open_frame_connection
-from engine.messages import CONFLICT_RUNNING
-from protocol.codec import decode
-from protocol.events import Pending
-from protocol.frames import EventFrame, Subscribe
-from protocol.http import PendingTasks, SendStarted
 from tests.e2e.conftest import ROOT, Daemon
 from tests.reliability.conftest import client, seed, size
 

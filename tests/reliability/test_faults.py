@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from agentrio import StartFailed, connect
-from engine.testing import DaemonProcess
+from agentrio.testing import DaemonProcess
 from tests.reliability.conftest import size
 
 #: The tmpfs home of the disk-full test: room for the store, little more.
@@ -165,7 +165,7 @@ def test_deleting_the_lock_file_admits_no_second_daemon(tmp_path: Path) -> None:
         marker.mkdir(parents=True)
         (home / "daemon.lock").unlink()
         second = subprocess.run(
-            [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
+            [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home)],
             capture_output=True,
             timeout=30,
         )

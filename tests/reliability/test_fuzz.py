@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES
+from agentrio.protocol.frames import Accepted, Ask, DoneFrame, ErrorFrame, Reply, Run
 from agentrio.transport import open_frame_connection
-from protocol.codec import MAX_MESSAGE_BYTES
-from protocol.frames import Accepted, Ask, DoneFrame, ErrorFrame, Reply, Run
 from tests.e2e.conftest import Daemon
 from tests.e2e.test_daemon_robustness import bad_frames
 from tests.reliability.conftest import seed, size

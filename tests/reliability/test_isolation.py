@@ -16,10 +16,8 @@ import pytest
 import trio
 
 from agentrio import AuthRefused
-from agentrio.transport import FrameConnection, open_frame_connection
-from engine.testing import RunningDaemon
-from protocol.codec import decode
-from protocol.frames import (
+from agentrio.protocol.codec import decode
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     Cancel,
@@ -32,7 +30,9 @@ from protocol.frames import (
     Run,
     ServerFrame,
 )
-from protocol.http import PendingTasks, SendStarted
+from agentrio.protocol.http import PendingTasks, SendStarted
+from agentrio.testing import RunningDaemon
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon, DaemonProcess
 from tests.reliability.conftest import client
 

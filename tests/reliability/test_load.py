@@ -28,10 +28,9 @@ import httpx
 import trio
 import trio_websocket
 
-from agentrio.transport import FrameConnection, open_frame_connection
-from protocol.codec import MAX_MESSAGE_BYTES
-from protocol.events import Done
-from protocol.frames import (
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES
+from agentrio.protocol.events import Done
+from agentrio.protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
     Ask,
@@ -46,6 +45,7 @@ from protocol.frames import (
     Subscribe,
     Welcome,
 )
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
 from tests.reliability.conftest import client, size
 

@@ -1,6 +1,7 @@
 """The two small mechanisms the crash loop relies on, tested directly (R27, R48, R72).
 
-- `engine.processes.orphans`: a killed daemon's processes are found by their inherited tag and
+- `agentrio.engine.processes.orphans`: a killed daemon's processes are found by their
+  inherited tag and
   their whole groups ended — never an untagged process, never the caller's own group.
 - `Store.add_history` (SQLite and Redis): the history row and the removal of the
   pending row are one transaction, so a task is never both ended and resumable.
@@ -16,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.processes.orphans import OWNER_ENV, find_orphans, kill_orphans, owner_tag
-from engine.store.base import HistoryRow, TaskRow
+from agentrio.engine.processes.orphans import OWNER_ENV, find_orphans, kill_orphans, owner_tag
+from agentrio.engine.store.base import HistoryRow, TaskRow
 from tests.engine.race_worker import open_any_store
 from tests.reliability.conftest import proc_running
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from protocol.events import Event, Question
-from protocol.frames import Accepted, Ask, DoneFrame, EventFrame, LegInfo, LegList
-from repl.messages import Connected, Outgoing
-from repl.state import ReplState
+from agentrio.protocol.events import Event, Question
+from agentrio.protocol.frames import Accepted, Ask, DoneFrame, EventFrame, LegInfo, LegList
+from agentrio.repl.messages import Connected, Outgoing
+from agentrio.repl.state import ReplState
 
 __all__ = [
     "HASH",

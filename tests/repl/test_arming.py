@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from prompt_toolkit.application import Application
 
-from protocol.events import Question
-from protocol.frames import ListLegs, Reply
-from repl.app import ARM_DELAY_S, ReplApp
-from repl.dialogs import ConfirmDialog, QuestionDialog
-from repl.state import ReplState
+from agentrio.protocol.events import Question
+from agentrio.protocol.frames import ListLegs, Reply
+from agentrio.repl.app import ARM_DELAY_S, ReplApp
+from agentrio.repl.dialogs import ConfirmDialog, QuestionDialog
+from agentrio.repl.state import ReplState
 from tests.repl.helpers import SESSION, ask_confirm, ask_questions
 from tests.repl.test_app import ENTER, Harness, pipe_session, run_app
 

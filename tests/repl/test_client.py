@@ -17,11 +17,10 @@ import pytest
 import trio
 
 from agentrio import Client, Disconnected, open_client
-from agentrio.transport import HttpApi, open_http
-from protocol.errors import FrameDecodeError
-from protocol.frames import Accepted, ListLegs, Run, ServerFrame, Welcome
-from repl.client import do_http, forward, run_client
-from repl.daemon import (
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import Accepted, ListLegs, Run, ServerFrame, Welcome
+from agentrio.repl.client import do_http, forward, run_client
+from agentrio.repl.daemon import (
     DaemonStartError,
     Endpoint,
     ensure_daemon,
@@ -30,8 +29,9 @@ from repl.daemon import (
     read_token,
     spawn_daemon,
 )
-from repl.messages import Connected, HttpCall, HttpResult, Incoming, Outgoing, Status
-from repl.messages import Disconnected as Lost
+from agentrio.repl.messages import Connected, HttpCall, HttpResult, Incoming, Outgoing, Status
+from agentrio.repl.messages import Disconnected as Lost
+from agentrio.transport import HttpApi, open_http
 
 #: What the fake daemon 'sends': a frame, an undecodable one, or None (it closes).
 FakeItem = ServerFrame | FrameDecodeError | None

@@ -17,13 +17,13 @@ import trio
 import trio.testing
 
 from agentrio import Client, open_client
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import ServerFrame
+from agentrio.repl.client import RESTART_GRACE_S, run_client, stopped_text
+from agentrio.repl.daemon import DaemonStartError, Endpoint, StopNote
+from agentrio.repl.messages import Connected, Incoming, Outgoing, Status
+from agentrio.repl.messages import Disconnected as Lost
 from agentrio.transport import HttpApi
-from protocol.errors import FrameDecodeError
-from protocol.frames import ServerFrame
-from repl.client import RESTART_GRACE_S, run_client, stopped_text
-from repl.daemon import DaemonStartError, Endpoint, StopNote
-from repl.messages import Connected, Incoming, Outgoing, Status
-from repl.messages import Disconnected as Lost
 from tests.repl.test_client import FakeConnection
 
 NOTE = StopNote(pid=4321, at=0.0, reason="agentrio stop")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from repl.client import no_trust_roots
+from agentrio.repl.client import no_trust_roots
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,16 +23,16 @@ _REPL_MODULES = (
     "prompt_toolkit",
     "httpx",
     "trio_websocket",
-    "agentrio",
-    "repl.app",
-    "repl.client",
+    "agentrio.client",
+    "agentrio.repl.app",
+    "agentrio.repl.client",
 )
 
-#: Runs ``repl.cli.main`` with the given arguments in a fresh interpreter and prints its
+#: Runs ``agentrio.repl.cli.main`` with the given arguments in a fresh interpreter and prints its
 #: exit status and which of the REPL's modules got loaded.
 _ENTRY = """
 import json, sys
-from repl import cli
+from agentrio.repl import cli
 try:
     code = cli.main(sys.argv[1:])
 except SystemExit as exc:

@@ -5,7 +5,7 @@ Computed from the styles themselves, not from numbers copied here:
 - REPL: a confirmation holding every kind of piece (text, escapes, marks, names, the
   gutter, the scroll line) is rendered by the real `ReplApp`; each drawn character's
   style string is resolved the way prompt_toolkit resolves it (its default UI style
-  under `repl.layout.STYLE`), colours are mapped to the 256-colour palette the
+  under `agentrio.repl.layout.STYLE`), colours are mapped to the 256-colour palette the
   terminal gets (prompt_toolkit's own mapping), and the ratio is taken per cell. Both
   colours must be set: a terminal's default colours are unknown.
 - Web: engine/server/static/style.css is parsed (rules, ``var(--x)`` from ``:root``)
@@ -20,8 +20,8 @@ from pathlib import Path
 from prompt_toolkit.output.vt100 import _256ColorCache
 from prompt_toolkit.styles import default_pygments_style, default_ui_style, merge_styles
 
-from protocol.frames import Ask
-from repl.layout import STYLE
+from agentrio.protocol.frames import Ask
+from agentrio.repl.layout import STYLE
 from tests.repl.helpers import HASH, SESSION
 from tests.repl.test_app import Harness, run_app
 from tests.repl.test_arming import until_drawn

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.server import lifecycle
-from repl.daemon import STOPPED_FILE, StopNote, home_lock_holder, read_stopped
+from agentrio.engine.server import lifecycle
+from agentrio.repl.daemon import STOPPED_FILE, StopNote, home_lock_holder, read_stopped
 
 
 @pytest.mark.skipif(not Path("/proc/locks").exists(), reason="needs /proc/locks")
@@ -34,7 +34,7 @@ def test_home_lock_holder_reads_proc_locks_without_taking_the_lock(tmp_path: Pat
 
 
 def test_stop_note_round_trip_and_sanitised(tmp_path: Path) -> None:
-    """R53: the daemon's note (``engine.server.lifecycle.write_stop_note``) is what the
+    """R53: the daemon's note (``agentrio.engine.server.lifecycle.write_stop_note``) is what the
     REPL reads, under the same file name; control characters never reach a terminal;
     a broken note counts as none, and the next daemon's removal clears it."""
     assert lifecycle.STOPPED_FILE == STOPPED_FILE

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from agentrio.repl.daemon import ensure_daemon, process_state, spawn_daemon
 from agentrio.transport import HttpApi, open_http
-from repl.daemon import ensure_daemon, process_state, spawn_daemon
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 

@@ -1,4 +1,4 @@
-"""The key decisions of `repl.keys` as plain transitions: Esc in a dialog, Esc with
+"""The key decisions of `agentrio.repl.keys` as plain transitions: Esc in a dialog, Esc with
 nothing to do, double Ctrl+C, quitting with tasks running, the echo of commands.
 
 R47, R43, R77 (issue 19). Frames go to a list; every test asserts the exact frames.
@@ -6,13 +6,13 @@ R47, R43, R77 (issue 19). Frames go to a list; every test asserts the exact fram
 
 from __future__ import annotations
 
-from protocol import wording
-from protocol.events import Question, Text
-from protocol.frames import Cancel, Reply, Run
-from repl.hints import ARMING, confirm_hint, popup_hint, question_hint
-from repl.keys import NOTHING_TO_STOP, QUIT_WINDOW_S, quit_line
-from repl.state import ReplState
-from repl.views import EscAction, elapsed_text
+from agentrio.protocol import wording
+from agentrio.protocol.events import Question, Text
+from agentrio.protocol.frames import Cancel, Reply, Run
+from agentrio.repl.hints import ARMING, confirm_hint, popup_hint, question_hint
+from agentrio.repl.keys import NOTHING_TO_STOP, QUIT_WINDOW_S, quit_line
+from agentrio.repl.state import ReplState
+from agentrio.repl.views import EscAction, elapsed_text
 from tests.repl.helpers import HASH, SESSION, accepted, ask_confirm, connected_state, event
 
 STOP_CHOICES = (wording.ESC_KEEP_RUNNING, wording.STOP_KEEP, wording.STOP_DISCARD)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from protocol.events import (
+from agentrio.protocol.events import (
     Done,
     JobSettled,
     LegFinished,
@@ -17,9 +17,9 @@ from protocol.events import (
     ToolCall,
     ToolResult,
 )
-from repl.markdown import BOLD, CODE_BLOCK
-from repl.render import line_fragments, line_text
-from repl.state import ReplState
+from agentrio.repl.markdown import BOLD, CODE_BLOCK
+from agentrio.repl.render import line_fragments, line_text
+from agentrio.repl.state import ReplState
 from tests.repl.helpers import accepted, connected_state, done, event
 
 OTHER = "ab" * 16

@@ -2,7 +2,7 @@
 
 python-telegram-bot runs on asyncio; the chat core and agentrio's Trio client run as a
 Trio guest on the same thread (`agentrio.guest.run_with_guest`). The daemon starts this
-process when ``[telegram] enabled`` (`engine.frontends_supervisor`); people may run it
+process when ``[telegram] enabled`` (`agentrio.engine.frontends_supervisor`); people may run it
 by hand too. It reads ``[telegram]`` from ``<home>/config.toml`` and the bot token
 from ``$AGENTRIO_TELEGRAM_TOKEN`` or ``<home>/telegram.token`` (0600), never from the
 TOML file (`agentrio.frontends.setup`). SIGTERM or SIGINT stop it cleanly.
@@ -14,7 +14,7 @@ import logging
 import os
 
 from agentrio.frontends.setup import BotRunner, run_frontend
-from protocol.frontends import TelegramConfig
+from agentrio.protocol.frontends import TelegramConfig
 
 __all__ = ["main"]
 

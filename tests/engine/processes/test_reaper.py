@@ -16,17 +16,17 @@ from pathlib import Path
 import pytest
 import trio
 
-import engine.processes.groups as groups_module
-import engine.processes.reaper as reaper_module
-from engine.causes import Cause
-from engine.nursery_tasks import cancel_scope
-from engine.processes.reaper import (
+import agentrio.engine.processes.groups as groups_module
+import agentrio.engine.processes.reaper as reaper_module
+from agentrio.engine.causes import Cause
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.processes.reaper import (
     adopting_orphans,
     is_child_subreaper,
     reap_adopted,
     reap_adopted_members,
 )
-from engine.processes.runner import run_in_group
+from agentrio.engine.processes.runner import run_in_group
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
 

@@ -15,13 +15,13 @@ import attrs
 import httpx
 import pytest
 
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.config import Config, ServerConfig
+from agentrio.engine.core import Engine
+from agentrio.engine.server.auth import load_or_create_token
+from agentrio.engine.server.lifecycle import RunningServer, open_server
+from agentrio.protocol.frames import DoneFrame, ServerFrame
 from agentrio.transport import FrameConnection, open_frame_connection
-from engine.assembly import open_engine
-from engine.config import Config, ServerConfig
-from engine.core import Engine
-from engine.server.auth import load_or_create_token
-from engine.server.lifecycle import RunningServer, open_server
-from protocol.frames import DoneFrame, ServerFrame
 
 ALLOWED_ORIGIN = "https://allowed.example"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from engine.server.auth import (
+from agentrio.engine.server.auth import (
     bearer_ok,
     load_or_create_token,
     origin_allowed,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.cli import build_parser, main
-from engine.server.lifecycle import (
+from agentrio.engine.cli import build_parser, main
+from agentrio.engine.server.lifecycle import (
     AlreadyRunning,
     clear_background,
     instance_lock,

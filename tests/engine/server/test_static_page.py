@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from protocol import wording
+from agentrio.protocol import wording
 
 APP_JS = Path(__file__).resolve().parents[3] / "engine" / "server" / "static" / "app.js"
 INDEX_HTML = APP_JS.with_name("index.html")
@@ -57,7 +57,7 @@ def run_node(script: str, cases: Any) -> Any:
 
 
 def test_every_wording_label_is_spelled_in_app_js() -> None:
-    """R40, R41: each label of protocol.wording appears in app.js as a string literal,
+    """R40, R41: each label of agentrio.protocol.wording appears in app.js as a string literal,
     so the page and the REPL cannot drift apart; the old, backwards names are gone."""
     source = APP_JS.read_text()
     words = section("wording")

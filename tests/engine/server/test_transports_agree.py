@@ -2,7 +2,7 @@
 daemon, has the same outcome and the same error code (§7, §8, R35, R37, R40, R41,
 R44, R46, R71, R76).
 
-Both transports call one command layer (`engine.server.commands`); these tests hold
+Both transports call one command layer (`agentrio.engine.server.commands`); these tests hold
 them to it from the outside. A WebSocket frame is sent with a ``request_id``, so its
 outcome is the one frame naming it (``ok``, a list frame, or an ``error``); ``run``
 and ``pending`` report failures in their ``done``, whose message must equal the HTTP
@@ -17,11 +17,10 @@ from typing import Any
 import attrs
 import pytest
 
-from agentrio.transport import FrameConnection
-from engine.runs import TaskRun
-from protocol import unstructure
-from protocol.events import Canceled, Confirm
-from protocol.frames import (
+from agentrio.engine.runs import TaskRun
+from agentrio.protocol import unstructure
+from agentrio.protocol.events import Canceled, Confirm
+from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
     BackgroundCancel,
@@ -43,6 +42,7 @@ from protocol.frames import (
     Steer,
     Subscribe,
 )
+from agentrio.transport import FrameConnection
 from tests.engine.server.conftest import Served, receive_type
 
 HASH = "0123456789abcdef0123456789abcdef"

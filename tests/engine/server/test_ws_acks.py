@@ -12,9 +12,8 @@ from typing import Any
 
 import trio
 
-from agentrio.transport import FrameConnection
-from protocol.events import Done, TaskStarted
-from protocol.frames import (
+from agentrio.protocol.events import Done, TaskStarted
+from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
     Ask,
@@ -37,6 +36,7 @@ from protocol.frames import (
     Steer,
     Subscribe,
 )
+from agentrio.transport import FrameConnection
 from tests.engine.server.conftest import Served, receive_type, receive_until_done
 
 HASH = "0123456789abcdef0123456789abcdef"

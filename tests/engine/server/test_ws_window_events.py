@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import trio
 
-from protocol.events import Done, JobSettled, LegFinished, TaskStarted
-from protocol.frames import EventFrame, Run
+from agentrio.protocol.events import Done, JobSettled, LegFinished, TaskStarted
+from agentrio.protocol.frames import EventFrame, Run
 from tests.engine.server.conftest import Served, receive_until_done
 
 

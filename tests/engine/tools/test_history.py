@@ -7,11 +7,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from engine.messages import FOLLOWUP_HEADER
-from engine.models.base import ToolCallRequest
-from engine.store.base import HistoryRow
-from engine.store.sqlite import SqliteStore
-from engine.tools.history import ChatHistoryTool
+from agentrio.engine.messages import FOLLOWUP_HEADER
+from agentrio.engine.models.base import ToolCallRequest
+from agentrio.engine.store.base import HistoryRow
+from agentrio.engine.store.sqlite import SqliteStore
+from agentrio.engine.tools.history import ChatHistoryTool
 
 SESSION = "cli-0000abcd"
 ASKED, FOLLOWUP = "1a2b3c4d" + "0" * 24, "5e6f7a8b" + "0" * 24

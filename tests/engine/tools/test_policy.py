@@ -8,8 +8,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from engine.config import ToolsConfig
-from engine.tools.policy import (
+from agentrio.engine.config import ToolsConfig
+from agentrio.engine.tools.policy import (
     SHELL_OPERATORS,
     Verdict,
     classify,

@@ -15,16 +15,16 @@ from pathlib import Path
 import attrs
 import trio
 
-from engine.assembly import open_engine
-from engine.causes import Cause
-from engine.config import Config, ToolsConfig
-from engine.messages import INTERRUPTED_RESUME_HEADER, SUBAGENTS_RESULT_HEADER
-from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
-from engine.models.scripted import ScriptedModel
-from engine.pending import AskReply, Offered, Withdrawn
-from engine.runs import RunOrigin
-from engine.snapshot import snapshot_from_json
-from protocol.events import Confirm, ToolResult
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config, ToolsConfig
+from agentrio.engine.messages import INTERRUPTED_RESUME_HEADER, SUBAGENTS_RESULT_HEADER
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
+from agentrio.engine.models.scripted import ScriptedModel
+from agentrio.engine.pending import AskReply, Offered, Withdrawn
+from agentrio.engine.runs import RunOrigin
+from agentrio.engine.snapshot import snapshot_from_json
+from agentrio.protocol.events import Confirm, ToolResult
 
 SESSION = "chat-subs"
 

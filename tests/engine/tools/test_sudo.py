@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.tools.sudo import (
+from agentrio.engine.tools.sudo import (
     NOT_AVAILABLE,
     TIMED_OUT,
     WRONG_PASSWORD,
