@@ -34,11 +34,11 @@ from engine.errors import AskFailed
 from engine.messages import subagent_needs_approval
 from engine.models.base import ToolCallRequest, ToolSpec
 from engine.pending import AskReply, AskRequest
+from engine.processes.command_env import command_environment
 from engine.processes.runner import CommandResult, run_in_group
 from engine.processes.sandbox import SandboxError
 from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from engine.tools.policy import Verdict, classify
-from engine.tools.simple_command import MAX_BYTES
 from protocol import events as ev
 
 if TYPE_CHECKING:
@@ -87,11 +87,10 @@ async def run_plan(
     tools = services.config.tools
     if plan.sandboxed:
         assert plan.argv is not None
-        argv, env = await services.sandbox.prepare(plan.argv, cwd=cwd)
         limit = tools.readonly_timeout_s
-        return await run_in_group(
-            argv,
-            env=env,
+        return await services.sandbox.run(
+            plan.argv,
+            cwd=cwd,
             timeout_s=limit if timeout_s is None else min(timeout_s, limit),
             kill_grace_s=tools.kill_grace_s,
             keep_bytes=keep_bytes,
@@ -100,6 +99,7 @@ async def run_plan(
     return await run_in_group(
         plan.runnable,
         cwd=cwd,
+        env=command_environment(services.config),
         timeout_s=timeout_s,
         kill_grace_s=tools.kill_grace_s,
         keep_bytes=keep_bytes,
@@ -108,15 +108,22 @@ async def run_plan(
 
 
 async def judge(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
-    """`classify`, off the Trio thread for a long command (the restricted-path scan is
-    linear, but a megabyte of words still takes a while)."""
-    config, hidden = services.config.tools, services.sandbox.hidden
-    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
-    if size <= MAX_BYTES:
-        return classify(command, config, cwd=cwd, hidden=hidden)
-    return await trio.to_thread.run_sync(
-        lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
+    """`classify` against the hidden places as they are now (real paths, issue 29),
+    off the Trio thread: the hidden-place check resolves each word's path, and the
+    restricted-path scan of a megabyte of words takes a while too.
+
+    A hidden file with a second name somewhere (`Hidden.linked`) lets nothing run
+    unasked: the verdict then asks, whatever the command."""
+    config = services.config.tools
+    hidden = await services.sandbox.places.current()
+    verdict = await trio.to_thread.run_sync(
+        lambda: classify(command, config, cwd=cwd, hidden=hidden.places), abandon_on_cancel=True
     )
+    if not verdict.needs_confirm and hidden.linked:
+        return attrs.evolve(
+            verdict, needs_confirm=True, reason=f"needs confirmation: {hidden.linked}"
+        )
+    return verdict
 
 
 class RunCommandTool(ServiceTool):
