@@ -95,11 +95,10 @@ class Hidden:
     """The hidden places for one command.
 
     ``places``: absolute, normalised paths (each place's given name and real path);
-    ``homes``: the agentrio homes among them (real paths); ``linked``: ``""``, or why
-    no command may run unasked (a hidden file with another name somewhere)."""
+    ``linked``: ``""``, or why no command may run unasked (a hidden file with another
+    name somewhere)."""
 
     places: tuple[str, ...]
-    homes: tuple[str, ...] = ()
     linked: str = ""
 
 
@@ -131,7 +130,12 @@ def named_place(paths: Iterable[str], cwd: str | None, places: Sequence[str]) ->
     Blocking (``lstat`` and ``readlink`` per component): a worker thread for many paths."""
     if not places:
         return ""
-    base = posixpath.join(os.getcwd(), cwd) if cwd is not None else os.getcwd()
+    try:
+        here = os.getcwd()
+    except OSError:
+        # No way to resolve a relative path: fail closed (the command asks).
+        return "(the daemon's working directory, which is gone)"
+    base = posixpath.join(here, cwd) if cwd is not None else here
     text_base = posixpath.normpath(base)
     real_base = os.path.realpath(base)
     for candidate in (text_base, real_base):
@@ -286,7 +290,6 @@ class HiddenPlaces:
         Blocking: an ``lstat`` per place, a few more for each that exists."""
         with self._guard:
             found, deep_linked = self._found, self._deep_linked
-        homes: dict[str, None] = {}
         places: dict[str, None] = {}
         linked = deep_linked
         own: list[str] = []
@@ -300,15 +303,13 @@ class HiddenPlaces:
             places[real] = None
             if stat.S_ISREG(info.st_mode) and info.st_nlink > 1 and not linked:
                 linked = _linked_reason(name, info.st_nlink)
-            if name in self._homes or name in found:
-                homes[real] = None
             if name in self._homes:
                 own.append(real)
         for home in own:
             if linked:
                 break
             linked = _linked_in(home, 0, LINK_BUDGET)
-        return Hidden(places=tuple(places), homes=tuple(homes), linked=linked)
+        return Hidden(places=tuple(places), linked=linked)
 
     def scan(self) -> None:
         """Look for agentrio homes and for hard links deep in hidden directories.

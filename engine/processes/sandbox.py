@@ -248,8 +248,10 @@ def _homes_under(real: str) -> list[str]:
 def _open_directory(path: str) -> tuple[int, str]:
     """An ``O_PATH`` descriptor of the directory ``path`` (symlinks followed) and the
     real path of what it opened, read back from the descriptor itself, so the path
-    judged is the directory bound even if a name on the way changes meanwhile."""
+    judged is the directory bound even if a name on the way changes meanwhile.
+    A relative ``path`` is taken from the daemon's working directory."""
     try:
+        path = posixpath.join(os.getcwd(), path)
         fd = os.open(path, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError as exc:
         raise SandboxError(
@@ -355,8 +357,7 @@ class Sandbox:
         hidden = await self.places.current()
         if hidden.linked:
             raise SandboxError(hidden.linked)
-        where = posixpath.join(os.getcwd(), cwd or ".")
-        fd, real = await trio.to_thread.run_sync(_open_directory, where)
+        fd, real = await trio.to_thread.run_sync(_open_directory, cwd or ".")
         try:
             bound: int | None = None
             if _under(real, "/tmp") or _under(real, "/var/tmp"):
