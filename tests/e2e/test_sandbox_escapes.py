@@ -130,6 +130,15 @@ def _assert_ran(outcome: ToolResult | ToolSkipped) -> ToolResult:
     return outcome
 
 
+def _asked_then_ran(run: RunHandle, calls: Sequence[Call], *, ran: int) -> list[ToolResult]:
+    """Every call but the last ``ran`` asked; those ran (their results returned)."""
+    outcomes = _outcomes(run)
+    assert len(outcomes) == len(calls)
+    for outcome in outcomes[:-ran]:
+        _assert_asked(outcome)
+    return [_assert_ran(outcome) for outcome in outcomes[-ran:]]
+
+
 # ------------------------------------------------------------------ finding 1: symlinks
 
 
@@ -203,13 +212,8 @@ async def test_a_symlinked_working_directory_or_path_never_shows_the_home(
     control line but not the token."""
     planted, calls = symlinks
     run = await _run(agentrio_daemon)
-    outcomes = _outcomes(run)
-    assert len(outcomes) == len(calls)
-    for outcome in outcomes[:-2]:
-        _assert_asked(outcome)
-    for outcome in outcomes[-2:]:
-        shown = _assert_ran(outcome).output
-        assert f"readme.txt:{CONTROL}" in shown
+    for result in _asked_then_ran(run, calls, ran=2):
+        assert f"readme.txt:{CONTROL}" in result.output
     _assert_no_secret(run, [agentrio_daemon.token, *planted.secrets])
 
 
@@ -270,12 +274,8 @@ async def test_every_agentrio_home_and_credential_store_is_hidden(
     recursively, each is hidden while the control line shows."""
     planted, calls = homes
     run = await _run(agentrio_daemon)
-    outcomes = _outcomes(run)
-    assert len(outcomes) == len(calls)
-    for outcome in outcomes[:-3]:
-        _assert_asked(outcome)
-    for outcome in outcomes[-3:]:
-        assert CONTROL in _assert_ran(outcome).output
+    for result in _asked_then_ran(run, calls, ran=3):
+        assert CONTROL in result.output
     _assert_no_secret(run, [agentrio_daemon.token, *planted.secrets])
 
 
