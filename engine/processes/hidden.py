@@ -327,11 +327,15 @@ class HiddenPlaces:
             self._deep_linked = deep
             self._scanned_at = time.monotonic()
 
-    async def current(self) -> Hidden:
-        """`snapshot`, after a scan when the last is older than `RESCAN_S` (real
-        seconds: a test's mock clock does not age it); in a worker thread."""
+    async def refresh(self) -> None:
+        """`scan` (in a worker thread) when the last is older than `RESCAN_S` (real
+        seconds: a test's mock clock does not age it)."""
         if time.monotonic() - self._scanned_at >= RESCAN_S:
             async with self._lock:
                 if time.monotonic() - self._scanned_at >= RESCAN_S:
                     await trio.to_thread.run_sync(self.scan, abandon_on_cancel=False)
+
+    async def current(self) -> Hidden:
+        """`snapshot` after `refresh`, in a worker thread."""
+        await self.refresh()
         return await trio.to_thread.run_sync(self.snapshot)

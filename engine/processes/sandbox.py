@@ -354,18 +354,26 @@ class Sandbox:
         command; the descriptor is closed on exit."""
         if not self.status.active:
             raise SandboxError(f"the sandbox is unavailable: {self.status.detail}")
-        hidden = await self.places.current()
+        await self.places.refresh()
+        place = await trio.to_thread.run_sync(self._place, cwd or ".")
+        try:
+            yield place
+        finally:
+            os.close(place.fd)
+
+    def _place(self, cwd: str) -> _Place:
+        """`_placed`'s file-system work, in one worker thread (blocking)."""
+        hidden = self.places.snapshot()
         if hidden.linked:
             raise SandboxError(hidden.linked)
-        fd, real = await trio.to_thread.run_sync(_open_directory, cwd or ".")
+        fd, real = _open_directory(cwd)
         try:
-            bound: int | None = None
-            if _under(real, "/tmp") or _under(real, "/var/tmp"):
+            bound = _under(real, "/tmp") or _under(real, "/var/tmp")
+            if bound:
                 # The private /tmp would hide it: bind it back, with the agentrio homes
                 # inside it hidden too.
-                bound = fd
                 try:
-                    homes = await trio.to_thread.run_sync(_homes_under, real)
+                    homes = _homes_under(real)
                 except ScanTooLarge:
                     raise SandboxError(
                         f"the working directory {real} is too large to check for agentrio "
@@ -375,9 +383,10 @@ class Sandbox:
             hit = place_of(real, hidden.places)
             if hit:
                 raise SandboxError(f"the working directory {real} is in a hidden place ({hit})")
-            yield _Place(real=real, bound=bound, hidden=hidden)
-        finally:
+        except BaseException:
             os.close(fd)
+            raise
+        return _Place(real=real, fd=fd, bound=bound, hidden=hidden)
 
     async def _git_overrides(self, place: _Place) -> dict[str, str]:
         result = await run_in_group(
@@ -399,36 +408,48 @@ class Sandbox:
 
 @attrs.frozen
 class _Place:
-    """Where one sandboxed command runs: the working directory's real path, its
-    descriptor when it is bound in (under ``/tmp``), and the hidden places."""
+    """Where one sandboxed command runs: the working directory's real path and open
+    descriptor (``bound``: bound into the sandbox, being under ``/tmp``), and the
+    hidden places."""
 
     real: str
-    bound: int | None
+    fd: int
+    bound: bool
     hidden: Hidden
 
     @property
     def fds(self) -> tuple[int, ...]:
-        return () if self.bound is None else (self.bound,)
+        return (self.fd,) if self.bound else ()
 
     def wrap(self, program: str, argv: Sequence[str]) -> list[str]:
-        return _bwrap_argv(program, self.hidden.places, argv, cwd=self.real, cwd_fd=self.bound)
+        cwd_fd = self.fd if self.bound else None
+        return _bwrap_argv(program, self.hidden.places, argv, cwd=self.real, cwd_fd=cwd_fd)
 
 
 _probed: dict[str, SandboxStatus] = {}
 
 
 def _probe(program: str) -> SandboxStatus:
-    """Start ``true`` in the sandbox as `Sandbox.wrap` would (blocking: a worker thread)."""
+    """Start ``true`` in the sandbox as `Sandbox.run` would, with a working directory
+    bound from a descriptor (``--ro-bind-fd``, which an old bubblewrap lacks), in a
+    worker thread (blocking)."""
+    try:
+        fd, real = _open_directory("/tmp")
+    except SandboxError as exc:
+        return SandboxStatus(active=False, program="", detail=f"{program} cannot start: {exc}")
     try:
         result = subprocess.run(
-            _bwrap_argv(program, (), ["true"], cwd="/"),
+            _bwrap_argv(program, (), ["true"], cwd=real, cwd_fd=fd),
             env=sandbox_environment(),
             capture_output=True,
             timeout=_PROBE_TIMEOUT_S,
             check=False,
+            pass_fds=(fd,),
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return SandboxStatus(active=False, program="", detail=f"{program} cannot start: {exc}")
+    finally:
+        os.close(fd)
     if result.returncode != 0:
         error = result.stderr.decode(errors="replace").strip()[:300]
         detail = f"{program} cannot start (exit {result.returncode}): {error}"

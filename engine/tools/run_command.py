@@ -114,16 +114,18 @@ async def judge(services: Services, command: str | list[str], cwd: str | None) -
 
     A hidden file with a second name somewhere (`Hidden.linked`) lets nothing run
     unasked: the verdict then asks, whatever the command."""
-    config = services.config.tools
-    hidden = await services.sandbox.places.current()
-    verdict = await trio.to_thread.run_sync(
-        lambda: classify(command, config, cwd=cwd, hidden=hidden.places), abandon_on_cancel=True
-    )
-    if not verdict.needs_confirm and hidden.linked:
-        return attrs.evolve(
-            verdict, needs_confirm=True, reason=f"needs confirmation: {hidden.linked}"
-        )
-    return verdict
+    config, places = services.config.tools, services.sandbox.places
+    await places.refresh()
+
+    def judged() -> Verdict:
+        hidden = places.snapshot()
+        verdict = classify(command, config, cwd=cwd, hidden=hidden.places)
+        if verdict.needs_confirm or not hidden.linked:
+            return verdict
+        reason = f"needs confirmation: {hidden.linked}"
+        return attrs.evolve(verdict, needs_confirm=True, reason=reason)
+
+    return await trio.to_thread.run_sync(judged, abandon_on_cancel=True)
 
 
 class RunCommandTool(ServiceTool):
