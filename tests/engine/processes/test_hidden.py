@@ -78,3 +78,20 @@ async def test_the_sandbox_refuses_a_working_directory_in_a_hidden_place(tmp_pat
     result = await sandbox.run(["ls", "-a", "home"], cwd=str(tmp_path / "to-parent"), timeout_s=10)
     assert result.exit_code == 0
     assert "token" not in result.output
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
+async def test_the_bound_directorys_descriptor_does_not_reach_the_command(tmp_path: Path) -> None:
+    """Finding 1: the descriptor a ``/tmp`` working directory is bound from would walk
+    the daemon's mounts, where nothing is hidden; neither the command nor the
+    sandbox's first process holds it."""
+    home = _home(tmp_path / "home")
+    work = tmp_path / "work"
+    work.mkdir()
+    sandbox = await Sandbox.probe(Config(home=str(home)))
+    result = await sandbox.run(
+        ["ls", "-l", "/proc/self/fd/", "/proc/1/fd/"], cwd=str(work), timeout_s=10
+    )
+    assert result.exit_code == 0, result.output
+    assert str(work) not in result.output
+    assert str(tmp_path) not in result.output
