@@ -142,7 +142,7 @@ def named_place(paths: Iterable[str], cwd: str | None, places: Sequence[str]) ->
         hit = place_of(candidate, places)
         if hit:
             return hit
-    for path in paths:
+    for path in dict.fromkeys(paths):
         if not path or "\x00" in path:
             continue
         for candidate in (

@@ -77,6 +77,7 @@ _GIT_UNSAFE_OPTIONS: Final = (
 """git options that write a file or run a configured program; git also accepts any
 unambiguous abbreviation (``--outp=FILE``), so prefixes of these count too."""
 _GLOB_CHARS: Final = frozenset("*?[")
+_OPTION_LETTERS: Final = 8
 # Splits a command into words at whitespace, quotes and operator characters, so that
 # ``cat</etc/passwd`` and ``true;sudo x`` still show their parts.
 _WORD_SPLIT: Final = re.compile(r"[\s;&|<>()`'\"]+")
@@ -204,11 +205,12 @@ def _hidden_hit(words: Sequence[str], cwd: str | None, hidden: Sequence[str]) ->
 
 
 def _option_values(word: str) -> list[str]:
-    """What may follow a short option's letters in one word (``-f/path``, ``-rf../x``)."""
+    """What may follow a short option's letters in one word (``-f/path``, ``-rf../x``):
+    after each of the first `_OPTION_LETTERS` letters (so a long word costs no more)."""
     if not word.startswith("-") or word.startswith("--"):
         return []
     values = []
-    for index in range(2, len(word)):
+    for index in range(2, min(len(word), _OPTION_LETTERS + 2)):
         if not word[index - 1].isalnum():
             break
         values.append(word[index:])
