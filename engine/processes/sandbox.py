@@ -76,6 +76,10 @@ SANDBOX_PATH: Final = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/
 the working directory or in a directory the model chose."""
 GIT_DIFF_SUBCOMMANDS: Final = frozenset({"diff", "log", "show"})
 _GIT_DIFF_HARDENING: Final = ("--no-ext-diff", "--no-textconv")
+_PRIVATE: Final = ("/tmp", "/var/tmp", "/run")
+"""Empty in the sandbox (a tmpfs each)."""
+_BOUND_ROOTS: Final = ("/tmp", "/var/tmp")
+"""Of those, where a working directory is bound back in."""
 _KEPT_ENV: Final = ("HOME", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME")
 _PROBE_TIMEOUT_S: Final = 10.0
 _GIT_LIST_TIMEOUT_S: Final = 10.0
@@ -226,6 +230,10 @@ def _bwrap_argv(
     if cwd_fd is not None:
         args += ["--ro-bind-fd", str(cwd_fd), cwd]
     for place in _outermost(hidden):
+        if any(_under(place, private) for private in _PRIVATE) and not (
+            cwd_fd is not None and _under(place, cwd)
+        ):
+            continue  # on an empty tmpfs already (a mount would only cost time)
         if os.path.isdir(place):
             args += ["--tmpfs", place]
         elif os.path.lexists(place):
@@ -368,7 +376,7 @@ class Sandbox:
             raise SandboxError(hidden.linked)
         fd, real = _open_directory(cwd)
         try:
-            bound = _under(real, "/tmp") or _under(real, "/var/tmp")
+            bound = any(_under(real, root) for root in _BOUND_ROOTS)
             if bound:
                 # The private /tmp would hide it: bind it back, with the agentrio homes
                 # inside it hidden too.
