@@ -2,8 +2,9 @@
 
 A hidden place is a directory or file the sandbox (`engine.processes.sandbox`) covers
 with an empty one, and that a command must not name to run unasked
-(`engine.tools.policy`). Both read the same `Hidden` value, built fresh for every
-command, so a place that appeared or became a symlink since the last command counts.
+(`engine.tools.policy`). Each takes a fresh `Hidden` value for every command (the
+judge when it judges, the sandbox when it runs), so a place that appeared or became a
+symlink since the last command counts.
 
 **Which places.**
 
@@ -85,7 +86,7 @@ CWD_SCAN_BUDGET: Final = 20_000
 LINK_BUDGET: Final = 512
 """Directory entries of one hidden directory the periodic hard-link check reads."""
 _LINK_DEPTH: Final = 2
-_SKIPPED_DIRS: Final = frozenset({".git", "node_modules", "proc", "sys"})
+_SKIPPED_DIRS: Final = frozenset({".git", "node_modules"})
 _TOKEN: Final = "token"
 _HOME_MARKS: Final = ("daemon.lock", "agentrio.db")
 
