@@ -23,8 +23,8 @@ import httpx
 import trio
 
 from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
-from engine.config import Config
-from engine.processes import CommandResult, Sandbox, run_in_group
+from agentrio.engine.config import Config
+from agentrio.engine.processes import CommandResult, Sandbox, run_in_group
 
 __all__ = ["run"]
 

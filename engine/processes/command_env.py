@@ -8,7 +8,7 @@ command runs (a build script, a package's install hook) could send them anywhere
   model's ``api_key_env`` (``[model]``, ``[decision_model]``), the bot tokens
   (``AGENTRIO_TELEGRAM_TOKEN``, ``AGENTRIO_DISCORD_TOKEN``), every other ``AGENTRIO_*``
   variable except `KEPT_AGENTRIO` (the home, and the tag by which the daemon finds
-  its orphaned processes, `engine.processes.orphans`) -- and any variable whose value
+  its orphaned processes, `agentrio.engine.processes.orphans`) -- and any variable whose value
   is one of those credentials under another name.
 - **The rest** follows ``[tools] command_env``: ``"inherit"`` (the default) passes the
   daemon's environment minus every variable matching ``[tools] env_withhold`` (globs,
@@ -17,7 +17,7 @@ command runs (a build script, a package's install hook) could send them anywhere
   locale, …), and still none of ``env_withhold``.
 
 Unasked commands never see any of this: the sandbox gives them a fixed environment
-(`engine.processes.sandbox.sandbox_environment`).
+(`agentrio.engine.processes.sandbox.sandbox_environment`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import os
 from collections.abc import Mapping
 from typing import Final
 
-from engine.config import Config
-from protocol.frontends import DISCORD_TOKEN_ENV, TELEGRAM_TOKEN_ENV
+from agentrio.engine.config import Config
+from agentrio.protocol.frontends import DISCORD_TOKEN_ENV, TELEGRAM_TOKEN_ENV
 
 __all__ = ["KEPT_AGENTRIO", "MIN_SECRET_CHARS", "command_environment", "credential_names"]
 

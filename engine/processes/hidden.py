@@ -1,8 +1,8 @@
 """The places no unasked command may read, judged by their real paths (issue 29: 1, 2).
 
-A hidden place is a directory or file the sandbox (`engine.processes.sandbox`) covers
+A hidden place is a directory or file the sandbox (`agentrio.engine.processes.sandbox`) covers
 with an empty one, and that a command must not name to run unasked
-(`engine.tools.policy`). Each takes a fresh `Hidden` value for every command (the
+(`agentrio.engine.tools.policy`). Each takes a fresh `Hidden` value for every command (the
 judge when it judges, the sandbox when it runs), so a place that appeared or became a
 symlink since the last command counts.
 
@@ -57,7 +57,7 @@ from typing import Final
 import attrs
 import trio
 
-from engine.config import Config
+from agentrio.engine.config import Config
 
 __all__ = [
     "LINK_BUDGET",

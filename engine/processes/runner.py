@@ -17,7 +17,7 @@ group whose id is the leader's pid). Ending the command always means ending the 
   meant to outlive their turn are legs, which run through the background machinery.
 
 How a group is ended, and what "gone" means for it (zombies, orphans, the daemon as
-their reaper), is `engine.processes.groups`.
+their reaper), is `agentrio.engine.processes.groups`.
 
 stdout and stderr are merged into one pipe and read as they arrive: every chunk goes to
 ``on_output`` in order (leg logs, watchers), while the kept output is bounded to
@@ -38,11 +38,11 @@ from typing import Final
 import attrs
 import trio
 
-from engine.causes import Cause
-from engine.nursery_tasks import cancel_scope
-from engine.processes.groups import end_group
-from engine.processes.output import ClampedOutput
-from protocol.groups import sole_exception
+from agentrio.engine.causes import Cause
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.processes.groups import end_group
+from agentrio.engine.processes.output import ClampedOutput
+from agentrio.protocol.groups import sole_exception
 
 __all__ = ["DRAIN_IDLE_S", "DRAIN_MAX_S", "CommandResult", "run_in_group"]
 
@@ -69,7 +69,7 @@ class CommandResult:
 
     ``exit_code`` is None when the leader was killed by a signal (then ``signal`` names
     it). ``output`` is stdout and stderr merged, decoded as UTF-8 (invalid bytes
-    replaced), clamped to its head and tail like `engine.snapshot.clamp` does;
+    replaced), clamped to its head and tail like `agentrio.engine.snapshot.clamp` does;
     ``output_bytes`` counts every byte the command produced, clamped or not.
     ``timed_out`` is True when ``timeout_s`` ran out before the leader exited.
     """

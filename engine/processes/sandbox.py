@@ -1,6 +1,6 @@
 """The read-only sandbox that commands nobody was asked about run in (R75).
 
-The policy (`engine.tools.policy`) decides which commands may run unasked; this module is
+The policy (`agentrio.engine.tools.policy`) decides which commands may run unasked; this module is
 the defence in depth behind it, so that a mistake in that list or a hostile repository
 still cannot change anything. An unasked command runs under bubblewrap:
 
@@ -13,7 +13,7 @@ still cannot change anything. An unasked command runs under bubblewrap:
   thus at its real path, where the hidden places are covered;
 - no network (a new network namespace with nothing in it), a new PID namespace, IPC
   and UTS namespaces, every capability dropped, killed when its parent dies;
-- the hidden places (`engine.processes.hidden`: every agentrio home, ``[sandbox]
+- the hidden places (`agentrio.engine.processes.hidden`: every agentrio home, ``[sandbox]
   hide``) covered after the binds, under their names and real paths (an empty
   directory, an empty file); a working directory inside one is refused;
 - a clean environment: a fixed ``PATH`` of system directories, ``HOME``, the locale
@@ -25,7 +25,7 @@ still cannot change anything. An unasked command runs under bubblewrap:
   ``--no-ext-diff --no-textconv``.
 
 The group stays the caller's: bwrap does not start a new session, so the process-group
-runner (`engine.processes.runner.run_in_group`) still signals every process inside, and
+runner (`agentrio.engine.processes.runner.run_in_group`) still signals every process inside, and
 the PID namespace ends them all once its first process is gone.
 
 `Sandbox.probe` runs bubblewrap once at daemon start. When it is missing or cannot start
@@ -47,8 +47,8 @@ from typing import Final
 import attrs
 import trio
 
-from engine.config import Config
-from engine.processes.hidden import (
+from agentrio.engine.config import Config
+from agentrio.engine.processes.hidden import (
     CWD_SCAN_BUDGET,
     CWD_SCAN_DEPTH,
     Hidden,
@@ -57,7 +57,7 @@ from engine.processes.hidden import (
     discover_homes,
     place_of,
 )
-from engine.processes.runner import CommandResult, run_in_group
+from agentrio.engine.processes.runner import CommandResult, run_in_group
 
 __all__ = [
     "GIT_DIFF_SUBCOMMANDS",
@@ -284,7 +284,7 @@ class Sandbox:
     def __init__(self, config: Config, status: SandboxStatus) -> None:
         self.status = status
         self.places = HiddenPlaces(config)
-        """The hidden places (`engine.processes.hidden`), fresh for every command."""
+        """The hidden places (`agentrio.engine.processes.hidden`), fresh for every command."""
 
     @classmethod
     async def probe(cls, config: Config) -> Sandbox:

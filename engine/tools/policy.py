@@ -8,11 +8,11 @@ restricted-path check -- which is why a command that is not read-only is always
 confirmed by a person, and the restricted-path check only decides whether that person
 must also give the system password.
 
-- **Read-only** (`is_read_only`): a *simple* command (`engine.tools.simple_command`: plain
+- **Read-only** (`is_read_only`): a *simple* command (`agentrio.engine.tools.simple_command`: plain
   words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
   argv judged (R74), whose program is named on ``readonly_commands`` -- or ``git`` with a
   ``readonly_git`` subcommand -- and that names no hidden place (an agentrio home,
-  credential files) by path, judged by real paths (`engine.processes.hidden`). The
+  credential files) by path, judged by real paths (`agentrio.engine.processes.hidden`). The
   program must be a bare name (found on the sandbox's fixed ``PATH``) or live in a
   system ``bin`` directory: ``./ls`` is whatever script sits in the working directory.
   Options that make a listed program write (``date -s``, ``git log --output=FILE``) or
@@ -41,9 +41,9 @@ from typing import Final
 
 import attrs
 
-from engine.config import ToolsConfig
-from engine.processes.hidden import named_place
-from engine.tools.simple_command import simple_argv
+from agentrio.engine.config import ToolsConfig
+from agentrio.engine.processes.hidden import named_place
+from agentrio.engine.tools.simple_command import simple_argv
 
 __all__ = [
     "ELEVATORS",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import attrs
 
-from engine.config import Config, ModelConfig, ToolsConfig
-from engine.processes.command_env import command_environment
+from agentrio.engine.config import Config, ModelConfig, ToolsConfig
+from agentrio.engine.processes.command_env import command_environment
 
 KEY = "sk-model-key-0123456789"
 DAEMON = {

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, ToolsConfig
-from engine.processes.hidden import HiddenPlaces, ScanTooLarge, discover_homes, named_place
-from engine.processes.sandbox import Sandbox, SandboxError
-from engine.tools.policy import classify
+from agentrio.engine.config import Config, ToolsConfig
+from agentrio.engine.processes.hidden import HiddenPlaces, ScanTooLarge, discover_homes, named_place
+from agentrio.engine.processes.sandbox import Sandbox, SandboxError
+from agentrio.engine.tools.policy import classify
 
 
 def _home(path: Path) -> Path:

@@ -16,9 +16,9 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine.config import Config
-from engine.processes.sandbox import Sandbox
-from engine.tools.simple_command import MAX_BYTES, simple_argv
+from agentrio.engine.config import Config
+from agentrio.engine.processes.sandbox import Sandbox
+from agentrio.engine.tools.simple_command import MAX_BYTES, simple_argv
 
 _ALPHABET = st.sampled_from(
     [*"ab09_-./,:@%+=~^ \t'\"$`\\;&|<>(){}[]*?#!\n\r", "\u202e", "\u00a0", "é", "\x1b"]
