@@ -24,6 +24,7 @@ from agentrio.protocol.codec import format_problem, install_strict_hooks
 from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
 __all__ = [
+    "DEFAULT_HIDE",
     "BackgroundConfig",
     "Config",
     "DiscordConfig",
@@ -123,6 +124,45 @@ class ToolsConfig:
     kill_grace_s: float = 2.0
     #: Largest tool result kept, in bytes.
     max_result_bytes: int = 32 * 1024
+    #: The environment of an approved command (docs/configuration.md): ``inherit``
+    #: passes the daemon's minus ``env_withhold``; ``minimal`` only ``env_keep``. The
+    #: daemon's own credentials (model keys, bot tokens, ``AGENTRIO_*``) never pass.
+    command_env: Literal["inherit", "minimal"] = "inherit"
+    #: With ``command_env = "minimal"``: the variables passed (globs, any case).
+    env_keep: list[str] = attrs.field(
+        factory=lambda: [
+            "PATH",
+            "HOME",
+            "USER",
+            "LOGNAME",
+            "SHELL",
+            "LANG",
+            "LANGUAGE",
+            "LC_*",
+            "TZ",
+            "TERM",
+            "TMPDIR",
+            "AGENTRIO_HOME",
+            "AGENTRIO_OWNER",
+        ]
+    )
+    #: Variables never passed to an approved command (globs, any case): credentials.
+    env_withhold: list[str] = attrs.field(
+        factory=lambda: [
+            "*_API_KEY",
+            "*_APIKEY",
+            "*_KEY",
+            "*_TOKEN",
+            "*_SECRET",
+            "*_SECRET_*",
+            "*PASSWORD*",
+            "*PASSWD*",
+            "*_CREDENTIALS",
+            "*_PAT",
+            "*_DSN",
+            "DATABASE_URL",
+        ]
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -162,29 +202,131 @@ class SandboxConfig:
 
     #: bubblewrap's program; when it is missing or cannot start, every command asks.
     program: str = "bwrap"
-    #: Places hidden inside the sandbox besides the agentrio home (``~`` is the
-    #: daemon user's home). A directory becomes empty, a file reads as empty.
-    hide: list[str] = attrs.field(
-        factory=lambda: [
-            "~/.ssh",
-            "~/.gnupg",
-            "~/.aws",
-            "~/.azure",
-            "~/.netrc",
-            "~/.git-credentials",
-            "~/.config/gh",
-            "~/.config/gcloud",
-            "~/.docker",
-            "~/.kube",
-            "~/.pgpass",
-            "~/.npmrc",
-            "~/.pypirc",
-            "~/.gitconfig",
-            "~/.config/git",
-            "~/.bash_history",
-            "~/.python_history",
-        ]
-    )
+    #: Places hidden inside the sandbox besides every agentrio home (``~`` is the
+    #: daemon user's home; `DEFAULT_HIDE`, docs/security.md). A directory becomes
+    #: empty, a file reads as empty. Setting it replaces the list.
+    hide: list[str] = attrs.field(factory=lambda: list(DEFAULT_HIDE))
+
+
+#: The credential stores hidden from unasked commands by default (docs/security.md says
+#: why each): keys and tokens of ssh, gpg, git forges, clouds, package registries,
+#: containers and clusters, infrastructure tools, AI tools, password managers and
+#: keyrings; shell and REPL histories (pasted secrets); browser and mail profiles
+#: (cookies, saved passwords).
+DEFAULT_HIDE: Final[tuple[str, ...]] = (
+    # keys, git and forges
+    "~/.ssh",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.gitconfig",
+    "~/.config/git",
+    "~/.config/gh",
+    "~/.config/hub",
+    "~/.config/glab-cli",
+    # clouds
+    "~/.aws",
+    "~/.azure",
+    "~/.config/gcloud",
+    "~/.oci",
+    "~/.config/doctl",
+    "~/.config/hcloud",
+    "~/.config/linode-cli",
+    "~/.aliyun",
+    "~/.bluemix",
+    "~/.ibmcloud",
+    "~/.config/scw",
+    "~/.fly",
+    "~/.config/.wrangler",
+    "~/.wrangler",
+    "~/.cloudflared",
+    "~/.local/share/com.vercel.cli",
+    "~/.config/netlify",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.mc",
+    "~/.config/rclone",
+    "~/.databrickscfg",
+    "~/.snowflake",
+    "~/.kaggle",
+    # infrastructure
+    "~/.vault-token",
+    "~/.terraform.d",
+    "~/.terraformrc",
+    "~/.pulumi",
+    "~/.docker",
+    "~/.config/containers/auth.json",
+    "~/.kube",
+    "~/.minikube",
+    "~/.talos",
+    "~/.config/ngrok",
+    "~/.doppler",
+    "~/.infisical",
+    # package registries
+    "~/.npmrc",
+    "~/.yarnrc",
+    "~/.yarnrc.yml",
+    "~/.pypirc",
+    "~/.config/pypoetry/auth.toml",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.gem/credentials",
+    "~/.m2/settings.xml",
+    "~/.m2/settings-security.xml",
+    "~/.gradle/gradle.properties",
+    "~/.composer/auth.json",
+    "~/.config/composer/auth.json",
+    "~/.nuget/NuGet/NuGet.Config",
+    "~/.config/configstore",
+    # databases
+    "~/.pgpass",
+    "~/.my.cnf",
+    "~/.dbt",
+    # AI tools
+    "~/.cache/huggingface/token",
+    "~/.huggingface",
+    "~/.claude",
+    "~/.claude.json",
+    "~/.codex",
+    "~/.gemini",
+    "~/.config/github-copilot",
+    # password managers, keyrings, sessions
+    "~/.password-store",
+    "~/.config/op",
+    "~/.config/Bitwarden CLI",
+    "~/.local/share/keyrings",
+    "~/.pki",
+    "~/.config/sops",
+    "~/.Xauthority",
+    "~/.ICEauthority",
+    # shell and REPL histories
+    "~/.bash_history",
+    "~/.zsh_history",
+    "~/.zhistory",
+    "~/.histfile",
+    "~/.sh_history",
+    "~/.local/share/fish",
+    "~/.local/share/atuin",
+    "~/.python_history",
+    "~/.node_repl_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.rediscli_history",
+    "~/.lesshst",
+    # browsers and mail
+    "~/.mozilla",
+    "~/.thunderbird",
+    "~/.config/google-chrome",
+    "~/.config/chromium",
+    "~/.config/BraveSoftware",
+    "~/.config/microsoft-edge",
+    "~/.config/vivaldi",
+    "~/.config/opera",
+    "~/snap/firefox",
+    "~/snap/chromium",
+    "~/.var/app",
+)
 
 
 #: URL schemes the Redis store accepts (docs/deployment.md).

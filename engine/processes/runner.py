@@ -32,7 +32,7 @@ from __future__ import annotations
 import fcntl
 import math
 import subprocess
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Final
 
 import attrs
@@ -224,6 +224,7 @@ async def run_in_group(
     on_output: Callable[[bytes], Awaitable[None]] | None = None,
     keep_bytes: int = 32 * 1024,
     stdin: bytes | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
     """Run a command as the leader of a new process group and end the whole group (R48).
 
@@ -231,7 +232,7 @@ async def run_in_group(
     environment (None inherits the daemon's). Without ``stdin`` bytes the child reads
     from ``/dev/null``, never from the daemon's terminal. ``on_output`` receives every
     chunk of merged stdout/stderr in order; an exception from it ends the group and
-    propagates.
+    propagates. ``pass_fds`` stay open in the child (the sandbox's working directory).
 
     Raises `OSError` (e.g. `FileNotFoundError`) when the program cannot be started, and
     `trio.Cancelled` when the caller's scope is cancelled -- in both the cancel and the
@@ -250,6 +251,7 @@ async def run_in_group(
         cwd=cwd,
         env=dict(env) if env is not None else None,
         start_new_session=True,
+        pass_fds=tuple(pass_fds),
     )
     pgid = process.pid
     assert process.stdout is not None

@@ -1,21 +1,23 @@
 """Which commands run without asking (R60), and which confirmations need the password (R7).
 
 Both checks fail closed: when in doubt a command needs confirmation, and when in doubt a
-command touches a restricted path. They read only the command text (and ``cwd``); they
-never look at the file system, so a symlink into ``/etc`` or a ``$VARIABLE`` that expands
-to one is not seen -- which is why a command that is not read-only is always confirmed by
-a person, and the restricted-path check only decides whether that person must also give
-the system password.
+command touches a restricted path. They read the command text (and ``cwd``); only the
+hidden-place check looks at the file system, to judge real paths (`_hidden_hit`). So a
+symlink into ``/etc`` or a ``$VARIABLE`` that expands to one is not seen by the
+restricted-path check -- which is why a command that is not read-only is always
+confirmed by a person, and the restricted-path check only decides whether that person
+must also give the system password.
 
 - **Read-only** (`is_read_only`): a *simple* command (`agentrio.engine.tools.simple_command`: plain
   words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
   argv judged (R74), whose program is named on ``readonly_commands`` -- or ``git`` with a
-  ``readonly_git`` subcommand -- and that names no hidden place (the agentrio home,
-  credential files) by path. The program must be a bare name (found on the sandbox's
-  fixed ``PATH``) or live in a system ``bin`` directory: ``./ls`` is whatever script sits
-  in the working directory. Options that make a listed program write (``date -s``, ``git
-  log --output=FILE``) or run configured code (``git -c core.pager=...``, ``--ext-diff``,
-  ``--textconv``, any git option before the subcommand) disqualify it. Such a command
+  ``readonly_git`` subcommand -- and that names no hidden place (an agentrio home,
+  credential files) by path, judged by real paths (`agentrio.engine.processes.hidden`). The
+  program must be a bare name (found on the sandbox's fixed ``PATH``) or live in a
+  system ``bin`` directory: ``./ls`` is whatever script sits in the working directory.
+  Options that make a listed program write (``date -s``, ``git log --output=FILE``) or
+  run configured code (``git -c core.pager=...``, ``--ext-diff``, ``--textconv``, any
+  git option before the subcommand) disqualify it. Such a command
   runs in the read-only sandbox (`engine.sandbox`, R75); the sandbox is the real
   boundary, these checks keep obvious misuse from reaching it.
 - **Restricted** (`touches_restricted`): some path in the command is a restricted path,
@@ -40,6 +42,7 @@ from typing import Final
 import attrs
 
 from agentrio.engine.config import ToolsConfig
+from agentrio.engine.processes.hidden import named_place
 from agentrio.engine.tools.simple_command import simple_argv
 
 __all__ = [
@@ -74,6 +77,7 @@ _GIT_UNSAFE_OPTIONS: Final = (
 """git options that write a file or run a configured program; git also accepts any
 unambiguous abbreviation (``--outp=FILE``), so prefixes of these count too."""
 _GLOB_CHARS: Final = frozenset("*?[")
+_OPTION_LETTERS: Final = 8
 # Splits a command into words at whitespace, quotes and operator characters, so that
 # ``cat</etc/passwd`` and ``true;sudo x`` still show their parts.
 _WORD_SPLIT: Final = re.compile(r"[\s;&|<>()`'\"]+")
@@ -191,22 +195,26 @@ def _read_only_problem(
 
 
 def _hidden_hit(words: Sequence[str], cwd: str | None, hidden: Sequence[str]) -> str:
-    """The first hidden place (the home, credential files) that ``words`` or ``cwd`` name
-    by path -- that place or something under it -- or ``""``. Recursive reads of an
-    ancestor (``grep -r x /``) are left to the sandbox, which hides these places."""
-    places = [_components(path) for path in hidden]
-    where = _absolute(cwd, None) if cwd is not None else None
-    paths: list[str | None] = [where]
-    for word in words:
-        paths.extend(_absolute(candidate, where) for candidate in _candidates(word))
-    for path in paths:
-        if path is None:
-            continue
-        parts = _components(path)
-        for place in places:
-            if parts[: len(place)] == place:
-                return "/" + "/".join(place)
-    return ""
+    """The first hidden place (an agentrio home, a credential store) that ``cwd`` or a
+    path in ``words`` resolves into -- by its text or its real path, every symlink,
+    ``..`` and magic link (``/proc/self/root``) resolved (`named_place`) -- or ``""``.
+    Recursive reads of an ancestor (``grep -r x /``) are left to the sandbox, which
+    hides these places."""
+    paths = [path for word in words for path in (*_candidates(word), *_option_values(word))]
+    return named_place(paths, cwd, hidden)
+
+
+def _option_values(word: str) -> list[str]:
+    """What may follow a short option's letters in one word (``-f/path``, ``-rf../x``):
+    after each of the first `_OPTION_LETTERS` letters (so a long word costs no more)."""
+    if not word.startswith("-") or word.startswith("--"):
+        return []
+    values = []
+    for index in range(2, min(len(word), _OPTION_LETTERS + 2)):
+        if not word[index - 1].isalnum():
+            break
+        values.append(word[index:])
+    return values
 
 
 def is_read_only(

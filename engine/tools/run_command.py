@@ -34,11 +34,11 @@ from agentrio.engine.errors import AskFailed
 from agentrio.engine.messages import subagent_needs_approval
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.pending import AskReply, AskRequest
+from agentrio.engine.processes.command_env import command_environment
 from agentrio.engine.processes.runner import CommandResult, run_in_group
 from agentrio.engine.processes.sandbox import SandboxError
 from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.policy import Verdict, classify
-from agentrio.engine.tools.simple_command import MAX_BYTES
 from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
@@ -87,11 +87,10 @@ async def run_plan(
     tools = services.config.tools
     if plan.sandboxed:
         assert plan.argv is not None
-        argv, env = await services.sandbox.prepare(plan.argv, cwd=cwd)
         limit = tools.readonly_timeout_s
-        return await run_in_group(
-            argv,
-            env=env,
+        return await services.sandbox.run(
+            plan.argv,
+            cwd=cwd,
             timeout_s=limit if timeout_s is None else min(timeout_s, limit),
             kill_grace_s=tools.kill_grace_s,
             keep_bytes=keep_bytes,
@@ -100,6 +99,7 @@ async def run_plan(
     return await run_in_group(
         plan.runnable,
         cwd=cwd,
+        env=command_environment(services.config),
         timeout_s=timeout_s,
         kill_grace_s=tools.kill_grace_s,
         keep_bytes=keep_bytes,
@@ -108,15 +108,24 @@ async def run_plan(
 
 
 async def judge(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
-    """`classify`, off the Trio thread for a long command (the restricted-path scan is
-    linear, but a megabyte of words still takes a while)."""
-    config, hidden = services.config.tools, services.sandbox.hidden
-    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
-    if size <= MAX_BYTES:
-        return classify(command, config, cwd=cwd, hidden=hidden)
-    return await trio.to_thread.run_sync(
-        lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
-    )
+    """`classify` against the hidden places as they are now (real paths, issue 29),
+    off the Trio thread: the hidden-place check resolves each word's path, and the
+    restricted-path scan of a megabyte of words takes a while too.
+
+    A hidden file with a second name somewhere (`Hidden.linked`) lets nothing run
+    unasked: the verdict then asks, whatever the command."""
+    config, places = services.config.tools, services.sandbox.places
+    await places.refresh()
+
+    def judged() -> Verdict:
+        hidden = places.snapshot()
+        verdict = classify(command, config, cwd=cwd, hidden=hidden.places)
+        if verdict.needs_confirm or not hidden.linked:
+            return verdict
+        reason = f"needs confirmation: {hidden.linked}"
+        return attrs.evolve(verdict, needs_confirm=True, reason=reason)
+
+    return await trio.to_thread.run_sync(judged, abandon_on_cancel=True)
 
 
 class RunCommandTool(ServiceTool):

@@ -17,9 +17,9 @@ import pytest
 import trio
 
 from agentrio import Decision
+from agentrio.testing import RunningDaemon
 from agentrio.protocol.events import ToolCall, ToolResult
 from agentrio.protocol.frames import Ask
-from agentrio.testing import RunningDaemon
 from tests.e2e.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
@@ -62,8 +62,9 @@ def scratch() -> Iterator[Path]:
 async def test_unasked_commands_cannot_write_reach_the_network_or_read_the_home(
     agentrio_daemon: RunningDaemon, tmp_path: Path, scratch: Path
 ) -> None:
-    """R75, R74: three unasked commands, three refusals from inside the sandbox; the
-    side effects did not happen."""
+    """R75, R74: unasked commands cannot write or reach the network (refusals from
+    inside the sandbox), and a link to the token asks; the side effects did not
+    happen."""
     target = scratch / "written-by-the-model"
     result = await _unasked(agentrio_daemon, f"touch {target}")
     assert not result.ok
@@ -79,13 +80,15 @@ async def test_unasked_commands_cannot_write_reach_the_network_or_read_the_home(
     assert not result.ok
     assert "Network is unreachable" in result.output or "Connection refused" in result.output
 
-    # Not named by path (the policy would ask): a link to the token, read through it.
+    # A link to the token is judged by its real path (issue 29): it asks, and nobody
+    # listens, so it is denied (tests/e2e/test_sandbox_escapes.py attacks further).
     link = tmp_path / "innocent.txt"
     link.symlink_to(agentrio_daemon.home / "token")
-    result = await _unasked(agentrio_daemon, f"cat {link}")
-    assert not result.ok
-    assert "No such file or directory" in result.output
-    assert agentrio_daemon.token not in result.output
+    async with agentrio_daemon.connect() as client:
+        run = await client.run("chat-sandbox", f"run: cat {link}")
+        await run.wait_done()
+    assert "no front-end is listening" in run.final_text
+    assert agentrio_daemon.token not in repr(run.events_so_far) + run.final_text
 
 
 async def test_health_reports_the_sandbox(agentrio_daemon: RunningDaemon) -> None:

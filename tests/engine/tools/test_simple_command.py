@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agentrio.engine.config import Config
-from agentrio.engine.processes.runner import run_in_group
 from agentrio.engine.processes.sandbox import Sandbox
 from agentrio.engine.tools.simple_command import MAX_BYTES, simple_argv
 
@@ -107,8 +106,7 @@ def test_an_unasked_command_runs_exactly_the_argv_judged(tail: str) -> None:
 
     async def run() -> bytes:
         sandbox = await Sandbox.probe(Config(home="/nonexistent-home"))
-        argv, env = await sandbox.prepare(parsed.argv or (), cwd="/")
-        result = await run_in_group(argv, env=env, timeout_s=30)
+        result = await sandbox.run(parsed.argv or (), cwd="/", timeout_s=30)
         assert result.exit_code == 0, result.output
         return result.output.encode()
 
