@@ -23,10 +23,8 @@ import httpx
 import trio
 
 from agentrio.engine.config import Config
-from agentrio.engine.processes import Sandbox, run_in_group
-from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
-from agentrio.engine.config import Config
 from agentrio.engine.processes import CommandResult, Sandbox, run_in_group
+from bench.common import ROOT, BenchArgs, BenchResult, DaemonProcess, Stats, main
 
 __all__ = ["run"]
 

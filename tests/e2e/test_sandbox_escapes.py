@@ -26,8 +26,8 @@ import tomli_w
 
 from agentrio import Decision
 from agentrio.handles import RunHandle
-from agentrio.testing import RunningDaemon
 from agentrio.protocol.events import ToolResult, ToolSkipped
+from agentrio.testing import RunningDaemon
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 
