@@ -3,8 +3,12 @@
 A connection is one reader loop plus the tasks it starts in its own nursery:
 
 - **hello first.** The upgrade is accepted (after the Origin check, R70); the first
-  message must be ``hello`` with the token and protocol 1, else the socket closes with
-  4401. No frame is acted on before ``welcome``.
+  message must be ``hello`` with protocol 1 and either the token or a nonce for the
+  mutual challenge (``challenge`` / ``prove``, `protocol.challenge`), else the socket
+  closes with 4401. No frame is acted on before ``welcome``. Until then a message may
+  be at most 4 KiB, nothing is compressed, it all must happen within
+  `HELLO_TIMEOUT_S`, and at most `MAX_UNAUTHENTICATED` TCP connections may be at it
+  at once (`engine.server.ws_limits`, issue 29 finding 7).
 - **run / pending.** Each starts a forwarder task: it subscribes to the session's hub
   *before* the engine starts the task (so no event is missed), answers ``accepted``
   with the task hash, forwards that task's events as ``event`` frames, then sends
@@ -48,6 +52,7 @@ import logging
 import secrets
 from typing import Any, Final
 
+import attrs
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -77,7 +82,9 @@ from engine.server.ws_frames import (
     ref_of_text,
     verify_frame,
 )
+from engine.server.ws_limits import restrict_unauthenticated
 from engine.sessions import SlowConsumer
+from protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, nonce_ok, proof_ok
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from protocol.errors import (
     CLOSE_AUTH_FAILED,
@@ -91,6 +98,7 @@ from protocol.events import Pending as PendingEvent
 from protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
+    Challenge,
     ClientFrame,
     DoneFrame,
     ErrorFrame,
@@ -99,6 +107,7 @@ from protocol.frames import (
     Listen,
     Ok,
     PendingFrame,
+    Prove,
     Reply,
     Run,
     Subscribe,
@@ -110,6 +119,7 @@ from protocol.http import ResumeRequest
 __all__ = [
     "CLOSE_TIMEOUT_S",
     "HELLO_TIMEOUT_S",
+    "MAX_UNAUTHENTICATED",
     "Connection",
     "ConnectionGone",
     "ask_frame",
@@ -119,8 +129,12 @@ __all__ = [
 
 log = logging.getLogger("agentrio.server.ws")
 
-#: A client that has not said ``hello`` within this many seconds is closed (4401).
-HELLO_TIMEOUT_S: Final = 10.0
+#: A client that has not authenticated within this many seconds (``hello``, and
+#: ``prove`` for a challenge) is closed (4401).
+HELLO_TIMEOUT_S: Final = 5.0
+#: TCP WebSockets that may be open at once without having authenticated; more are
+#: refused before the upgrade (HTTP 403) until some authenticate or time out.
+MAX_UNAUTHENTICATED: Final = 32
 #: Longest wait for a close frame to go out; a client that stopped reading is not
 #: waited for longer (its socket is then aborted by the server, R53/R81).
 CLOSE_TIMEOUT_S: Final = 1.0
@@ -131,17 +145,45 @@ class ConnectionGone(Exception):
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
-    """The ``/v1/ws`` route: Origin check, ``hello``, then `Connection.serve`."""
+    """The ``/v1/ws`` route: Origin check, the unauthenticated limits, ``hello``, then
+    `Connection.serve`."""
     ctx: ServerContext = websocket.app.state.ctx
     origin = websocket.headers.get("origin")
     if not origin_allowed(origin, ctx.allowed_origins, ctx.own_origins):
-        log.warning("refused a WebSocket upgrade from origin %r", origin[:200] if origin else "")
+        ctx.refusals.warning(
+            "origin", "refused a WebSocket upgrade from origin %r", origin[:200] if origin else ""
+        )
         await websocket.close(code=1008)  # before accept: hypercorn answers 403
         return
-    await websocket.accept()
-    if not await _hello(websocket, ctx.token):
+    # Only the daemon's user can reach the Unix socket (hypercorn names no server
+    # address for it): the cap is for TCP, where any local process can connect.
+    local = websocket.scope.get("server") is None
+    if not local and ctx.unauthenticated >= MAX_UNAUTHENTICATED:
+        ctx.refusals.warning(
+            "unauthenticated",
+            "refused a WebSocket upgrade: %d connections have not authenticated yet",
+            ctx.unauthenticated,
+        )
+        await websocket.close(code=1013)
         return
+    restriction = restrict_unauthenticated(websocket)
+    if restriction is None:
+        await websocket.close(code=1011)
+        return
+    counted = 0 if local else 1
+    ctx.unauthenticated += counted
+    try:
+        await websocket.accept()
+        authenticated = await _authenticate(websocket, ctx.token)
+    finally:
+        ctx.unauthenticated -= counted
+    if authenticated is None:
+        return
+    restriction.lift()
     connection = Connection(websocket, ctx.engine, closing=ctx.closing, commands=ctx.commands)
+    key = authenticated.http_key
+    if key:
+        ctx.http_keys.add(key)
     ctx.connections += 1
     try:
         await connection.send(Welcome(protocol=PROTOCOL_VERSION, daemon_version=ctx.version))
@@ -150,35 +192,78 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         ctx.connections -= 1
+        ctx.http_keys.discard(key)
 
 
-async def _hello(websocket: WebSocket, token: str) -> bool:
-    """Read the first message; True when it is a valid ``hello``. Otherwise close with
-    4401 (the reason never repeats the token)."""
+@attrs.frozen
+class _Authenticated:
+    """A connection that said a valid ``hello``; ``http_key`` is the bearer value its
+    HTTP calls may use while it is open (challenge hellos only, else empty)."""
+
+    http_key: str = ""
+
+
+async def _receive_frame(websocket: WebSocket) -> ClientFrame | str | None:
+    """The next message decoded, the reason it is not a frame, or None when the
+    client left."""
+    message = await websocket.receive()
+    if message["type"] == "websocket.disconnect":
+        return None
+    text = message.get("text")
+    if text is None:
+        return "expected a JSON text message"
+    try:
+        return decode_client_frame(text)
+    except FrameDecodeError as exc:
+        return f"expected hello ({exc.field}: {exc.problem})"[:120]
+
+
+async def _authenticate(websocket: WebSocket, token: str) -> _Authenticated | None:
+    """Read ``hello`` (and, for a challenge hello, answer ``challenge`` and read
+    ``prove``), all within `HELLO_TIMEOUT_S`. On failure close with 4401 (the reason
+    never repeats the token) and return None."""
     reason = "expected hello with a valid token and protocol 1"
     with trio.move_on_after(HELLO_TIMEOUT_S):
-        message = await websocket.receive()
-        if message["type"] == "websocket.disconnect":
-            return False
-        text = message.get("text")
-        if text is not None:
-            try:
-                frame = decode_client_frame(text)
-            except FrameDecodeError as exc:
-                reason = f"expected hello ({exc.field}: {exc.problem})"[:120]
+        hello = await _receive_frame(websocket)
+        if hello is None:
+            return None
+        if isinstance(hello, str):
+            reason = hello
+        elif isinstance(hello, Hello):
+            if hello.protocol != PROTOCOL_VERSION:
+                reason = f"unsupported protocol {hello.protocol}; this daemon speaks 1"
+            elif hello.token:
+                if token_ok(hello.token, token):
+                    return _Authenticated()
+                reason = "wrong token"
+            elif nonce_ok(hello.nonce):
+                proved = await _challenge(websocket, token, hello.nonce)
+                if proved is not None:
+                    return proved
+                reason = "wrong proof"
             else:
-                if isinstance(frame, Hello):
-                    if not token_ok(frame.token, token):
-                        reason = "wrong token"
-                    elif frame.protocol != PROTOCOL_VERSION:
-                        reason = f"unsupported protocol {frame.protocol}; this daemon speaks 1"
-                    else:
-                        return True
+                reason = "hello needs a token or a nonce of 16-64 URL-safe characters"
     try:
         await websocket.close(code=CLOSE_AUTH_FAILED, reason=reason)
     except (WebSocketDisconnect, RuntimeError, OSError):
         pass
-    return False
+    return None
+
+
+async def _challenge(websocket: WebSocket, token: str, client_nonce: str) -> _Authenticated | None:
+    """Prove first that this daemon knows the token, then check the client's proof."""
+    nonce = new_nonce()
+    proof = daemon_proof(token, client_nonce, nonce)
+    try:
+        await websocket.send_text(dumps(Challenge(nonce=nonce, proof=proof)))
+    except (WebSocketDisconnect, RuntimeError, OSError):
+        return None
+    answer = await _receive_frame(websocket)
+    if isinstance(answer, Prove) and proof_ok(
+        answer.proof, client_proof(token, client_nonce, nonce)
+    ):
+        return _Authenticated(http_key=http_key(token, client_nonce, nonce))
+    return None
 
 
 #: Events that end a run: after one of these its forwarder stops.
@@ -338,8 +423,10 @@ class Connection:
         nursery = self._nursery
         assert nursery is not None
         match frame:
-            case Hello():
-                await self.send_error(ErrorCode.BAD_FRAME, "$.type: hello was already received")
+            case Hello() | Prove():
+                await self.send_error(
+                    ErrorCode.BAD_FRAME, f"$.type: {frame.TYPE} was already received"
+                )
             case Run() | PendingFrame():
                 await nursery.start(self._request, frame)
             case Reply():
