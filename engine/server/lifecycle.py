@@ -63,6 +63,7 @@ from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_hosts, own_origins
 from engine.server.cluster import open_cluster
+from engine.server.ownership import UnsafeHome, check_home
 from engine.server.sockets import abort_connections
 from engine.server.startup import STARTUP_EXIT, startup_message
 from engine.server.ws import CLOSE_TIMEOUT_S
@@ -84,6 +85,7 @@ __all__ = [
     "instance_lock",
     "open_server",
     "read_daemon_json",
+    "refuse_unsafe_home",
     "remove_daemon_json",
     "remove_stop_note",
     "run_daemon",
@@ -545,15 +547,31 @@ async def _wait_for_stop(
     return why[0] if why else "stopped"
 
 
+def refuse_unsafe_home(home: Path) -> int | None:
+    """`STARTUP_EXIT` after printing the one line, when ``home`` could have been
+    planted by another user (`engine.server.ownership`); None when it is safe."""
+    try:
+        check_home(home)
+    except UnsafeHome as exc:
+        print(f"agentrio daemon: {exc}", file=sys.stderr)
+        return STARTUP_EXIT
+    return None
+
+
 def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:
     """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
     after a clean shutdown, 1 when another daemon holds the home, `STARTUP_EXIT` (2)
     when it cannot start (home unwritable or read-only, disk full, corrupt store, port
-    in use): then one line on stderr names the path or port and the fix, no traceback.
+    in use, a home, token or config another user owns or may write,
+    `engine.server.ownership`): then one line on stderr names the path or port and the
+    fix, no traceback.
     """
     home = config.home_path
     bind_host = host or config.server.host
     bind_port = config.server.port if port is None else port
+    refused = refuse_unsafe_home(home)
+    if refused is not None:
+        return refused
     try:
         with ExitStack() as stack:
             try:
