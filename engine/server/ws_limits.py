@@ -13,11 +13,15 @@ the upgrade is accepted and
 
 - withdraws the client's extension offer, so no compression is ever negotiated (for
   any connection: over loopback it saves nothing worth a decompression bomb);
-- lowers the message limit to `HELLO_MAX_BYTES` until the client authenticated
-  (`Restriction.lift` sets it back): a bigger message closes the connection (1009).
+- replaces its message buffer by `BoundedBuffer`, whose limit is `HELLO_MAX_BYTES`
+  until the client authenticated (`Restriction.lift` sets the normal one): a bigger
+  message closes the connection (1009). hypercorn's own buffer writes a chunk before
+  it checks the limit and keeps writing what arrives after the close, so a client
+  announcing 15 MiB made it hold all 15; this one checks first and, once over, takes
+  nothing more.
 
 Both are attributes of hypercorn's ``WSStream`` (``handshake.extensions``,
-``buffer.max_length``), checked here by type and name; if a hypercorn release changes
+``buffer``), checked here by type and name; if a hypercorn release changes
 them the connection is refused (fail closed) and the error log says why, and
 tests/engine/server/test_pre_auth.py fails.
 """
@@ -29,11 +33,14 @@ from collections.abc import MutableMapping
 from typing import Any, Final
 
 import attrs
+from hypercorn.protocol.ws_stream import FrameTooLargeError, WebsocketBuffer, WSStream
 from starlette.websockets import WebSocket
+from wsproto.events import Message
 
 __all__ = [
     "HELLO_MAX_BYTES",
     "STREAM_KEY",
+    "BoundedBuffer",
     "Restriction",
     "note_stream",
     "restrict_unauthenticated",
@@ -54,6 +61,19 @@ def note_stream(scope: MutableMapping[str, Any], send: Any) -> None:
         scope[STREAM_KEY] = getattr(send, "__self__", None)
 
 
+class BoundedBuffer(WebsocketBuffer):
+    """hypercorn's message buffer, checking the limit before it writes, and refusing
+    everything once a message went over it (the connection is being closed)."""
+
+    exceeded = False
+
+    def extend(self, event: Message[Any]) -> None:
+        if self.exceeded or self.length + len(event.data) > self.max_length:
+            self.exceeded = True
+            raise FrameTooLargeError()
+        super().extend(event)
+
+
 @attrs.frozen
 class Restriction:
     """The limits set on one connection until it authenticated."""
@@ -70,8 +90,6 @@ def restrict_unauthenticated(websocket: WebSocket) -> Restriction | None:
     """Withdraw the compression offer and set the pre-authentication message limit of
     ``websocket``'s hypercorn stream; None when the stream cannot be reached (refuse
     the connection then)."""
-    from hypercorn.protocol.ws_stream import WSStream
-
     stream = websocket.scope.get(STREAM_KEY)
     if not isinstance(stream, WSStream):
         log.error("cannot limit an unauthenticated WebSocket (hypercorn changed?): refused")
@@ -82,6 +100,6 @@ def restrict_unauthenticated(websocket: WebSocket) -> Restriction | None:
         log.error("cannot limit an unauthenticated WebSocket (hypercorn changed?): refused")
         return None
     handshake.extensions = None
-    limit = int(buffer.max_length)
-    buffer.max_length = HELLO_MAX_BYTES
-    return Restriction(buffer, limit)
+    bounded = BoundedBuffer(HELLO_MAX_BYTES)
+    stream.buffer = bounded
+    return Restriction(bounded, int(buffer.max_length))
