@@ -249,15 +249,21 @@ async def open_frame_connection(
 
 @asynccontextmanager
 async def open_websocket(
-    url: str, *, origin: str | None = None, connect_timeout: float = CONNECT_TIMEOUT_S
+    url: str,
+    *,
+    origin: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+    unix_socket: str | None = None,
 ) -> AsyncIterator[FrameConnection]:
-    """A WebSocket to ``url`` without ``hello`` (tests of the daemon's first-frame
-    checks use it; everything else wants `open_frame_connection`).
+    """A WebSocket to ``url`` (over ``unix_socket`` when given) without ``hello``
+    (tests of the daemon's first-frame checks and the benchmarks use it; everything
+    else wants `open_frame_connection`).
 
     The socket is closed on every way out; the closing handshake gets
     `CLOSE_TIMEOUT_S`, then the stream is closed regardless.
     """
-    async with _open(url, origin=origin, deadline=trio.current_time() + connect_timeout) as c:
+    deadline = trio.current_time() + connect_timeout
+    async with _open(url, origin=origin, deadline=deadline, unix_socket=unix_socket) as c:
         yield c
 
 
