@@ -30,9 +30,8 @@ import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection, open_websocket
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine.assembly import open_engine
-from engine.config import Config
-from engine.server.lifecycle import open_server
+from engine import Config, open_engine
+from engine.server import open_server
 from protocol.challenge import client_proof, daemon_proof, new_nonce, proof_ok
 from protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, Welcome
 

@@ -81,7 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit
     status. ``--help`` and usage errors exit through argparse (0 and 2)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    from engine.server.lifecycle import refuse_unsafe_home, run_daemon
+    from engine.server.lifecycle import run_daemon
+    from engine.server.ownership import refuse_unsafe_home
 
     home: Path | None = None
     if args.home:

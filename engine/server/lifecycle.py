@@ -63,7 +63,7 @@ from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_hosts, own_origins
 from engine.server.cluster import open_cluster
-from engine.server.ownership import UnsafeHome, check_home
+from engine.server.ownership import refuse_unsafe_home
 from engine.server.sockets import abort_connections
 from engine.server.startup import STARTUP_EXIT, startup_message
 from engine.server.ws import CLOSE_TIMEOUT_S
@@ -85,7 +85,6 @@ __all__ = [
     "instance_lock",
     "open_server",
     "read_daemon_json",
-    "refuse_unsafe_home",
     "remove_daemon_json",
     "remove_stop_note",
     "run_daemon",
@@ -545,17 +544,6 @@ async def _wait_for_stop(
             nursery.start_soon(on_stop)
         nursery.start_soon(on_request)
     return why[0] if why else "stopped"
-
-
-def refuse_unsafe_home(home: Path) -> int | None:
-    """`STARTUP_EXIT` after printing the one line, when ``home`` could have been
-    planted by another user (`engine.server.ownership`); None when it is safe."""
-    try:
-        check_home(home)
-    except UnsafeHome as exc:
-        print(f"agentrio daemon: {exc}", file=sys.stderr)
-        return STARTUP_EXIT
-    return None
 
 
 def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:

@@ -24,10 +24,13 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Final
 
-__all__ = ["UnsafeHome", "check_home"]
+from engine.server.startup import STARTUP_EXIT
+
+__all__ = ["UnsafeHome", "check_home", "refuse_unsafe_home"]
 
 #: Files of the home whose owner and mode are checked besides the home itself.
 _CHECKED_FILES: Final = ("token", "config.toml")
@@ -94,3 +97,14 @@ def _check_parent(path: Path, user: int) -> None:
             f"bit (mode {stat.S_IMODE(info.st_mode):o}): they could replace the home; "
             f"chmod go-w {path}, or {_FIX}"
         )
+
+
+def refuse_unsafe_home(home: Path) -> int | None:
+    """`STARTUP_EXIT` after printing the one line, when ``home`` could have been
+    planted by another user (`engine.server.ownership`); None when it is safe."""
+    try:
+        check_home(home)
+    except UnsafeHome as exc:
+        print(f"agentrio daemon: {exc}", file=sys.stderr)
+        return STARTUP_EXIT
+    return None

@@ -52,7 +52,6 @@ import logging
 import secrets
 from typing import Any, Final
 
-import attrs
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
@@ -70,7 +69,7 @@ from engine.pending import (
     Withdrawn,
 )
 from engine.runs import RunOrigin, TaskRun
-from engine.server.auth import origin_allowed, token_ok
+from engine.server.auth import origin_allowed
 from engine.server.cluster import attached_events
 from engine.server.commands import Commands
 from engine.server.context import ServerContext
@@ -82,12 +81,11 @@ from engine.server.ws_frames import (
     ref_of_text,
     verify_frame,
 )
+from engine.server.ws_hello import HELLO_TIMEOUT_S, authenticate
 from engine.server.ws_limits import restrict_unauthenticated
 from engine.sessions import SlowConsumer
-from protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, nonce_ok, proof_ok
 from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from protocol.errors import (
-    CLOSE_AUTH_FAILED,
     CLOSE_SHUTDOWN,
     CLOSE_SLOW_CONSUMER,
     ErrorCode,
@@ -98,7 +96,6 @@ from protocol.events import Pending as PendingEvent
 from protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
-    Challenge,
     ClientFrame,
     DoneFrame,
     ErrorFrame,
@@ -129,9 +126,6 @@ __all__ = [
 
 log = logging.getLogger("agentrio.server.ws")
 
-#: A client that has not authenticated within this many seconds (``hello``, and
-#: ``prove`` for a challenge) is closed (4401).
-HELLO_TIMEOUT_S: Final = 5.0
 #: TCP WebSockets that may be open at once without having authenticated; more are
 #: refused before the upgrade (HTTP 403) until some authenticate or time out.
 MAX_UNAUTHENTICATED: Final = 32
@@ -174,7 +168,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     ctx.unauthenticated += counted
     try:
         await websocket.accept()
-        authenticated = await _authenticate(websocket, ctx.token)
+        authenticated = await authenticate(websocket, ctx.token)
     finally:
         ctx.unauthenticated -= counted
     if authenticated is None:
@@ -193,77 +187,6 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     finally:
         ctx.connections -= 1
         ctx.http_keys.discard(key)
-
-
-@attrs.frozen
-class _Authenticated:
-    """A connection that said a valid ``hello``; ``http_key`` is the bearer value its
-    HTTP calls may use while it is open (challenge hellos only, else empty)."""
-
-    http_key: str = ""
-
-
-async def _receive_frame(websocket: WebSocket) -> ClientFrame | str | None:
-    """The next message decoded, the reason it is not a frame, or None when the
-    client left."""
-    message = await websocket.receive()
-    if message["type"] == "websocket.disconnect":
-        return None
-    text = message.get("text")
-    if text is None:
-        return "expected a JSON text message"
-    try:
-        return decode_client_frame(text)
-    except FrameDecodeError as exc:
-        return f"expected hello ({exc.field}: {exc.problem})"[:120]
-
-
-async def _authenticate(websocket: WebSocket, token: str) -> _Authenticated | None:
-    """Read ``hello`` (and, for a challenge hello, answer ``challenge`` and read
-    ``prove``), all within `HELLO_TIMEOUT_S`. On failure close with 4401 (the reason
-    never repeats the token) and return None."""
-    reason = "expected hello with a valid token and protocol 1"
-    with trio.move_on_after(HELLO_TIMEOUT_S):
-        hello = await _receive_frame(websocket)
-        if hello is None:
-            return None
-        if isinstance(hello, str):
-            reason = hello
-        elif isinstance(hello, Hello):
-            if hello.protocol != PROTOCOL_VERSION:
-                reason = f"unsupported protocol {hello.protocol}; this daemon speaks 1"
-            elif hello.token:
-                if token_ok(hello.token, token):
-                    return _Authenticated()
-                reason = "wrong token"
-            elif nonce_ok(hello.nonce):
-                proved = await _challenge(websocket, token, hello.nonce)
-                if proved is not None:
-                    return proved
-                reason = "wrong proof"
-            else:
-                reason = "hello needs a token or a nonce of 16-64 URL-safe characters"
-    try:
-        await websocket.close(code=CLOSE_AUTH_FAILED, reason=reason)
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        pass
-    return None
-
-
-async def _challenge(websocket: WebSocket, token: str, client_nonce: str) -> _Authenticated | None:
-    """Prove first that this daemon knows the token, then check the client's proof."""
-    nonce = new_nonce()
-    proof = daemon_proof(token, client_nonce, nonce)
-    try:
-        await websocket.send_text(dumps(Challenge(nonce=nonce, proof=proof)))
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        return None
-    answer = await _receive_frame(websocket)
-    if isinstance(answer, Prove) and proof_ok(
-        answer.proof, client_proof(token, client_nonce, nonce)
-    ):
-        return _Authenticated(http_key=http_key(token, client_nonce, nonce))
-    return None
 
 
 #: Events that end a run: after one of these its forwarder stops.
