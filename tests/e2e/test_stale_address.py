@@ -92,15 +92,21 @@ class FakeListener:
 
 
 def _unmask_all(raw: bytes) -> bytes:
-    """Every masked client frame in ``raw``, unmasked (best effort, small frames)."""
+    """Whatever any masked client frame header at any offset of ``raw`` would carry,
+    unmasked (payloads under 64 KiB): the token cannot hide in a frame."""
     found = bytearray()
     for start in range(len(raw) - 6):
-        length = raw[start + 1] & 0x7F
-        if not raw[start + 1] & 0x80 or length >= 126:
+        if not raw[start + 1] & 0x80:
             continue
-        mask = raw[start + 2 : start + 6]
-        payload = raw[start + 6 : start + 6 + length]
-        found += bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        length, head = raw[start + 1] & 0x7F, start + 2
+        if length == 127:
+            continue
+        if length == 126:
+            length, head = int.from_bytes(raw[head : head + 2], "big"), head + 2
+        mask = raw[head : head + 4]
+        payload = raw[head + 4 : head + 4 + length]
+        if len(mask) == 4:
+            found += bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
     return bytes(found)
 
 
