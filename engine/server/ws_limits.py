@@ -37,6 +37,8 @@ from hypercorn.protocol.ws_stream import FrameTooLargeError, WebsocketBuffer, WS
 from starlette.websockets import WebSocket
 from wsproto.events import Message
 
+from engine.server.refusals import RefusalLog
+
 __all__ = [
     "HELLO_MAX_BYTES",
     "STREAM_KEY",
@@ -46,7 +48,8 @@ __all__ = [
     "restrict_unauthenticated",
 ]
 
-log = logging.getLogger("agentrio.server.ws")
+#: Said rarely: every connection would say it.
+_unreachable = RefusalLog(logging.getLogger("agentrio.server.ws"), burst=1)
 
 #: Largest message before authentication: ``hello`` and ``prove`` are a few hundred
 #: bytes.
@@ -91,13 +94,16 @@ def restrict_unauthenticated(websocket: WebSocket) -> Restriction | None:
     ``websocket``'s hypercorn stream; None when the stream cannot be reached (refuse
     the connection then)."""
     stream = websocket.scope.get(STREAM_KEY)
-    if not isinstance(stream, WSStream):
-        log.error("cannot limit an unauthenticated WebSocket (hypercorn changed?): refused")
-        return None
-    handshake = getattr(stream, "handshake", None)
+    handshake: Any = getattr(stream, "handshake", None)
     buffer = getattr(stream, "buffer", None)
-    if handshake is None or not hasattr(handshake, "extensions") or buffer is None:
-        log.error("cannot limit an unauthenticated WebSocket (hypercorn changed?): refused")
+    if (
+        not isinstance(stream, WSStream)
+        or not hasattr(handshake, "extensions")
+        or not isinstance(buffer, WebsocketBuffer)
+    ):
+        _unreachable.warning(
+            "hypercorn", "cannot limit an unauthenticated WebSocket (hypercorn changed?): refused"
+        )
         return None
     handshake.extensions = None
     bounded = BoundedBuffer(HELLO_MAX_BYTES)
