@@ -22,8 +22,8 @@ from agentrio.errors import ClientError, Disconnected
 from agentrio.home import default_home, read_address, read_socket, read_token
 from agentrio.inbox import Limits
 from agentrio.transport import HTTP_TIMEOUT_S, HttpApi, open_frame_connection, open_http
-from protocol.errors import FrameDecodeError
-from protocol.frames import ServerFrame
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import ServerFrame
 
 __all__ = ["CLIENT_NAME", "LOCAL_URL", "connect", "new_window_hash", "open_client"]
 

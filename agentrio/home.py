@@ -5,7 +5,7 @@ file reads): call from a worker thread.
 
 A client that finds the daemon through its home talks over the Unix socket whenever
 ``daemon.json`` names one (`read_socket`), never over TCP: only the daemon of that home
-can listen there (`protocol.local`), so the token is never sent to a process that took
+can listen there (`agentrio.protocol.local`), so the token is never sent to a process that took
 a freed port (issue 29 finding 3).
 """
 
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 
 from agentrio.errors import DaemonNotFound
-from protocol.local import SOCKET_FILE, fits, via_directory_fd
+from agentrio.protocol.local import SOCKET_FILE, fits, via_directory_fd
 
 __all__ = ["default_home", "read_address", "read_socket", "read_token", "socket_address"]
 

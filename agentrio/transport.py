@@ -33,7 +33,7 @@ decode raises `protocol.FrameDecodeError` (the connection stays usable).
 the home, `agentrio.home.read_socket`) ``hello`` carries the token: only the daemon of
 that home can listen there. Over TCP it never does: `open_frame_connection` sends a
 nonce, checks the daemon's proof in ``challenge`` and only then proves itself
-(`protocol.challenge`); a process that took a freed port gets a nonce and nothing else,
+(`agentrio.protocol.challenge`); a process that took a freed port gets a nonce and nothing else,
 and the connection fails with `AuthRefused`. The connection's `FrameConnection.http_token`
 is what its HTTP calls should send: the token over the socket, the connection's own HTTP
 key over TCP (valid while the WebSocket is open).
@@ -69,11 +69,11 @@ from agentrio.errors import (
     Timeout,
     Unreachable,
 )
-from protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, proof_ok
-from protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
-from protocol.errors import CLOSE_AUTH_FAILED
-from protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, ServerFrame, Welcome
-from protocol.groups import sole_exception
+from agentrio.protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, proof_ok
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
+from agentrio.protocol.errors import CLOSE_AUTH_FAILED
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, ServerFrame, Welcome
+from agentrio.protocol.groups import sole_exception
 
 __all__ = [
     "CLOSE_TIMEOUT_S",

@@ -30,10 +30,10 @@ import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection, open_websocket
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
-from engine import Config, open_engine
-from engine.server import open_server
-from protocol.challenge import client_proof, daemon_proof, new_nonce, proof_ok
-from protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, Welcome
+from agentrio.engine import Config, open_engine
+from agentrio.engine.server import open_server
+from agentrio.protocol.challenge import client_proof, daemon_proof, new_nonce, proof_ok
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, Welcome
 
 __all__ = ["run"]
 

@@ -1,4 +1,4 @@
-"""``agentrio daemon`` / ``python -m engine daemon``: the daemon's command line.
+"""``agentrio daemon`` / ``python -m agentrio.engine daemon``: the daemon's command line.
 
 `main` takes the arguments after the program name (``["daemon", "--port", "0"]``), so
 the REPL's ``agentrio`` entry point can hand ``agentrio daemon …`` straight to it.
@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.config import DEFAULT_PORT, default_home, load_config
-from engine.errors import ConfigError
+from agentrio.engine.config import DEFAULT_PORT, default_home, load_config
+from agentrio.engine.errors import ConfigError
 
 __all__ = ["build_parser", "main"]
 
@@ -81,8 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit
     status. ``--help`` and usage errors exit through argparse (0 and 2)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    from engine.server.lifecycle import run_daemon
-    from engine.server.ownership import refuse_unsafe_home
+    from agentrio.engine.server.lifecycle import run_daemon
+    from agentrio.engine.server.ownership import refuse_unsafe_home
 
     home: Path | None = None
     if args.home:

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-from protocol.events import Event, Question
+from agentrio.protocol.events import Event, Question
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
@@ -99,7 +99,7 @@ class Hello:
 class Prove:
     """The client's half of the mutual challenge: ``proof`` is
     ``hex(HMAC-SHA256(token, "agentrio-client-v1|" + hello.nonce + "|" + challenge.nonce))``
-    (`protocol.challenge`). Sent only after the daemon's own proof checked out."""
+    (`agentrio.protocol.challenge`). Sent only after the daemon's own proof checked out."""
 
     TYPE: ClassVar[str] = "prove"
     proof: str
@@ -271,7 +271,7 @@ class Challenge:
     """The daemon's answer to a ``hello`` with a ``nonce``: its own fresh ``nonce`` and
     ``proof`` = ``hex(HMAC-SHA256(token, "agentrio-daemon-v1|" + hello.nonce + "|" +
     nonce))``: only the daemon of that home can compute it, so a process that took a
-    freed port learns nothing (`protocol.challenge`)."""
+    freed port learns nothing (`agentrio.protocol.challenge`)."""
 
     TYPE: ClassVar[str] = "challenge"
     nonce: str

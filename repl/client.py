@@ -13,7 +13,7 @@ Every failure arrives here as an `agentrio.ClientError`; this module only decide
 what to say and when to try again.
 
 It never starts a daemon that stopped on purpose (``agentrio stop``, SIGTERM, SIGINT:
-``<home>/daemon.stopped``, `repl.daemon.read_stopped`): once connected, it says so and
+``<home>/daemon.stopped``, `agentrio.repl.daemon.read_stopped`): once connected, it says so and
 only waits for one to answer again (``agentrio start``). A daemon that crashed leaves
 no such note and is restarted after `RESTART_GRACE_S`. The first connection of a REPL
 starts one in any case: opening the REPL is asking for a daemon.
@@ -33,10 +33,10 @@ import trio
 from agentrio import AuthRefused, Client, ClientError, Disconnected, connect
 from agentrio.connecting import LOCAL_URL
 from agentrio.transport import HttpApi, open_http
-from protocol.errors import FrameDecodeError
-from protocol.frames import ServerFrame
-from repl.daemon import DaemonStartError, Endpoint, StopNote, ensure_daemon, read_stopped
-from repl.messages import (
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import ServerFrame
+from agentrio.repl.daemon import DaemonStartError, Endpoint, StopNote, ensure_daemon, read_stopped
+from agentrio.repl.messages import (
     Connected,
     HttpCall,
     HttpResult,
@@ -44,7 +44,7 @@ from repl.messages import (
     Outgoing,
     Status,
 )
-from repl.messages import (
+from agentrio.repl.messages import (
     Disconnected as Lost,
 )
 

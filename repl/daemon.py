@@ -37,7 +37,7 @@ from agentrio.connecting import LOCAL_URL
 from agentrio.home import read_address, read_socket
 from agentrio.home import read_token as read_token_or_raise
 from agentrio.transport import HttpApi, open_http
-from repl.messages import Status
+from agentrio.repl.messages import Status
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
@@ -70,7 +70,7 @@ _POLL_S: Final = 0.025
 #: (it fails to take the home's lock within a second or so) before we end it.
 LOST_GRACE_S: Final = 10.0
 #: Left in the home by a daemon that stopped on purpose; the same name as
-#: ``engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
+#: ``agentrio.engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
 STOPPED_FILE: Final = "daemon.stopped"
 
 
@@ -146,7 +146,7 @@ async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
 
 
 def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
-    """Start ``python -m engine daemon --home HOME`` detached (own session, stdin from
+    """Start ``python -m agentrio.engine daemon --home HOME`` detached (own session, stdin from
     /dev/null, output appended to ``<home>/daemon.log``); return its pid.
 
     `os.posix_spawn` rather than `subprocess.Popen`: a Popen object that is collected
@@ -154,7 +154,7 @@ def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
     """
     home.mkdir(parents=True, exist_ok=True)
     log = home / "daemon.log"
-    argv = argv or [sys.executable, "-m", "engine", "daemon", "--home", str(home)]
+    argv = argv or [sys.executable, "-m", "agentrio.engine", "daemon", "--home", str(home)]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -198,7 +198,7 @@ def read_stopped(home: Path) -> StopNote | None:
 
 def home_lock_holder(home: Path) -> int | None:
     """The pid holding the ``flock`` on the home directory -- by definition the daemon
-    of this home (``engine.server.lifecycle.instance_lock``) -- read from
+    of this home (``agentrio.engine.server.lifecycle.instance_lock``) -- read from
     ``/proc/locks`` without touching the lock; None when nobody holds it, or when
     ``/proc/locks`` cannot be read (not Linux)."""
     try:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Final
 from urllib.parse import urlsplit
 
-from engine.store.files import make_home, open_private
+from agentrio.engine.store.files import make_home, open_private
 
 __all__ = [
     "TOKEN_FILE",

@@ -1,7 +1,7 @@
 """What every route and connection of the server shares (`ServerContext`).
 
-A module of its own so that the routes (`engine.server.app`), the WebSocket
-connections (`engine.server.ws`) and the event streams (`engine.server.sse`) all
+A module of its own so that the routes (`agentrio.engine.server.app`), the WebSocket
+connections (`agentrio.engine.server.ws`) and the event streams (`agentrio.engine.server.sse`) all
 depend on it, and none of them on another: the app mounts the other two.
 """
 
@@ -12,9 +12,9 @@ import logging
 import attrs
 import trio
 
-from engine.core import Engine
-from engine.server.commands import Commands
-from engine.server.refusals import RefusalLog
+from agentrio.engine.core import Engine
+from agentrio.engine.server.commands import Commands
+from agentrio.engine.server.refusals import RefusalLog
 
 __all__ = ["ServerContext"]
 
@@ -36,7 +36,7 @@ class ServerContext:
     version: str
     allowed_origins: tuple[str, ...] = ()
     own_origins: frozenset[str] = frozenset()
-    #: ``Host`` values accepted over TCP (`engine.server.auth.own_hosts`), filled in
+    #: ``Host`` values accepted over TCP (`agentrio.engine.server.auth.own_hosts`), filled in
     #: with ``own_origins``; empty accepts any (an app served by hand in a test).
     own_hosts: frozenset[str] = frozenset()
     #: ``[server] allowed_hosts``: more ``Host`` values to accept over TCP.
@@ -45,9 +45,9 @@ class ServerContext:
     refusals: RefusalLog = attrs.field(
         factory=lambda: RefusalLog(logging.getLogger("agentrio.server"))
     )
-    #: TCP WebSockets that have not authenticated yet (`engine.server.ws`).
+    #: TCP WebSockets that have not authenticated yet (`agentrio.engine.server.ws`).
     unauthenticated: int = 0
-    #: Bearer values of open challenge connections (`protocol.challenge.http_key`).
+    #: Bearer values of open challenge connections (`agentrio.protocol.challenge.http_key`).
     http_keys: set[str] = attrs.field(factory=set)
     closing: trio.Event = attrs.field(factory=trio.Event)
     shutdown_requested: trio.Event = attrs.field(factory=trio.Event)

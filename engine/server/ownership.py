@@ -14,10 +14,10 @@ as the daemon's user. So, like ssh with ``~/.ssh``, the daemon starts only when
 a home owned by another user (that user's config would run as root). A home the
 daemon created is 0700 and its own, so it always passes; a home made by an earlier
 release with looser *read* modes passes too and is tightened as before
-(`engine.store.files.tighten_home`): only writability by others and foreign owners
+(`agentrio.engine.store.files.tighten_home`): only writability by others and foreign owners
 are refused. Symlinks are followed (the checks are on what they lead to, and on the
 directories above that). `UnsafeHome` carries the one start-up line
-(`engine.server.startup`, exit 2).
+(`agentrio.engine.server.startup`, exit 2).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from engine.server.startup import STARTUP_EXIT
+from agentrio.engine.server.startup import STARTUP_EXIT
 
 __all__ = ["UnsafeHome", "check_home", "refuse_unsafe_home"]
 
@@ -101,7 +101,7 @@ def _check_parent(path: Path, user: int) -> None:
 
 def refuse_unsafe_home(home: Path) -> int | None:
     """`STARTUP_EXIT` after printing the one line, when ``home`` could have been
-    planted by another user (`engine.server.ownership`); None when it is safe."""
+    planted by another user (`agentrio.engine.server.ownership`); None when it is safe."""
     try:
         check_home(home)
     except UnsafeHome as exc:

@@ -9,7 +9,7 @@ slow or absent Redis never slows a task down.
 
 A daemon with a subscriber of a session (SSE or WS ``subscribe``) reads that stream
 (`attached`): first the recent entries other daemons made (the replay), then, live, each
-new one -- if signed with the cluster's key (`engine.server.peers.BusKey`) for that very
+new one -- if signed with the cluster's key (`agentrio.engine.server.peers.BusKey`) for that very
 stream, within `STREAM_TTL_S` (so an entry copied into another session's stream is
 ignored, issue 29 finding 10) -- and hands them to the session's `EventHub`
 (`EventHub.inject`), which numbers them in its own sequence. So a subscriber sees, on
@@ -32,11 +32,11 @@ from typing import Any, Final
 
 import trio
 
-from engine.core import Engine
-from engine.server.peers import SIGNATURE_WINDOW_S, BusStore, Peers
-from engine.store.base import StoreError
-from protocol.codec import dumps, structure
-from protocol.events import Event
+from agentrio.engine.core import Engine
+from agentrio.engine.server.peers import SIGNATURE_WINDOW_S, BusStore, Peers
+from agentrio.engine.store.base import StoreError
+from agentrio.protocol.codec import dumps, structure
+from agentrio.protocol.events import Event
 
 __all__ = [
     "OUTBOX_EVENTS",

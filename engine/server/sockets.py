@@ -9,7 +9,7 @@ the blocked write with an error; hypercorn then closes the connection as if the 
 had gone. `open_server` calls it only once the graceful period is over, so every client
 that reads got its close frame first.
 
-The connections accepted on the daemon's Unix socket (`protocol.local`) are found the
+The connections accepted on the daemon's Unix socket (`agentrio.protocol.local`) are found the
 same way in ``/proc/net/unix``, where an accepted socket carries its listener's path.
 
 Linux only (``/proc``); elsewhere nothing is found and nothing is aborted.

@@ -1,5 +1,5 @@
 """The first frames of a ``/v1/ws`` connection: ``hello``, and for a challenge hello
-``challenge`` and ``prove`` (docs/protocol.md "Connecting", `protocol.challenge`).
+``challenge`` and ``prove`` (docs/protocol.md "Connecting", `agentrio.protocol.challenge`).
 
 `authenticate` reads them within `HELLO_TIMEOUT_S`; on failure it closes with 4401 and
 a reason that never repeats the token. A ``hello`` with the token itself is accepted
@@ -16,11 +16,11 @@ import attrs
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from engine.server.auth import token_ok
-from protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, nonce_ok, proof_ok
-from protocol.codec import decode_client_frame, dumps
-from protocol.errors import CLOSE_AUTH_FAILED, FrameDecodeError
-from protocol.frames import PROTOCOL_VERSION, Challenge, ClientFrame, Hello, Prove
+from agentrio.engine.server.auth import token_ok
+from agentrio.protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, nonce_ok, proof_ok
+from agentrio.protocol.codec import decode_client_frame, dumps
+from agentrio.protocol.errors import CLOSE_AUTH_FAILED, FrameDecodeError
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, ClientFrame, Hello, Prove
 
 __all__ = ["HELLO_TIMEOUT_S", "Authenticated", "authenticate"]
 

@@ -37,7 +37,7 @@ from hypercorn.protocol.ws_stream import FrameTooLargeError, WebsocketBuffer, WS
 from starlette.websockets import WebSocket
 from wsproto.events import Message
 
-from engine.server.refusals import RefusalLog
+from agentrio.engine.server.refusals import RefusalLog
 
 __all__ = [
     "HELLO_MAX_BYTES",

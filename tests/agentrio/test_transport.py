@@ -30,9 +30,9 @@ from agentrio.errors import (
     Unreachable,
 )
 from agentrio.transport import map_errors, open_frame_connection, open_http
-from protocol.challenge import client_proof, daemon_proof, new_nonce
-from protocol.codec import dumps
-from protocol.frames import PROTOCOL_VERSION, Challenge, ErrorFrame, Welcome
+from agentrio.protocol.challenge import client_proof, daemon_proof, new_nonce
+from agentrio.protocol.codec import dumps
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, ErrorFrame, Welcome
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 WsHandler = Callable[[trio_websocket.WebSocketConnection, trio.SocketStream], Awaitable[None]]
@@ -43,7 +43,7 @@ _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 async def _prove_daemon(
     ws: trio_websocket.WebSocketConnection, token: str = "t", hello: str | bytes | None = None
 ) -> None:
-    """Play the daemon's side of the mutual challenge (`protocol.challenge`) for the
+    """Play the daemon's side of the mutual challenge (`agentrio.protocol.challenge`) for the
     client's ``hello`` (read here unless given)."""
     if hello is None:
         hello = await ws.get_message()

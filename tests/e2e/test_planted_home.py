@@ -2,7 +2,7 @@
 
 The attack: another user pre-creates the home (in a shared parent), with a token they
 know, and waits for the daemon to adopt it. Each case starts the real daemon
-(``python -m engine daemon``) and asserts the one start-up line, exit 2, and that the
+(``python -m agentrio.engine daemon``) and asserts the one start-up line, exit 2, and that the
 daemon did nothing with the home: no ``daemon.json``, no socket, no store, the planted
 token unchanged. Cases that need another owner use ``chown`` and so run as root
 (tests and CI do); as another user they are skipped, the mode cases still run.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.server.ownership import UnsafeHome, check_home
+from agentrio.engine.server.ownership import UnsafeHome, check_home
 from tests.e2e.conftest import ROOT, DaemonProcess
 
 #: A uid that is not ours (``nobody``).
@@ -29,7 +29,7 @@ as_root = pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user ne
 
 def _start(home: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home)],
         cwd=ROOT,
         env={**os.environ, "AGENTRIO_HOME": str(home)},
         capture_output=True,

@@ -19,10 +19,10 @@ import pytest
 import trio
 
 import agentrio
-import repl.daemon
+import agentrio.repl.daemon
 from agentrio import AuthRefused, ClientError
-from repl.client import run_client
-from repl.messages import Connected, Incoming, Outgoing
+from agentrio.repl.client import run_client
+from agentrio.repl.messages import Connected, Incoming, Outgoing
 from tests.e2e.conftest import DaemonProcess
 from tests.e2e.test_daemon_control import agentrio as agentrio_cli
 from tests.e2e.test_daemon_control import out

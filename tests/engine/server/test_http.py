@@ -8,10 +8,10 @@ import httpx
 import pytest
 import trio
 
-from engine.causes import Cause
-from protocol.codec import decode
-from protocol.events import Canceled
-from protocol.http import (
+from agentrio.engine.causes import Cause
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Canceled
+from agentrio.protocol.http import (
     ErrorBody,
     Health,
     HistoryList,
@@ -304,7 +304,7 @@ async def test_delete_drops_a_pending_task(served: Served) -> None:
 async def test_confirm_of_another_session_is_refused(served: Served, tmp_path: Path) -> None:
     """R71: a confirm hash is answered only under its own session id."""
     async with served.connect() as conn:
-        from protocol.frames import Ask, Run
+        from agentrio.protocol.frames import Ask, Run
 
         await conn.send(Run(request_id="r", session_id="cli-x", input=f"run: touch {tmp_path}/f"))
         ask = None

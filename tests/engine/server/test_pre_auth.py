@@ -2,7 +2,7 @@
 unauthenticated connection, in-process (issue 29 findings 3 and 7; the real daemon
 under floods is tests/e2e/test_unauthenticated.py).
 
-These also keep `engine.server.ws_limits` honest: it reaches into hypercorn's stream,
+These also keep `agentrio.engine.server.ws_limits` honest: it reaches into hypercorn's stream,
 and if a hypercorn release moves what it touches, every connection is refused and
 these fail.
 """
@@ -14,12 +14,12 @@ import json
 import pytest
 import trio
 
-import engine.server.ws as ws_module
-import engine.server.ws_hello as ws_hello
+import agentrio.engine.server.ws as ws_module
+import agentrio.engine.server.ws_hello as ws_hello
 from agentrio import Disconnected, HandshakeError
 from agentrio.transport import FrameConnection, open_frame_connection, open_websocket
-from protocol.challenge import client_proof, daemon_proof, new_nonce
-from protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, Welcome
+from agentrio.protocol.challenge import client_proof, daemon_proof, new_nonce
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, Welcome
 from tests.engine.server.conftest import Served
 
 

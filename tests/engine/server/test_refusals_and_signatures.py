@@ -9,8 +9,8 @@ import logging
 
 import pytest
 
-from engine.server.peers import SIGNATURE_WINDOW_S, BusKey, ReplayGuard
-from engine.server.refusals import RefusalLog
+from agentrio.engine.server.peers import SIGNATURE_WINDOW_S, BusKey, ReplayGuard
+from agentrio.engine.server.refusals import RefusalLog
 
 
 def test_refusal_log_writes_a_burst_then_says_what_it_left_out(

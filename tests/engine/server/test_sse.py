@@ -9,9 +9,9 @@ from pathlib import Path
 
 import trio
 
-from protocol.codec import decode, structure
-from protocol.events import Confirm, Done, Event, TaskStarted, ToolResult
-from protocol.http import SendStarted
+from agentrio.protocol.codec import decode, structure
+from agentrio.protocol.events import Confirm, Done, Event, TaskStarted, ToolResult
+from agentrio.protocol.http import SendStarted
 from tests.engine.server.conftest import Served
 
 

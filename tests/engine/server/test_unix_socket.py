@@ -12,10 +12,10 @@ import trio
 from agentrio.connecting import LOCAL_URL
 from agentrio.home import socket_address
 from agentrio.transport import open_frame_connection, open_http
-from engine.assembly import open_engine
-from engine.config import Config
-from engine.server.lifecycle import open_server
-from engine.server.sockets import abort_connections, unix_inodes
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.config import Config
+from agentrio.engine.server.lifecycle import open_server
+from agentrio.engine.server.sockets import abort_connections, unix_inodes
 
 TOKEN = "unix-token-" + "u" * 32
 
