@@ -19,13 +19,13 @@ import trio
 
 from agentrio.client import Client, Connection
 from agentrio.errors import ClientError, Disconnected
-from agentrio.home import default_home, read_address, read_token
+from agentrio.home import default_home, read_address, read_socket, read_token
 from agentrio.inbox import Limits
 from agentrio.protocol.errors import FrameDecodeError
 from agentrio.protocol.frames import ServerFrame
 from agentrio.transport import HTTP_TIMEOUT_S, HttpApi, open_frame_connection, open_http
 
-__all__ = ["CLIENT_NAME", "connect", "new_window_hash", "open_client"]
+__all__ = ["CLIENT_NAME", "LOCAL_URL", "connect", "new_window_hash", "open_client"]
 
 #: How the client names itself in ``hello``.
 CLIENT_NAME: Final = "agentrio-client/1"
@@ -84,6 +84,7 @@ async def connect(
     *,
     home: str | Path | None = None,
     client_name: str = CLIENT_NAME,
+    unix_socket: str | None = None,
     limits: Limits | None = None,
     http: HttpApi | None = None,
     http_timeout_s: float = HTTP_TIMEOUT_S,
@@ -93,7 +94,12 @@ async def connect(
     """Connect to the daemon and say ``hello``; the `Client` lives inside the block.
 
     ``url`` (``http://host:port`` or ``ws://host:port/v1/ws``) and ``token`` default to
-    the home's ``daemon.json`` and ``token``. Raises `DaemonNotFound`, `Unreachable`
+    the home's ``daemon.json`` and ``token``. Found through the home, the daemon is
+    reached over its Unix socket ``<home>/daemon.sock`` (``unix_socket``: an address
+    of `agentrio.home.read_socket`); over TCP the token itself is never sent, the
+    ``hello`` is the mutual challenge (`agentrio.transport`, docs/security.md). An
+    ``http`` given for a Unix socket is not used (HTTP goes over the socket too).
+    Raises `DaemonNotFound`, `Unreachable`
     (nothing listens; its kinds `Timeout` and `HandshakeError`: it did not answer)
     or `AuthRefused` (wrong token). ``http`` reuses an `HttpApi` (else one is opened
     for the block); ``limits``, ``on_frame`` and ``on_unreadable`` as in
@@ -103,16 +109,22 @@ async def connect(
     cause ``disconnected`` (kept resumable, R43) and fails its open asks (R6).
     """
     if url is None or token is None:  # read from the home: small blocking file reads
-        ws_url, base_url, the_token = await trio.to_thread.run_sync(_resolve, url, token, home)
+        where = await trio.to_thread.run_sync(_resolve, url, token, home, unix_socket)
     else:
-        ws_url, base_url, the_token = _resolve(url, token, home)
+        where = _resolve(url, token, home, unix_socket)
+    ws_url, base_url, the_token, socket_address = where
     async with AsyncExitStack() as stack:
         conn = await stack.enter_async_context(
-            open_frame_connection(ws_url, the_token, client=client_name)
+            open_frame_connection(ws_url, the_token, client=client_name, unix_socket=socket_address)
         )
-        if http is None:
+        if http is None or socket_address is not None:
             http = await stack.enter_async_context(
-                open_http(base_url, token=the_token, timeout_s=http_timeout_s)
+                open_http(
+                    base_url,
+                    token=conn.http_token,
+                    timeout_s=http_timeout_s,
+                    unix_socket=socket_address,
+                )
             )
         client = await stack.enter_async_context(
             open_client(
@@ -120,7 +132,7 @@ async def connect(
                 http,
                 ws_url=ws_url,
                 base_url=base_url,
-                token=the_token,
+                token=conn.http_token,
                 limits=limits,
                 on_frame=on_frame,
                 on_unreadable=on_unreadable,
@@ -141,18 +153,27 @@ def _urls(url: str) -> tuple[str, str]:
     raise ClientError("bad_url", f"expected ws://host:port/v1/ws or http://host:port, got {url!r}")
 
 
-def _resolve(url: str | None, token: str | None, home: str | Path | None) -> tuple[str, str, str]:
-    """``(ws_url, base_url, token)``, read from the home where not given (blocking
-    then, and only then)."""
+#: The URL of requests over the Unix socket (the daemon does not check its host there).
+LOCAL_URL: Final = "http://localhost"
+
+
+def _resolve(
+    url: str | None, token: str | None, home: str | Path | None, unix_socket: str | None
+) -> tuple[str, str, str, str | None]:
+    """``(ws_url, base_url, token, unix socket address)``, read from the home where
+    not given (blocking then, and only then): with no ``url``, the home's Unix socket
+    when its ``daemon.json`` names one, else its TCP address."""
     if url is None or token is None:
         the_home = Path(home).expanduser() if home is not None else default_home()
-        if url is None:
-            host, port = read_address(the_home)
-            url = f"http://{host}:{port}"
+        if url is None and unix_socket is None:
+            unix_socket = read_socket(the_home)
+            if unix_socket is None:
+                host, port = read_address(the_home)
+                url = f"http://{host}:{port}"
         if token is None:
             token = read_token(the_home)
-    ws_url, base_url = _urls(url)
-    return ws_url, base_url, token
+    ws_url, base_url = _urls(url or LOCAL_URL)
+    return ws_url, base_url, token, unix_socket
 
 
 def new_window_hash() -> str:

@@ -29,7 +29,16 @@ call order; a second lock here only cost each send one more scheduler pass, benc
 B1). Reads happen in one task per connection. A frame the daemon sends that does not
 decode raises `protocol.FrameDecodeError` (the connection stays usable).
 
-This module owns each connection's TCP stream and wraps it before trio-websocket
+**Who gets the token.** Over the daemon's Unix socket (``unix_socket``, found through
+the home, `agentrio.home.read_socket`) ``hello`` carries the token: only the daemon of
+that home can listen there. Over TCP it never does: `open_frame_connection` sends a
+nonce, checks the daemon's proof in ``challenge`` and only then proves itself
+(`agentrio.protocol.challenge`); a process that took a freed port gets a nonce and nothing else,
+and the connection fails with `AuthRefused`. The connection's `FrameConnection.http_token`
+is what its HTTP calls should send: the token over the socket, the connection's own HTTP
+key over TCP (valid while the WebSocket is open).
+
+This module owns each connection's stream (TCP or Unix) and wraps it before trio-websocket
 sees it, so the socket is closed on every way out — including a daemon that dies in
 the middle of the opening handshake (where trio-websocket's own
 ``open_websocket_url`` keeps waiting, then leaks the socket) and a daemon that closes
@@ -60,9 +69,10 @@ from agentrio.errors import (
     Timeout,
     Unreachable,
 )
+from agentrio.protocol.challenge import client_proof, daemon_proof, http_key, new_nonce, proof_ok
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_server_frame, dumps
 from agentrio.protocol.errors import CLOSE_AUTH_FAILED
-from agentrio.protocol.frames import PROTOCOL_VERSION, Hello, ServerFrame, Welcome
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, Hello, Prove, ServerFrame, Welcome
 from agentrio.protocol.groups import sole_exception
 
 __all__ = [
@@ -173,6 +183,8 @@ class FrameConnection:
         self._errors = map_errors("open", where)
         #: The daemon's ``welcome`` (None on a connection opened without ``hello``).
         self.welcome: Welcome | None = None
+        #: The bearer value for HTTP calls next to this connection (module doc).
+        self.http_token = ""
 
     async def send(self, frame: Any) -> None:
         with self._errors:
@@ -209,64 +221,114 @@ async def open_frame_connection(
     client: str = "script",
     origin: str | None = None,
     connect_timeout: float = CONNECT_TIMEOUT_S,
+    unix_socket: str | None = None,
 ) -> AsyncIterator[FrameConnection]:
     """Connect to ``url`` (``ws://host:port/v1/ws``), say ``hello``, await ``welcome``.
 
-    Raises `Unreachable` when nothing listens, `Timeout` when the TCP connect, the
+    With ``unix_socket`` (an address from `agentrio.home.read_socket`) the connection
+    goes there and ``url`` only names the path; over TCP the token never leaves this
+    process (the mutual challenge of the module doc).
+
+    Raises `Unreachable` when nothing listens, `Timeout` when the connect, the
     opening handshake and ``welcome`` take longer than ``connect_timeout`` seconds,
     `HandshakeError` when the daemon goes away during the handshake, `AuthRefused`
-    when it refuses ``hello`` (4401), `Disconnected` when it closes before
-    ``welcome``. Leaving is bounded (see `open_websocket`); the body's own exception
-    leaves as itself.
+    when it refuses ``hello`` (4401) or cannot prove it knows the token,
+    `Disconnected` when it closes before ``welcome``. Leaving is bounded (see
+    `open_websocket`); the body's own exception leaves as itself.
     """
     deadline = trio.current_time() + connect_timeout
-    async with _open(url, origin=origin, deadline=deadline) as conn:
-        await _hello(conn, token, client, deadline, url)
+    async with _open(url, origin=origin, deadline=deadline, unix_socket=unix_socket) as conn:
+        if unix_socket is not None:
+            await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
+            conn.http_token = token
+        else:
+            conn.http_token = await _challenge(conn, token, client, deadline, url)
+        await _welcome(conn, deadline, url)
         yield conn
 
 
 @asynccontextmanager
 async def open_websocket(
-    url: str, *, origin: str | None = None, connect_timeout: float = CONNECT_TIMEOUT_S
+    url: str,
+    *,
+    origin: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
+    unix_socket: str | None = None,
 ) -> AsyncIterator[FrameConnection]:
-    """A WebSocket to ``url`` without ``hello`` (tests of the daemon's first-frame
-    checks use it; everything else wants `open_frame_connection`).
+    """A WebSocket to ``url`` (over ``unix_socket`` when given) without ``hello``
+    (tests of the daemon's first-frame checks and the benchmarks use it; everything
+    else wants `open_frame_connection`).
 
     The socket is closed on every way out; the closing handshake gets
     `CLOSE_TIMEOUT_S`, then the stream is closed regardless.
     """
-    async with _open(url, origin=origin, deadline=trio.current_time() + connect_timeout) as c:
+    deadline = trio.current_time() + connect_timeout
+    async with _open(url, origin=origin, deadline=deadline, unix_socket=unix_socket) as c:
         yield c
 
 
-async def _hello(conn: FrameConnection, token: str, client: str, deadline: float, url: str) -> None:
-    await conn.send(Hello(token=token, client=client, protocol=PROTOCOL_VERSION))
-    with trio.move_on_at(deadline) as waiting:
-        try:
-            first = await conn.receive()
-        except Disconnected as exc:
-            if exc.close_code == CLOSE_AUTH_FAILED:
-                raise AuthRefused(exc.close_reason or "authentication failed", where=url) from exc
-            raise
-    if waiting.cancelled_caught:
-        raise Timeout("no welcome in time", where=url)
+async def _challenge(
+    conn: FrameConnection, token: str, client: str, deadline: float, url: str
+) -> str:
+    """The mutual challenge: a nonce out, the daemon's proof checked, ours sent only
+    then. Returns the connection's HTTP key."""
+    nonce = new_nonce()
+    await conn.send(Hello(nonce=nonce, client=client, protocol=PROTOCOL_VERSION))
+    challenge = await _first_answer(conn, deadline, url)
+    if not isinstance(challenge, Challenge):
+        raise AuthRefused(f"expected challenge, got {type(challenge).TYPE}", where=url)
+    if not proof_ok(challenge.proof, daemon_proof(token, nonce, challenge.nonce)):
+        raise AuthRefused(
+            "wrong token, or what answers here is not the daemon of this token: its proof "
+            "does not match (the token was not sent)",
+            where=url,
+        )
+    await conn.send(Prove(proof=client_proof(token, nonce, challenge.nonce)))
+    return http_key(token, nonce, challenge.nonce)
+
+
+async def _welcome(conn: FrameConnection, deadline: float, url: str) -> None:
+    first = await _first_answer(conn, deadline, url)
     if not isinstance(first, Welcome):
         raise AuthRefused(f"expected welcome, got {type(first).TYPE}", where=url)
     conn.welcome = first
 
 
+async def _first_answer(conn: FrameConnection, deadline: float, url: str) -> ServerFrame:
+    """The daemon's next frame during authentication (4401 is `AuthRefused`)."""
+    with trio.move_on_at(deadline) as waiting:
+        try:
+            return await conn.receive()
+        except Disconnected as exc:
+            if exc.close_code == CLOSE_AUTH_FAILED:
+                raise AuthRefused(exc.close_reason or "authentication failed", where=url) from exc
+            raise
+    assert waiting.cancelled_caught
+    raise Timeout("no welcome in time", where=url)
+
+
 @asynccontextmanager
-async def _open(url: str, *, origin: str | None, deadline: float) -> AsyncIterator[FrameConnection]:
+async def _open(
+    url: str, *, origin: str | None, deadline: float, unix_socket: str | None = None
+) -> AsyncIterator[FrameConnection]:
     parts = urlsplit(url)
-    if parts.scheme != "ws" or parts.hostname is None or parts.port is None:
+    if parts.scheme != "ws" or parts.hostname is None:
         raise ValueError(f"expected ws://host:port/path, got {url!r}")
+    if parts.port is None and unix_socket is None:
+        raise ValueError(f"expected ws://host:port/path, got {url!r}")
+    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
     headers = [(b"Origin", origin.encode())] if origin else None
-    connecting = map_errors("connect", url)
+    where = url if unix_socket is None else f"unix:{unix_socket}"
+    connecting = map_errors("connect", where)
     with connecting, trio.move_on_at(deadline) as timer:
-        tcp = await trio.open_tcp_stream(parts.hostname, parts.port)
+        if unix_socket is not None:
+            raw = await trio.open_unix_socket(unix_socket)
+        else:
+            assert parts.port is not None
+            raw = await trio.open_tcp_stream(parts.hostname, parts.port)
     if timer.cancelled_caught:
-        raise Timeout("no TCP connection in time", where=url)
-    stream = _WatchedStream(tcp)
+        raise Timeout("no connection in time", where=where)
+    stream = _WatchedStream(raw)
     # The body's own exception is kept out of the reader nursery (which would wrap it
     # in an ExceptionGroup) and raised as it is once the connection is closed.
     body_error: BaseException | None = None
@@ -275,7 +337,7 @@ async def _open(url: str, *, origin: str | None, deadline: float) -> AsyncIterat
             ws = await _open_handshake(
                 reader_nursery,
                 stream,
-                host=f"{parts.hostname}:{parts.port}",
+                host=host,
                 resource=parts.path or "/",
                 headers=headers,
                 deadline=deadline,
@@ -445,6 +507,7 @@ async def open_http(
     timeout_s: float = HTTP_TIMEOUT_S,
     verify: ssl.SSLContext | bool = True,
     transport: httpx.AsyncBaseTransport | None = None,
+    unix_socket: str | None = None,
 ) -> AsyncIterator[HttpApi]:
     """An `HttpApi` for the daemon at ``base_url`` (``http://host:port``; empty when
     every request names an absolute URL), sending ``token`` as its bearer token. A
@@ -453,8 +516,15 @@ async def open_http(
 
     ``verify`` is the TLS context (the REPL passes one with no trust roots: it never
     speaks https, and loading the CA bundle costs its cold start); ``transport``
-    replaces the network (tests pass ``httpx.MockTransport``).
+    replaces the network (tests pass ``httpx.MockTransport``); ``unix_socket`` sends
+    every request to the daemon's Unix socket whatever host the URL names.
     """
+    if unix_socket is not None and transport is None:
+        if verify is True:
+            # Plain HTTP over the socket: a context without trust roots keeps httpx from
+            # loading the CA bundle (tens of milliseconds of every start).
+            verify = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        transport = httpx.AsyncHTTPTransport(uds=unix_socket, verify=verify)
     headers = {"Authorization": f"Bearer {token}"} if token else None
     async with httpx.AsyncClient(
         base_url=base_url, headers=headers, timeout=timeout_s, verify=verify, transport=transport

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentrio.engine.config import DEFAULT_PORT, load_config
+from agentrio.engine.config import DEFAULT_PORT, default_home, load_config
 from agentrio.engine.errors import ConfigError
 
 __all__ = ["build_parser", "main"]
@@ -82,12 +82,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     status. ``--help`` and usage errors exit through argparse (0 and 2)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
     from agentrio.engine.server.lifecycle import run_daemon
+    from agentrio.engine.server.ownership import refuse_unsafe_home
 
     home: Path | None = None
     if args.home:
         home = Path(args.home).expanduser().resolve()
         # Set, not just passed: anything the daemon starts must share the home.
         os.environ["AGENTRIO_HOME"] = str(home)
+    # Before its config.toml is read: a planted home is refused, not parsed (issue 29).
+    refused = refuse_unsafe_home(home or default_home())
+    if refused is not None:
+        return refused
     try:
         config = load_config(home)
     except ConfigError as exc:

@@ -50,6 +50,11 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     #: Browser ``Origin`` values allowed to open ``/v1/ws`` (besides the daemon's own).
     allowed_origins: list[str] = attrs.field(factory=list)
+    #: ``Host`` header values accepted over TCP besides the daemon's own names
+    #: (``127.0.0.1``, ``localhost``, ``[::1]`` with the port) and the hosts of
+    #: ``allowed_origins``: e.g. ``agent.lan:8765`` behind a proxy (issue 29, DNS
+    #: rebinding).
+    allowed_hosts: list[str] = attrs.field(factory=list)
     #: Seconds a session with nothing to do stays in memory (no run, no subscriber,
     #: no background job, no open ask); then it is dropped with its replay buffer and
     #: rebuilt from the store on its next use. 0 keeps every session.

@@ -37,6 +37,7 @@ __all__ = [
     "Ask",
     "BackgroundCancel",
     "Cancel",
+    "Challenge",
     "ClientFrame",
     "DoneFrame",
     "ErrorFrame",
@@ -53,6 +54,7 @@ __all__ = [
     "PendingFrame",
     "PendingList",
     "PendingTaskInfo",
+    "Prove",
     "Reply",
     "Run",
     "ServerFrame",
@@ -79,10 +81,28 @@ ReplyAction = Literal["cancel_task", "abort_task"]
 
 @attrs.frozen(kw_only=True)
 class Hello:
+    """The first frame. Either ``token`` (the bearer token itself: the web page, curl
+    users, clients on the daemon's Unix socket, clients of the first release) or
+    ``nonce`` (a fresh random value, 16-64 URL-safe characters): then the token never
+    crosses the wire; the daemon answers ``challenge``, proving first that it knows
+    the token, and the client answers ``prove`` (issue 29 finding 3, docs/security.md).
+    """
+
     TYPE: ClassVar[str] = "hello"
-    token: str
     client: str
     protocol: int
+    token: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    nonce: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
+@attrs.frozen(kw_only=True)
+class Prove:
+    """The client's half of the mutual challenge: ``proof`` is
+    ``hex(HMAC-SHA256(token, "agentrio-client-v1|" + hello.nonce + "|" + challenge.nonce))``
+    (`agentrio.protocol.challenge`). Sent only after the daemon's own proof checked out."""
+
+    TYPE: ClassVar[str] = "prove"
+    proof: str
 
 
 @attrs.frozen(kw_only=True)
@@ -221,6 +241,7 @@ class ForgetAllowed:
 
 ClientFrame = (
     Hello
+    | Prove
     | Run
     | Steer
     | Cancel
@@ -243,6 +264,18 @@ class Welcome:
     TYPE: ClassVar[str] = "welcome"
     protocol: int
     daemon_version: str
+
+
+@attrs.frozen(kw_only=True)
+class Challenge:
+    """The daemon's answer to a ``hello`` with a ``nonce``: its own fresh ``nonce`` and
+    ``proof`` = ``hex(HMAC-SHA256(token, "agentrio-daemon-v1|" + hello.nonce + "|" +
+    nonce))``: only the daemon of that home can compute it, so a process that took a
+    freed port learns nothing (`agentrio.protocol.challenge`)."""
+
+    TYPE: ClassVar[str] = "challenge"
+    nonce: str
+    proof: str
 
 
 @attrs.frozen(kw_only=True)
@@ -395,6 +428,7 @@ class AllowedList:
 
 ServerFrame = (
     Welcome
+    | Challenge
     | Accepted
     | EventFrame
     | Ask
@@ -411,7 +445,7 @@ ServerFrame = (
 CLIENT_FRAME_TYPES: tuple[type[Any], ...] = ClientFrame.__args__
 SERVER_FRAME_TYPES: tuple[type[Any], ...] = ServerFrame.__args__
 #: Client frames answered by ``ok`` (or their list frame) when they carry a
-#: ``request_id``: every client frame but ``hello``, ``run`` and ``pending``.
+#: ``request_id``: every client frame but ``hello``, ``prove``, ``run`` and ``pending``.
 CONTROL_FRAME_TYPES: tuple[type[Any], ...] = tuple(
-    cls for cls in CLIENT_FRAME_TYPES if cls not in (Hello, Run, PendingFrame)
+    cls for cls in CLIENT_FRAME_TYPES if cls not in (Hello, Prove, Run, PendingFrame)
 )

@@ -31,6 +31,7 @@ import attrs
 import trio
 
 from agentrio import AuthRefused, Client, ClientError, Disconnected, connect
+from agentrio.connecting import LOCAL_URL
 from agentrio.protocol.errors import FrameDecodeError
 from agentrio.protocol.frames import ServerFrame
 from agentrio.repl.daemon import DaemonStartError, Endpoint, StopNote, ensure_daemon, read_stopped
@@ -118,9 +119,10 @@ def _default_connect(
     on_unreadable: Callable[[FrameDecodeError], None],
 ) -> AbstractAsyncContextManager[Client]:
     return connect(
-        endpoint.http_base,
+        LOCAL_URL if endpoint.socket else endpoint.http_base,
         endpoint.token,
         client_name=CLIENT_NAME,
+        unix_socket=endpoint.socket or None,
         http=http,
         on_frame=on_frame,
         on_unreadable=on_unreadable,

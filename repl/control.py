@@ -13,6 +13,13 @@ and its answer says what the stop ends. A signal is sent only by ``--force``, an
 to the pid holding the home's ``flock`` (read in ``/proc/locks``): the one process that
 is this home's daemon by definition.
 
+Everything is asked over the daemon's Unix socket ``<home>/daemon.sock`` when
+``daemon.json`` names one (issue 29 finding 3): a process that took the TCP port of a
+killed daemon is never asked, never sent the token, and never makes a dead daemon look
+"running". A daemon of an earlier release (no socket) is asked for its health over
+TCP but never sent the token: its pending tasks show as unknown, and ``stop`` sends
+SIGTERM to the process holding the home's lock instead of ``POST /v1/shutdown``.
+
 Exit statuses: ``status`` 0 running, 1 there but not answering (starting or stuck), 3
 not running; ``stop`` 0 when no daemon runs at the end (stopped now, or none ran), 1
 when it still runs; ``start`` 0 when one answers, 1 when it could not be started.
@@ -34,7 +41,9 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from agentrio import ClientError
+from agentrio import ClientError, DaemonNotFound
+from agentrio.connecting import LOCAL_URL
+from agentrio.home import read_socket
 from agentrio.protocol.codec import decode
 from agentrio.protocol.errors import FrameDecodeError
 from agentrio.protocol.http import ShutdownAccepted
@@ -51,7 +60,7 @@ from agentrio.repl.daemon import (
     read_stopped,
     read_token,
 )
-from agentrio.transport import HttpApi, open_http
+from agentrio.transport import HttpApi, HttpReply, open_http
 
 __all__ = [
     "COMMANDS",
@@ -92,6 +101,8 @@ class Probe:
     holder: int | None
     health: dict[str, Any] | None
     stopped: StopNote | None
+    #: The Unix socket address the daemon is asked at (None: TCP only, no token).
+    socket: str | None = None
 
     @property
     def url(self) -> str:
@@ -108,20 +119,51 @@ class Probe:
         return self.state == "not running" and self.info is not None
 
 
+def _socket_of(home: Path) -> str | None:
+    try:
+        return read_socket(home)
+    except DaemonNotFound:
+        return None
+
+
+async def _ask(
+    found: Probe | str | None,
+    http: HttpApi,
+    method: str,
+    path: str,
+    *,
+    base: str = "",
+    **options: Any,
+) -> HttpReply:
+    """One request to the daemon: over its Unix socket when it has one (``found`` is a
+    `Probe` or a socket address), else over TCP at ``base`` with ``http``."""
+    address = found.socket if isinstance(found, Probe) else found
+    if address is None:
+        return await http.request(method, base + path, **options)
+    async with open_http(LOCAL_URL, unix_socket=address) as local:
+        return await local.request(method, path, **options)
+
+
 async def probe(home: Path, http: HttpApi) -> Probe:
-    """Read the home, then ask the daemon ``daemon.json`` names for its health."""
+    """Read the home, then ask the daemon ``daemon.json`` names for its health (over
+    its Unix socket when it names one). "running" needs the answer *and* a live
+    daemon: over TCP (no socket) only while some process holds the home's lock (a
+    listener on a freed port is not the daemon)."""
     info = await trio.to_thread.run_sync(read_daemon_info, home)
     holder = await trio.to_thread.run_sync(home_lock_holder, home)
     stopped = await trio.to_thread.run_sync(read_stopped, home)
+    socket = await trio.to_thread.run_sync(_socket_of, home)
     health: dict[str, Any] | None = None
     if info is not None and "host" in info and "port" in info:
-        url = f"http://{info['host']}:{info['port']}/v1/health"
+        base = f"http://{info['host']}:{info['port']}"
         try:
-            reply = await http.request("GET", url, timeout_s=2.0)
+            reply = await _ask(socket, http, "GET", "/v1/health", base=base, timeout_s=2.0)
             body = reply.json() if reply.status == 200 else None
             health = body if isinstance(body, dict) and body.get("ok") is True else None
         except (ClientError, ValueError):
             health = None
+        if socket is None and holder is None and _locks_readable():
+            health = None  # not the daemon: none holds the home
     state: State
     if health is not None:
         state = "running"
@@ -129,21 +171,35 @@ async def probe(home: Path, http: HttpApi) -> Probe:
         state = "not answering" if info is not None else "starting"
     else:
         state = "not running"
-    return Probe(home=home, state=state, info=info, holder=holder, health=health, stopped=stopped)
+    return Probe(
+        home=home,
+        state=state,
+        info=info,
+        holder=holder,
+        health=health,
+        stopped=stopped,
+        socket=socket,
+    )
+
+
+def _locks_readable() -> bool:
+    return os.access("/proc/locks", os.R_OK)
 
 
 # ---------------------------------------------------------------------- status
 
 
-async def _pending(home: Path, http: HttpApi, url: str) -> dict[str, int] | None:
-    """Resumable tasks per origin (authenticated), or None when the token is refused
-    or the daemon stops answering."""
-    token = await trio.to_thread.run_sync(read_token, home)
+async def _pending(found: Probe, http: HttpApi) -> dict[str, int] | None:
+    """Resumable tasks per origin (authenticated, so over the Unix socket only), or
+    None when the token is refused, the daemon stops answering or has no socket."""
+    if found.socket is None:
+        return None
+    token = await trio.to_thread.run_sync(read_token, found.home)
     counts: dict[str, int] = {}
     for origin in _ORIGINS:
         try:
-            reply = await http.request(
-                "GET", f"{url}/v1/pending", params={"origin": origin}, token=token
+            reply = await _ask(
+                found, http, "GET", "/v1/pending", params={"origin": origin}, token=token
             )
             tasks = reply.json().get("tasks") if reply.status == 200 else None
         except (ClientError, ValueError, AttributeError):
@@ -225,7 +281,11 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
     active = "active" if sandbox.get("active") else "inactive (every command asks)"
     detail = f": {sandbox['detail']}" if sandbox.get("detail") else ""
     if pending is None:
-        waiting = "unknown (the token in <home>/token was refused)"
+        waiting = (
+            "unknown (the token in <home>/token was refused)"
+            if found.socket is not None
+            else "unknown (a daemon without a Unix socket is not sent the token over TCP)"
+        )
     else:
         total = sum(pending.values())
         parts = ", ".join(f"{origin} {n}" for origin, n in pending.items() if n)
@@ -248,7 +308,7 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
 
 async def status(home: Path, args: argparse.Namespace, http: HttpApi) -> int:
     found = await probe(home, http)
-    pending = await _pending(home, http, found.url) if found.state == "running" else None
+    pending = await _pending(found, http) if found.state == "running" else None
     if args.json:
         print(json.dumps(_status_json(found, pending), indent=2))
     elif found.state == "running":
@@ -319,11 +379,15 @@ async def _kill(home: Path, pid: int, waited_s: float) -> int:
 
 
 async def _request_stop(found: Probe, http: HttpApi) -> ShutdownAccepted | str:
-    """``POST /v1/shutdown``; the daemon's answer, or why it was not asked."""
+    """``POST /v1/shutdown`` over the Unix socket; the daemon's answer, or why it was
+    not asked. A daemon without a socket (an earlier release) is sent SIGTERM instead,
+    if it holds the home's lock: the token never goes over TCP."""
+    if found.socket is None:
+        return await trio.to_thread.run_sync(_terminate, found)
     token = await trio.to_thread.run_sync(read_token, found.home)
     try:
-        reply = await http.request(
-            "POST", f"{found.url}/v1/shutdown", json={"reason": STOP_REASON}, token=token
+        reply = await _ask(
+            found, http, "POST", "/v1/shutdown", json={"reason": STOP_REASON}, token=token
         )
     except ClientError as exc:
         return f"cannot reach the daemon at {found.url}: {exc.message}"
@@ -336,6 +400,22 @@ async def _request_stop(found: Probe, http: HttpApi) -> ShutdownAccepted | str:
     except FrameDecodeError as exc:
         return f"unexpected answer to POST /v1/shutdown: {exc}"
     return accepted
+
+
+def _terminate(found: Probe) -> ShutdownAccepted | str:
+    """SIGTERM to the holder of the home's lock (the daemon by definition); the same
+    deliberate stop as ``POST /v1/shutdown`` (it leaves ``daemon.stopped``)."""
+    holder = home_lock_holder(found.home)
+    if holder is None or holder != found.pid:
+        return f"cannot verify that pid {found.pid} is the daemon of {found.home}; not stopping it"
+    os.kill(holder, signal.SIGTERM)
+    health = found.health or {}
+    tasks, legs = health.get("tasks", 0), health.get("legs", 0)
+    return ShutdownAccepted(
+        pid=holder,
+        tasks=tasks if isinstance(tasks, int) else 0,
+        legs=legs if isinstance(legs, int) else 0,
+    )
 
 
 def _kept(accepted: ShutdownAccepted) -> str:

@@ -1,9 +1,13 @@
 """Finding the daemon, and starting a detached one when none answers (SPEC §11).
 
-The daemon advertises itself in ``<home>/daemon.json`` ``{pid, host, port, …}`` while
-it serves; ``GET /v1/health`` (no auth) says whether it really answers. A daemon this
-REPL starts runs in its own session (``setsid``), so closing the terminal or the REPL
-does not take it down, with stdout and stderr appended to ``<home>/daemon.log``.
+The daemon advertises itself in ``<home>/daemon.json`` ``{pid, host, port, socket, …}``
+while it serves; ``GET /v1/health`` (no auth) says whether it really answers. It is
+asked over the Unix socket ``<home>/daemon.sock`` whenever ``daemon.json`` names one,
+and so is everything after: only the home's daemon can listen there, so the token is
+never sent to a process that took the TCP port of a killed daemon (issue 29 finding
+3). A daemon this REPL starts runs in its own session (``setsid``), so closing the
+terminal or the REPL does not take it down, with stdout and stderr appended to
+``<home>/daemon.log``.
 
 A started daemon is still our child: whatever becomes of it, a thread waits for it
 (`reap_later`), so it never stays a zombie while the REPL runs -- neither one that lost
@@ -29,10 +33,11 @@ import attrs
 import trio
 
 from agentrio import ClientError, DaemonNotFound, default_home
-from agentrio.home import read_address
+from agentrio.connecting import LOCAL_URL
+from agentrio.home import read_address, read_socket
 from agentrio.home import read_token as read_token_or_raise
 from agentrio.repl.messages import Status
-from agentrio.transport import HttpApi
+from agentrio.transport import HttpApi, open_http
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
@@ -76,11 +81,14 @@ class DaemonStartError(Exception):
 
 @attrs.frozen(kw_only=True)
 class Endpoint:
-    """Where a serving daemon listens, and the bearer token it wants."""
+    """Where a serving daemon listens, and the bearer token it wants. ``socket`` is
+    the address of its Unix socket (`agentrio.home.read_socket`), empty for a daemon
+    that has none (an earlier release: then TCP, with the mutual challenge)."""
 
     host: str
     port: int
     token: str = ""
+    socket: str = ""
 
     @property
     def http_base(self) -> str:
@@ -96,9 +104,10 @@ def read_endpoint(home: Path) -> Endpoint | None:
     (a daemon that is starting or has just stopped: the caller checks health anyway)."""
     try:
         host, port = read_address(home)
+        socket = read_socket(home) or ""
     except DaemonNotFound:
         return None
-    return Endpoint(host=host, port=port)
+    return Endpoint(host=host, port=port, socket=socket)
 
 
 def read_token(home: Path) -> str:
@@ -123,9 +132,14 @@ def model_label(home: Path) -> str:
 
 
 async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
-    """Whether ``GET /v1/health`` (no token) says ``ok`` within 2 s."""
+    """Whether ``GET /v1/health`` (no token) says ``ok`` within 2 s: over the Unix
+    socket when the endpoint has one (``http`` is then not used), else over TCP."""
     try:
-        reply = await http.request("GET", endpoint.http_base + "/v1/health", timeout_s=2.0)
+        if endpoint.socket:
+            async with open_http(LOCAL_URL, unix_socket=endpoint.socket) as local:
+                reply = await local.request("GET", "/v1/health", timeout_s=2.0)
+        else:
+            reply = await http.request("GET", endpoint.http_base + "/v1/health", timeout_s=2.0)
         return reply.status == 200 and reply.json().get("ok") is True
     except (ClientError, ValueError, AttributeError):
         return False

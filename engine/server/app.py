@@ -7,6 +7,7 @@ objects, call one method of the command layer (`agentrio.engine.server.commands`
 
 | raised | status | ``code`` |
 |---|---|---|
+| ``Host`` not the daemon's (TCP) | 421 | ``bad_request`` |
 | missing or wrong token | 401 | ``unauthorized`` |
 | body over 1 MiB | 413 | ``too_large`` |
 | `FrameDecodeError` (bad JSON, wrong field) | 400 | ``bad_request`` |
@@ -34,17 +35,21 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentrio.engine.errors import AgentrioError, BadRequest, NotFound
 from agentrio.engine.ids import check_session_id, check_task_hash
 from agentrio.engine.pending import Entry
-from agentrio.engine.server.auth import bearer_ok
+from agentrio.engine.server.auth import bearer_ok, host_allowed
 from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
+from agentrio.engine.server.ws_limits import note_stream
 from agentrio.engine.store.base import Store, StoreError
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from agentrio.protocol.errors import ErrorCode, FrameDecodeError
@@ -146,7 +151,7 @@ def _endpoint(handler: Handler, *, auth: bool = True) -> Callable[[Request], Awa
 
     async def answer(request: Request) -> Response:
         ctx = _context(request)
-        if auth and not bearer_ok(request.headers.get("authorization"), ctx.token):
+        if auth and not _authorized(request.headers.get("authorization"), ctx):
             return error_response(
                 401,
                 ErrorCode.UNAUTHORIZED,
@@ -168,6 +173,52 @@ def _endpoint(handler: Handler, *, auth: bool = True) -> Callable[[Request], Awa
             return error_response(500, ErrorCode.INTERNAL, "internal error (see daemon.log)")
 
     return endpoint
+
+
+def _authorized(authorization: str | None, ctx: ServerContext) -> bool:
+    """The token itself, or the HTTP key of an open challenge connection
+    (`agentrio.protocol.challenge.http_key`)."""
+    return bearer_ok(authorization, ctx.token) or any(
+        bearer_ok(authorization, key) for key in ctx.http_keys
+    )
+
+
+class HostCheck:
+    """ASGI middleware: a request over TCP whose ``Host`` is not one of the daemon's
+    own names is refused before any route sees it (DNS rebinding, issue 29 finding
+    10): HTTP 421 with the usual error body, a WebSocket upgrade HTTP 403. Requests on
+    the Unix socket (no server address) are not checked. It also notes a WebSocket's
+    hypercorn stream for `agentrio.engine.server.ws_limits`."""
+
+    def __init__(self, app: ASGIApp, ctx: ServerContext) -> None:
+        self._app = app
+        self._ctx = ctx
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ctx = self._ctx
+        note_stream(scope, send)
+        if (
+            scope["type"] in ("http", "websocket")
+            and scope.get("server") is not None
+            and ctx.own_hosts
+        ):
+            host = Headers(scope=scope).get("host")
+            if not host_allowed(host, ctx.own_hosts | frozenset(ctx.allowed_hosts)):
+                ctx.refusals.warning(
+                    "host", "refused a request for host %r (not this daemon's)", (host or "")[:200]
+                )
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                response = error_response(
+                    421,
+                    ErrorCode.BAD_REQUEST,
+                    "this daemon answers only for its own host names (see [server] allowed_hosts)",
+                    headers={"connection": "close"},
+                )
+                await response(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
 
 
 async def _read_body(request: Request, cls: type[T]) -> T:
@@ -451,6 +502,10 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route("/static/{name}", _endpoint(static_file, auth=False), methods=["GET"]),
         WebSocketRoute("/v1/ws", websocket_endpoint),
     ]
-    app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+    app = Starlette(
+        routes=routes,
+        exception_handlers={HTTPException: _http_error},
+        middleware=[Middleware(HostCheck, ctx=ctx)],
+    )
     app.state.ctx = ctx
     return app

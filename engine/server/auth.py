@@ -9,6 +9,13 @@ The Origin check exists for browsers only: a page on another site may open a Web
 to ``127.0.0.1`` (browsers do not apply CORS to WebSockets), and although it cannot know
 the token, refusing the upgrade outright keeps it from probing at all. Non-browser
 clients (the REPL, scripts, curl) send no ``Origin`` and are let through to ``hello``.
+
+The Host check exists for DNS rebinding (issue 29 finding 10): a page on
+``evil.example`` whose name is made to resolve to 127.0.0.1 is same-origin with the
+daemon in the browser's eyes, but its requests still say ``Host: evil.example``. Over
+TCP only the daemon's own names are accepted (`own_hosts`), plus the hosts of
+``[server] allowed_origins`` and ``[server] allowed_hosts``; the Unix socket has no
+host to rebind and is not checked.
 """
 
 from __future__ import annotations
@@ -19,14 +26,17 @@ import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Final
+from urllib.parse import urlsplit
 
 from agentrio.engine.store.files import make_home, open_private
 
 __all__ = [
     "TOKEN_FILE",
     "bearer_ok",
+    "host_allowed",
     "load_or_create_token",
     "origin_allowed",
+    "own_hosts",
     "own_origins",
     "token_ok",
 ]
@@ -92,14 +102,44 @@ def bearer_ok(authorization: str | None, token: str) -> bool:
     return scheme.lower() == "bearer" and token_ok(value.strip(), token)
 
 
+def _own_names(host: str) -> set[str]:
+    """``host`` as it appears in a URL, plus its loopback aliases when it is one."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    names = {shown.lower()}
+    if shown in _LOOPBACK_NAMES:
+        names.update(_LOOPBACK_NAMES)
+    return names
+
+
 def own_origins(host: str, port: int) -> frozenset[str]:
     """The ``Origin`` values of pages the daemon itself would serve at ``host:port``;
     a loopback host also accepts its loopback aliases."""
-    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
-    names = {shown}
-    if shown in _LOOPBACK_NAMES:
-        names.update(_LOOPBACK_NAMES)
-    return frozenset(f"http://{name}:{port}" for name in names)
+    return frozenset(f"http://{name}:{port}" for name in _own_names(host))
+
+
+def own_hosts(
+    host: str, port: int, *, allowed_origins: Iterable[str] = (), extra: Iterable[str] = ()
+) -> frozenset[str]:
+    """The ``Host`` header values the daemon at ``host:port`` answers over TCP: its own
+    names with the port or without it (a rebinding page's Host is its own name, never
+    these), the host part of each allowed origin (a reverse proxy passes it on) and
+    each of ``extra`` (``[server] allowed_hosts``), all lower case."""
+    names = _own_names(host)
+    values = names | {f"{name}:{port}" for name in names}
+    for origin in allowed_origins:
+        netloc = urlsplit(origin.strip()).netloc
+        if netloc:
+            values.add(netloc.lower())
+    values.update(value.strip().lower() for value in extra if value.strip())
+    return frozenset(values)
+
+
+def host_allowed(host_header: str | None, hosts: frozenset[str]) -> bool:
+    """Whether a request over TCP with this ``Host`` header is for this daemon (a
+    missing header is refused: every HTTP/1.1 client sends one)."""
+    if host_header is None:
+        return False
+    return host_header.strip().lower() in hosts
 
 
 def origin_allowed(origin: str | None, allowed: Iterable[str], own: Iterable[str]) -> bool:

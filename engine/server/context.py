@@ -7,11 +7,14 @@ depend on it, and none of them on another: the app mounts the other two.
 
 from __future__ import annotations
 
+import logging
+
 import attrs
 import trio
 
 from agentrio.engine.core import Engine
 from agentrio.engine.server.commands import Commands
+from agentrio.engine.server.refusals import RefusalLog
 
 __all__ = ["ServerContext"]
 
@@ -33,6 +36,19 @@ class ServerContext:
     version: str
     allowed_origins: tuple[str, ...] = ()
     own_origins: frozenset[str] = frozenset()
+    #: ``Host`` values accepted over TCP (`agentrio.engine.server.auth.own_hosts`), filled in
+    #: with ``own_origins``; empty accepts any (an app served by hand in a test).
+    own_hosts: frozenset[str] = frozenset()
+    #: ``[server] allowed_hosts``: more ``Host`` values to accept over TCP.
+    allowed_hosts: tuple[str, ...] = ()
+    #: Lines an unauthenticated client can cause, rate-limited.
+    refusals: RefusalLog = attrs.field(
+        factory=lambda: RefusalLog(logging.getLogger("agentrio.server"))
+    )
+    #: TCP WebSockets that have not authenticated yet (`agentrio.engine.server.ws`).
+    unauthenticated: int = 0
+    #: Bearer values of open challenge connections (`agentrio.protocol.challenge.http_key`).
+    http_keys: set[str] = attrs.field(factory=set)
     closing: trio.Event = attrs.field(factory=trio.Event)
     shutdown_requested: trio.Event = attrs.field(factory=trio.Event)
     shutdown_reason: str = ""

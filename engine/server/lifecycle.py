@@ -13,9 +13,10 @@
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
-4. serves HTTP and WebSocket on one port (`open_server`), then removes the note of a
-   deliberate stop (``daemon.stopped``, below) and writes ``<home>/daemon.json``
-   ``{pid, host, port, started_at, version}`` atomically; and starts the enabled chat
+4. serves HTTP and WebSocket on one port and on ``<home>/daemon.sock``, the Unix
+   socket local clients use (`open_server`, `agentrio.protocol.local`), then removes the note
+   of a deliberate stop (``daemon.stopped``, below) and writes ``<home>/daemon.json``
+   ``{pid, host, port, socket, started_at, version}`` atomically; and starts the enabled chat
    front-ends as supervised children (`agentrio.engine.frontends_supervisor`, R82);
 5. on SIGINT, SIGTERM or ``POST /v1/shutdown`` (``agentrio stop``): first leaves
    ``<home>/daemon.stopped`` ``{pid, at, reason}`` -- the stop was deliberate, so an
@@ -60,13 +61,15 @@ from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.orphans import kill_orphans, mark_children
 from agentrio.engine.processes.reaper import adopting_orphans
 from agentrio.engine.server.app import ServerContext, create_app
-from agentrio.engine.server.auth import load_or_create_token, own_origins
+from agentrio.engine.server.auth import load_or_create_token, own_hosts, own_origins
 from agentrio.engine.server.cluster import open_cluster
+from agentrio.engine.server.ownership import refuse_unsafe_home
 from agentrio.engine.server.sockets import abort_connections
 from agentrio.engine.server.startup import STARTUP_EXIT, startup_message
 from agentrio.engine.server.ws import CLOSE_TIMEOUT_S
 from agentrio.engine.store.base import StoreError
 from agentrio.engine.store.files import make_home, open_private, tighten_home, write_private_atomic
+from agentrio.protocol.local import SOCKET_FILE, fits, via_directory_fd
 
 __all__ = [
     "DAEMON_JSON",
@@ -268,6 +271,8 @@ class RunningServer:
     host: str
     port: int
     context: ServerContext
+    #: The Unix socket it also listens on (None: TCP only).
+    unix_socket: Path | None = None
 
     @property
     def base_url(self) -> str:
@@ -282,9 +287,13 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-def _hypercorn_config(host: str, port: int) -> HypercornConfig:
+def _hypercorn_config(host: str, port: int, unix_address: str | None = None) -> HypercornConfig:
     config = HypercornConfig()
     config.bind = [f"{_url_host(host)}:{port}"]
+    if unix_address is not None:
+        config.bind.append(f"unix:{unix_address}")
+        # The socket is made 0600 (the home around it is 0700 anyway).
+        config.umask = 0o177
     config.graceful_timeout = GRACEFUL_S
     config.accesslog = None
     config.errorlog = logging.getLogger("agentrio.hypercorn")
@@ -303,37 +312,58 @@ async def open_server(
     port: int = 0,
     version: str | None = None,
     allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
+    unix_socket: Path | None = None,
 ) -> AsyncIterator[RunningServer]:
-    """Serve ``engine`` over HTTP and WebSocket on ``host:port`` (0: any free port)
-    until the block exits; then close every WebSocket (4001) and event stream and stop
-    the server, letting in-flight requests finish for up to `GRACEFUL_S`."""
+    """Serve ``engine`` over HTTP and WebSocket on ``host:port`` (0: any free port),
+    and on the Unix socket ``unix_socket`` when given (`agentrio.protocol.local`), until the
+    block exits; then close every WebSocket (4001) and event stream and stop the
+    server, letting in-flight requests finish for up to `GRACEFUL_S`, and remove the
+    socket file."""
     ctx = ServerContext(
         engine=engine,
         token=token,
         version=version or daemon_version(),
         allowed_origins=tuple(allowed_origins),
+        allowed_hosts=tuple(allowed_hosts),
     )
     app = create_app(ctx)
     stop = trio.Event()
     served = trio.Event()
     async with open_cluster(engine, token=token) as cluster, trio.open_nursery() as nursery:
         ctx.commands.cluster = cluster
-        binds: list[str] = await nursery.start(_serve_hypercorn, app, host, port, stop, served)
-        bound = urlsplit(binds[0]).port
-        assert bound is not None, binds
+        with _unix_address(unix_socket) as address:
+            binds: list[str] = await nursery.start(
+                _serve_hypercorn, app, _hypercorn_config(host, port, address), stop, served
+            )
+        bound = next(p for p in (urlsplit(b).port for b in binds) if p is not None)
         ctx.own_origins = own_origins(host, bound)
+        ctx.own_hosts = own_hosts(host, bound, allowed_origins=allowed_origins)
         try:
-            yield RunningServer(host=host, port=bound, context=ctx)
+            yield RunningServer(host=host, port=bound, context=ctx, unix_socket=unix_socket)
         finally:
             ctx.closing.set()
             stop.set()
-            nursery.start_soon(_abort_stuck_connections, bound, served)
+            nursery.start_soon(_abort_stuck_connections, bound, served, unix_socket)
+
+
+@contextmanager
+def _unix_address(path: Path | None) -> Iterator[str | None]:
+    """The address to bind ``path`` at: itself, or through its directory's descriptor
+    when it is too long for a Unix socket address (held open while binding)."""
+    if path is None or fits(path):
+        yield None if path is None else str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield via_directory_fd(fd, path.name)
+    finally:
+        os.close(fd)
 
 
 async def _serve_hypercorn(
     app: Any,
-    host: str,
-    port: int,
+    config: HypercornConfig,
     stop: trio.Event,
     served: trio.Event,
     *,
@@ -343,7 +373,7 @@ async def _serve_hypercorn(
     try:
         await hypercorn.trio.serve(
             app,
-            _hypercorn_config(host, port),
+            config,
             shutdown_trigger=stop.wait,
             mode="asgi",
             task_status=task_status,
@@ -352,16 +382,28 @@ async def _serve_hypercorn(
         served.set()
 
 
-async def _abort_stuck_connections(port: int, served: trio.Event) -> None:
+async def _abort_stuck_connections(
+    port: int, served: trio.Event, unix_socket: Path | None = None
+) -> None:
     """Once the graceful period is over, abort the connections still open (clients
     that stopped reading hold hypercorn's shielded writes), until the server ended:
-    shutdown takes seconds whatever clients do (R53, R81)."""
+    shutdown takes seconds whatever clients do (R53, R81). Then remove the socket
+    file (a stale one would only be refused, but it is clutter)."""
+    try:
+        await _abort_until_served(port, served, unix_socket)
+    finally:
+        if unix_socket is not None:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(partial(unix_socket.unlink, missing_ok=True))
+
+
+async def _abort_until_served(port: int, served: trio.Event, unix_socket: Path | None) -> None:
     delay = GRACEFUL_S + CLOSE_TIMEOUT_S
     while not served.is_set():
         with trio.move_on_after(delay):
             await served.wait()
             return
-        aborted = await trio.to_thread.run_sync(abort_connections, port)
+        aborted = await trio.to_thread.run_sync(abort_connections, port, unix_socket)
         if aborted:
             log.info("shutdown: aborted %d connection(s) that stopped reading", aborted)
         delay = 0.5
@@ -402,12 +444,15 @@ async def serve(
                 port=port,
                 version=version,
                 allowed_origins=config.server.allowed_origins,
+                allowed_hosts=config.server.allowed_hosts,
+                unix_socket=home / SOCKET_FILE,
             ) as server:
                 await trio.to_thread.run_sync(remove_stop_note, home)
                 info = {
                     "pid": pid,
                     "host": server.host,
                     "port": server.port,
+                    "socket": SOCKET_FILE,
                     "started_at": time.time(),
                     "version": version,
                 }
@@ -505,11 +550,16 @@ def run_daemon(config: Config, *, host: str | None = None, port: int | None = No
     """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
     after a clean shutdown, 1 when another daemon holds the home, `STARTUP_EXIT` (2)
     when it cannot start (home unwritable or read-only, disk full, corrupt store, port
-    in use): then one line on stderr names the path or port and the fix, no traceback.
+    in use, a home, token or config another user owns or may write,
+    `agentrio.engine.server.ownership`): then one line on stderr names the path or port and the
+    fix, no traceback.
     """
     home = config.home_path
     bind_host = host or config.server.host
     bind_port = config.server.port if port is None else port
+    refused = refuse_unsafe_home(home)
+    if refused is not None:
+        return refused
     try:
         with ExitStack() as stack:
             try:

@@ -8,15 +8,16 @@ writer task from a bounded outbox (`OUTBOX_EVENTS`, oldest dropped and counted),
 slow or absent Redis never slows a task down.
 
 A daemon with a subscriber of a session (SSE or WS ``subscribe``) reads that stream
-(`attached`): first the recent entries other daemons made (the replay), then, live,
-each new one -- if signed with the cluster's key (`agentrio.engine.server.peers.BusKey`) --
-and hands them to the session's `EventHub` (`EventHub.inject`), which
-numbers them in its own sequence. So a subscriber sees, on whichever daemon it is
-connected to, its daemon's own events and every other daemon's, each once, with one
-increasing ``seq``. What it does not get is one global order: an event made elsewhere
-arrives a Redis round trip later than one made here at the same moment, and the
-replay of a newly attached session puts other daemons' recent events after this
-daemon's own.
+(`attached`): first the recent entries other daemons made (the replay), then, live, each
+new one -- if signed with the cluster's key (`agentrio.engine.server.peers.BusKey`) for that very
+stream, within `STREAM_TTL_S` (so an entry copied into another session's stream is
+ignored, issue 29 finding 10) -- and hands them to the session's `EventHub`
+(`EventHub.inject`), which numbers them in its own sequence. So a subscriber sees, on
+whichever daemon it is connected to, its daemon's own events and every other daemon's,
+each once, with one increasing ``seq``. What it does not get is one global order: an
+event made elsewhere arrives a Redis round trip later than one made here at the same
+moment, and the replay of a newly attached session puts other daemons' recent events
+after this daemon's own.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any, Final
 import trio
 
 from agentrio.engine.core import Engine
-from agentrio.engine.server.peers import BusStore, Peers
+from agentrio.engine.server.peers import SIGNATURE_WINDOW_S, BusStore, Peers
 from agentrio.engine.store.base import StoreError
 from agentrio.protocol.codec import dumps, structure
 from agentrio.protocol.events import Event
@@ -138,8 +139,9 @@ class PeerEvents:
                     session_id,
                 )
                 continue
-            signed = self._peers.key.sign(f"{me} {task_hash} {text}")
-            batch.append((self._prefix + session_id, {"d": me, "t": task_hash, "e": signed}))
+            key = self._prefix + session_id
+            signed = self._peers.key.sign(f"{me} {task_hash} {text}", f"events {key}")
+            batch.append((key, {"d": me, "t": task_hash, "e": signed}))
         return batch
 
     @staticmethod
@@ -202,13 +204,16 @@ class PeerEvents:
         if fields.get("d") == self._peers.id:
             return
         try:
-            signed = self._peers.key.open(str(fields["e"]))
-            daemon, task_hash, text = signed.split(" ", 2)
+            key = self._prefix + session_id
+            opened = self._peers.key.open(
+                str(fields["e"]), f"events {key}", window_s=STREAM_TTL_S + SIGNATURE_WINDOW_S
+            )
+            daemon, task_hash, text = opened.text.split(" ", 2)
             if (daemon, task_hash) != (fields.get("d"), fields.get("t")):
                 raise ValueError("its fields differ from what was signed")
             event: Event = structure(json.loads(text), Event)
         except (KeyError, ValueError, TypeError) as exc:
-            log.warning("ignored a relayed event of %s: %s", session_id, exc)
+            self._peers.reject(exc, f"a relayed event of {session_id}")
             return
         session = self._engine.sessions.get(session_id)
         if session is not None:

@@ -28,6 +28,15 @@ whose signature does not verify is logged and ignored. So whoever can publish on
 Redis but does not hold the token cannot answer an ask -- approve a command -- or show
 a person an event no daemon made. Daemons with different tokens do not hear each other.
 
+A signature also binds *where* and *when* (issue 29 finding 10): the channel a message
+was published on (or the session stream an event was appended to), the time it was
+signed and a number the signer never repeats; the sender is inside the signed text.
+So a message copied to another channel, or an event copied into another session's
+stream, does not verify; one signed more than `SIGNATURE_WINDOW_S` ago (by the wall
+clock: the daemons' clocks must agree within that) is refused; and `ReplayGuard`
+refuses a number already seen from that sender -- a replayed heartbeat cannot keep a
+dead daemon alive, nor a replayed answer approve twice.
+
 The bus is owned by the server (`agentrio.engine.server.lifecycle.open_server` runs `run` in
 its nursery) and starts no task outside it.
 """
@@ -36,9 +45,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import itertools
 import logging
 import math
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final, Protocol
 
@@ -63,10 +74,13 @@ __all__ = [
     "HEARTBEAT_S",
     "PEER_TIMEOUT_S",
     "REQUEST_TIMEOUT_S",
+    "SIGNATURE_WINDOW_S",
     "BusKey",
     "BusStore",
+    "Opened",
     "Peers",
     "PeersStatistics",
+    "ReplayGuard",
 ]
 
 log = logging.getLogger(__name__)
@@ -81,6 +95,10 @@ REQUEST_TIMEOUT_S: Final = 3.0
 RECONNECT_MAX_S: Final = 1.0
 #: At most one log line per this many seconds about messages ignored (rejected).
 REJECTED_LOG_S: Final = 60.0
+#: A bus message signed longer ago (or further ahead) than this is refused.
+SIGNATURE_WINDOW_S: Final = 30.0
+#: How many of a sender's most recent message numbers `ReplayGuard` remembers.
+REPLAY_WINDOW: Final = 4096
 
 
 class BusStore(Protocol):
@@ -95,26 +113,86 @@ class BusStore(Protocol):
     async def request(self, op: str, request: Callable[[], Awaitable[Any]]) -> Any: ...
 
 
+@attrs.frozen
+class Opened:
+    """A message whose signature checked out: its text, when it was signed (wall
+    clock) and the signer's number for it."""
+
+    text: str
+    at: float
+    seq: int
+
+
 class BusKey:
-    """Signs and checks what daemons send each other: ``<hex HMAC-SHA256> <text>``,
-    keyed by a hash of the daemons' token (the token itself never goes near Redis)."""
+    """Signs and checks what daemons send each other:
+    ``<hex HMAC-SHA256> <signed at> <number> <text>``, the MAC over the context
+    (channel or stream), the time, the number and the text; keyed by a hash of the
+    daemons' token (the token itself never goes near Redis). ``wall`` is the clock
+    of the signatures' times (injectable for tests)."""
 
-    def __init__(self, token: str) -> None:
-        self._key = hashlib.sha256(b"agentrio bus v1\0" + token.encode()).digest()
+    def __init__(self, token: str, *, wall: Callable[[], float] = time.time) -> None:
+        self._key = hashlib.sha256(b"agentrio bus v2\0" + token.encode()).digest()
+        self._wall = wall
+        self._numbers = itertools.count(1)
 
-    def sign(self, text: str) -> str:
-        return f"{self._mac(text)} {text}"
+    def sign(self, text: str, context: str) -> str:
+        """``text`` signed for ``context`` (the channel or stream it is written to)."""
+        at = f"{self._wall():.3f}"
+        seq = next(self._numbers)
+        return f"{self._mac(context, at, seq, text)} {at} {seq} {text}"
 
-    def open(self, signed: str) -> str:
-        """The text of a signed message; `ValueError` when it is not signed with our
-        key (another cluster's, a forgery, or garbage)."""
-        mac, _, text = signed.partition(" ")
-        if not hmac.compare_digest(mac, self._mac(text)):
-            raise ValueError("bad signature (not signed with this cluster's token)")
-        return text
+    def open(self, signed: str, context: str, *, window_s: float = SIGNATURE_WINDOW_S) -> Opened:
+        """The message ``signed`` for ``context``; `ValueError` when it is not signed
+        with our key for that context (another cluster's, a forgery, a copy from
+        elsewhere, garbage) or outside ``window_s`` of now."""
+        mac, _, rest = signed.partition(" ")
+        at_text, _, rest = rest.partition(" ")
+        seq_text, _, text = rest.partition(" ")
+        try:
+            at, seq = float(at_text), int(seq_text)
+        except ValueError:
+            raise ValueError("bad signature (not signed with this cluster's token)") from None
+        if not hmac.compare_digest(mac, self._mac(context, at_text, seq, text)):
+            raise ValueError(
+                "bad signature (not signed with this cluster's token, or copied from "
+                "another channel or session)"
+            )
+        skew = self._wall() - at
+        if abs(skew) > window_s:
+            raise ValueError(
+                f"signed {skew:.0f} s from now, outside the {window_s:g} s window "
+                "(replayed, or the daemons' clocks disagree)"
+            )
+        return Opened(text=text, at=at, seq=seq)
 
-    def _mac(self, text: str) -> str:
-        return hmac.new(self._key, text.encode(), hashlib.sha256).hexdigest()
+    def _mac(self, context: str, at: str, seq: int, text: str) -> str:
+        message = f"{context}\n{at}\n{seq}\n{text}".encode()
+        return hmac.new(self._key, message, hashlib.sha256).hexdigest()
+
+
+class ReplayGuard:
+    """Which message numbers each sender used lately: `fresh` is True once per
+    ``(sender, number)``, and False for a number older than the last `REPLAY_WINDOW`
+    of that sender (pub/sub may reorder a little, never by thousands). Senders are
+    daemon ids that signed validly, so the table grows only with real daemons."""
+
+    def __init__(self, window: int = REPLAY_WINDOW) -> None:
+        self._window = window
+        self._highest: dict[str, int] = {}
+        self._seen: dict[str, set[int]] = {}
+
+    def fresh(self, sender: str, seq: int) -> bool:
+        highest = self._highest.get(sender, 0)
+        seen = self._seen.setdefault(sender, set())
+        if seq <= highest - self._window or seq in seen:
+            return False
+        seen.add(seq)
+        if seq > highest:
+            self._highest[sender] = seq
+            if len(seen) > 2 * self._window:
+                floor = seq - self._window
+                self._seen[sender] = {n for n in seen if n > floor}
+        return True
 
 
 @attrs.frozen
@@ -139,6 +217,11 @@ class _Waiting:
 
 
 Handler = Callable[[PeerMessage], Awaitable[None]]
+
+
+def _text(value: Any) -> str:
+    """A pub/sub field as text (coredis gives bytes unless it decodes responses)."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class Peers:
@@ -168,6 +251,7 @@ class Peers:
         self._send_failures = 0
         self._rejected = 0
         self._quiet_until = -math.inf
+        self._replays = ReplayGuard()
 
     # ------------------------------------------------------------------ wiring
 
@@ -226,22 +310,19 @@ class Peers:
                 while True:
                     message = await pubsub.get_message(ignore_subscribe_messages=True)
                     if message is not None and message.get("type") in ("message", "pmessage"):
-                        self._receive(message["data"])
+                        self._receive(message["data"], _text(message.get("channel")))
             finally:
                 with trio.CancelScope(shield=True), trio.move_on_after(1.0):
                     await self._publish(self._bus, Goodbye(sender=self.id))
 
-    def _receive(self, data: Any) -> None:
+    def _receive(self, data: Any, channel: str) -> None:
         try:
-            message = decode_peer_message(self.key.open(str(data)))
+            opened = self.key.open(_text(data), channel)
+            message = decode_peer_message(opened.text)
+            if message.sender != self.id and not self._replays.fresh(message.sender, opened.seq):
+                raise ValueError(f"a replay of message {opened.seq} of daemon {message.sender}")
         except ValueError as exc:
-            self._rejected += 1
-            now = self._clock()
-            if now >= self._quiet_until:  # a daemon of another cluster beats every second
-                self._quiet_until = now + REJECTED_LOG_S
-                log.warning(
-                    "ignored a message on the daemons' bus: %s (%d so far)", exc, self._rejected
-                )
+            self.reject(exc)
             return
         sender = message.sender
         if sender == self.id:
@@ -271,6 +352,15 @@ class Peers:
         handler = self._handlers.get(type(message))
         if handler is not None and self._nursery is not None:
             self._nursery.start_soon(self._handle, handler, message)
+
+    def reject(self, problem: Exception, what: str = "a message on the daemons' bus") -> None:
+        """Count a message ignored, and log it (at most once a `REJECTED_LOG_S`: a
+        daemon of another cluster beats every second, a flooder faster)."""
+        self._rejected += 1
+        now = self._clock()
+        if now >= self._quiet_until:
+            self._quiet_until = now + REJECTED_LOG_S
+            log.warning("ignored %s: %s (%d so far)", what, problem, self._rejected)
 
     async def _handle(self, handler: Handler, message: PeerMessage) -> None:
         """Run one handler: what a peer sends can fail its own request, never this
@@ -316,7 +406,7 @@ class Peers:
         return await self._publish(self.channel_of(daemon), message)
 
     async def _publish(self, channel: str, message: PeerMessage) -> bool:
-        text = self.key.sign(encode_peer_message(message))
+        text = self.key.sign(encode_peer_message(message), channel)
         client = self._store.client
         try:
             await self._store.request("bus", lambda: client.publish(channel, text))

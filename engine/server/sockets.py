@@ -9,6 +9,9 @@ the blocked write with an error; hypercorn then closes the connection as if the 
 had gone. `open_server` calls it only once the graceful period is over, so every client
 that reads got its close frame first.
 
+The connections accepted on the daemon's Unix socket (`agentrio.protocol.local`) are found the
+same way in ``/proc/net/unix``, where an accepted socket carries its listener's path.
+
 Linux only (``/proc``); elsewhere nothing is found and nothing is aborted.
 """
 
@@ -20,10 +23,12 @@ import socket
 from pathlib import Path
 from typing import Final
 
-__all__ = ["abort_connections", "connected_inodes"]
+__all__ = ["abort_connections", "connected_inodes", "unix_inodes"]
 
 #: ``/proc/net/tcp`` state of a listening socket (never aborted).
 _LISTEN: Final = "0A"
+#: ``/proc/net/unix`` flag of a listening socket (``__SO_ACCEPTCON``).
+_ACCEPTING: Final = 0x10000
 
 
 def connected_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:
@@ -44,10 +49,35 @@ def connected_inodes(port: int, proc: Path = Path("/proc")) -> set[str]:
     return inodes
 
 
-def abort_connections(port: int) -> int:
-    """Blocking: shut down every connection accepted on ``port`` by this process;
-    returns how many. The descriptors stay open (their owners close them)."""
+def unix_inodes(path: Path, proc: Path = Path("/proc")) -> set[str]:
+    """Socket inodes of connections accepted on the Unix socket ``path`` (bound as it
+    is, or through a directory descriptor: ``/proc/self/fd/N/<name>``)."""
+    inodes: set[str] = set()
+    try:
+        lines = (proc / "net" / "unix").read_text().splitlines()[1:]
+    except OSError:
+        return inodes
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        flags, inode, bound = int(fields[3], 16), fields[6], fields[7]
+        if flags & _ACCEPTING:
+            continue
+        if bound == str(path) or (
+            bound.startswith("/proc/self/fd/") and bound.endswith("/" + path.name)
+        ):
+            inodes.add(inode)
+    return inodes
+
+
+def abort_connections(port: int, unix_socket: Path | None = None) -> int:
+    """Blocking: shut down every connection accepted on ``port`` (and on
+    ``unix_socket``) by this process; returns how many. The descriptors stay open
+    (their owners close them)."""
     inodes = connected_inodes(port)
+    if unix_socket is not None:
+        inodes |= unix_inodes(unix_socket)
     if not inodes:
         return 0
     aborted = 0

@@ -3,8 +3,12 @@
 A connection is one reader loop plus the tasks it starts in its own nursery:
 
 - **hello first.** The upgrade is accepted (after the Origin check, R70); the first
-  message must be ``hello`` with the token and protocol 1, else the socket closes with
-  4401. No frame is acted on before ``welcome``.
+  message must be ``hello`` with protocol 1 and either the token or a nonce for the
+  mutual challenge (``challenge`` / ``prove``, `agentrio.protocol.challenge`), else the socket
+  closes with 4401. No frame is acted on before ``welcome``. Until then a message may
+  be at most 4 KiB, nothing is compressed, it all must happen within
+  `HELLO_TIMEOUT_S`, and at most `MAX_UNAUTHENTICATED` TCP connections may be at it
+  at once (`agentrio.engine.server.ws_limits`, issue 29 finding 7).
 - **run / pending.** Each starts a forwarder task: it subscribes to the session's hub
   *before* the engine starts the task (so no event is missed), answers ``accepted``
   with the task hash, forwards that task's events as ``event`` frames, then sends
@@ -65,7 +69,7 @@ from agentrio.engine.pending import (
     Withdrawn,
 )
 from agentrio.engine.runs import RunOrigin, TaskRun
-from agentrio.engine.server.auth import origin_allowed, token_ok
+from agentrio.engine.server.auth import origin_allowed
 from agentrio.engine.server.cluster import attached_events
 from agentrio.engine.server.commands import Commands
 from agentrio.engine.server.context import ServerContext
@@ -77,10 +81,11 @@ from agentrio.engine.server.ws_frames import (
     ref_of_text,
     verify_frame,
 )
+from agentrio.engine.server.ws_hello import HELLO_TIMEOUT_S, authenticate
+from agentrio.engine.server.ws_limits import restrict_unauthenticated
 from agentrio.engine.sessions import SlowConsumer
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from agentrio.protocol.errors import (
-    CLOSE_AUTH_FAILED,
     CLOSE_SHUTDOWN,
     CLOSE_SLOW_CONSUMER,
     ErrorCode,
@@ -99,6 +104,7 @@ from agentrio.protocol.frames import (
     Listen,
     Ok,
     PendingFrame,
+    Prove,
     Reply,
     Run,
     Subscribe,
@@ -110,6 +116,7 @@ from agentrio.protocol.http import ResumeRequest
 __all__ = [
     "CLOSE_TIMEOUT_S",
     "HELLO_TIMEOUT_S",
+    "MAX_UNAUTHENTICATED",
     "Connection",
     "ConnectionGone",
     "ask_frame",
@@ -119,8 +126,9 @@ __all__ = [
 
 log = logging.getLogger("agentrio.server.ws")
 
-#: A client that has not said ``hello`` within this many seconds is closed (4401).
-HELLO_TIMEOUT_S: Final = 10.0
+#: TCP WebSockets that may be open at once without having authenticated; more are
+#: refused before the upgrade (HTTP 403) until some authenticate or time out.
+MAX_UNAUTHENTICATED: Final = 32
 #: Longest wait for a close frame to go out; a client that stopped reading is not
 #: waited for longer (its socket is then aborted by the server, R53/R81).
 CLOSE_TIMEOUT_S: Final = 1.0
@@ -131,17 +139,45 @@ class ConnectionGone(Exception):
 
 
 async def websocket_endpoint(websocket: WebSocket) -> None:
-    """The ``/v1/ws`` route: Origin check, ``hello``, then `Connection.serve`."""
+    """The ``/v1/ws`` route: Origin check, the unauthenticated limits, ``hello``, then
+    `Connection.serve`."""
     ctx: ServerContext = websocket.app.state.ctx
     origin = websocket.headers.get("origin")
     if not origin_allowed(origin, ctx.allowed_origins, ctx.own_origins):
-        log.warning("refused a WebSocket upgrade from origin %r", origin[:200] if origin else "")
+        ctx.refusals.warning(
+            "origin", "refused a WebSocket upgrade from origin %r", origin[:200] if origin else ""
+        )
         await websocket.close(code=1008)  # before accept: hypercorn answers 403
         return
-    await websocket.accept()
-    if not await _hello(websocket, ctx.token):
+    # Only the daemon's user can reach the Unix socket (hypercorn names no server
+    # address for it): the cap is for TCP, where any local process can connect.
+    local = websocket.scope.get("server") is None
+    if not local and ctx.unauthenticated >= MAX_UNAUTHENTICATED:
+        ctx.refusals.warning(
+            "unauthenticated",
+            "refused a WebSocket upgrade: %d connections have not authenticated yet",
+            ctx.unauthenticated,
+        )
+        await websocket.close(code=1013)
         return
+    restriction = restrict_unauthenticated(websocket)
+    if restriction is None:
+        await websocket.close(code=1011)
+        return
+    counted = 0 if local else 1
+    ctx.unauthenticated += counted
+    try:
+        await websocket.accept()
+        authenticated = await authenticate(websocket, ctx.token)
+    finally:
+        ctx.unauthenticated -= counted
+    if authenticated is None:
+        return
+    restriction.lift()
     connection = Connection(websocket, ctx.engine, closing=ctx.closing, commands=ctx.commands)
+    key = authenticated.http_key
+    if key:
+        ctx.http_keys.add(key)
     ctx.connections += 1
     try:
         await connection.send(Welcome(protocol=PROTOCOL_VERSION, daemon_version=ctx.version))
@@ -150,35 +186,7 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
         pass
     finally:
         ctx.connections -= 1
-
-
-async def _hello(websocket: WebSocket, token: str) -> bool:
-    """Read the first message; True when it is a valid ``hello``. Otherwise close with
-    4401 (the reason never repeats the token)."""
-    reason = "expected hello with a valid token and protocol 1"
-    with trio.move_on_after(HELLO_TIMEOUT_S):
-        message = await websocket.receive()
-        if message["type"] == "websocket.disconnect":
-            return False
-        text = message.get("text")
-        if text is not None:
-            try:
-                frame = decode_client_frame(text)
-            except FrameDecodeError as exc:
-                reason = f"expected hello ({exc.field}: {exc.problem})"[:120]
-            else:
-                if isinstance(frame, Hello):
-                    if not token_ok(frame.token, token):
-                        reason = "wrong token"
-                    elif frame.protocol != PROTOCOL_VERSION:
-                        reason = f"unsupported protocol {frame.protocol}; this daemon speaks 1"
-                    else:
-                        return True
-    try:
-        await websocket.close(code=CLOSE_AUTH_FAILED, reason=reason)
-    except (WebSocketDisconnect, RuntimeError, OSError):
-        pass
-    return False
+        ctx.http_keys.discard(key)
 
 
 #: Events that end a run: after one of these its forwarder stops.
@@ -338,8 +346,10 @@ class Connection:
         nursery = self._nursery
         assert nursery is not None
         match frame:
-            case Hello():
-                await self.send_error(ErrorCode.BAD_FRAME, "$.type: hello was already received")
+            case Hello() | Prove():
+                await self.send_error(
+                    ErrorCode.BAD_FRAME, f"$.type: {frame.TYPE} was already received"
+                )
             case Run() | PendingFrame():
                 await nursery.start(self._request, frame)
             case Reply():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from functools import partial
 
@@ -28,14 +29,30 @@ from agentrio.errors import (
     Timeout,
     Unreachable,
 )
+from agentrio.protocol.challenge import client_proof, daemon_proof, new_nonce
 from agentrio.protocol.codec import dumps
-from agentrio.protocol.frames import PROTOCOL_VERSION, ErrorFrame, Welcome
+from agentrio.protocol.frames import PROTOCOL_VERSION, Challenge, ErrorFrame, Welcome
 from agentrio.transport import map_errors, open_frame_connection, open_http
 
 Handler = Callable[[trio.SocketStream], Awaitable[None]]
 WsHandler = Callable[[trio_websocket.WebSocketConnection, trio.SocketStream], Awaitable[None]]
 WELCOME = dumps(Welcome(protocol=PROTOCOL_VERSION, daemon_version="t"))
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+async def _prove_daemon(
+    ws: trio_websocket.WebSocketConnection, token: str = "t", hello: str | bytes | None = None
+) -> None:
+    """Play the daemon's side of the mutual challenge (`agentrio.protocol.challenge`) for the
+    client's ``hello`` (read here unless given)."""
+    if hello is None:
+        hello = await ws.get_message()
+    nonce = json.loads(hello)["nonce"]
+    mine = new_nonce()
+    proof = daemon_proof(token, nonce, mine)
+    await ws.send_message(dumps(Challenge(nonce=mine, proof=proof)))
+    prove = json.loads(await ws.get_message())
+    assert prove == {"type": "prove", "proof": client_proof(token, nonce, mine)}
 
 
 async def _serve_raw(nursery: trio.Nursery, handler: Handler) -> str:
@@ -155,7 +172,7 @@ async def test_body_exceptions_and_peer_abort_come_out_plain() -> None:
     async def welcome_then_abort(
         ws: trio_websocket.WebSocketConnection, stream: trio.SocketStream
     ) -> None:
-        await ws.get_message()
+        await _prove_daemon(ws)
         await ws.send_message(WELCOME)
         await trio.sleep(0.05)
         await stream.aclose()  # like kill -9: no closing handshake
@@ -186,6 +203,7 @@ async def test_refused_hello_and_a_normal_close() -> None:
         if '"bad"' in str(hello):
             await ws.aclose(4401, "authentication failed")
             return
+        await _prove_daemon(ws, "good", hello)
         await ws.send_message(WELCOME)
         with pytest.raises(trio_websocket.ConnectionClosed) as info:
             await ws.get_message()
@@ -195,7 +213,7 @@ async def test_refused_hello_and_a_normal_close() -> None:
     async with trio.open_nursery() as nursery:
         url = await _serve_ws(nursery, refuse_or_echo)
         with pytest.raises(AuthRefused, match="authentication failed") as refused:
-            async with open_frame_connection(url, "bad"):
+            async with open_frame_connection(url, "t", client="bad"):
                 pytest.fail("no connection should open")
         assert refused.value.code == "unauthorized"
         async with open_frame_connection(url, "good") as conn:
@@ -216,19 +234,39 @@ async def test_closed_before_welcome_or_answered_otherwise() -> None:
         if '"close"' in str(hello):
             await ws.aclose(4001, "shutting down")
             return
+        await _prove_daemon(ws, "t", hello)
         await ws.send_message(dumps(ErrorFrame(code="bad_frame", message="no")))
         await trio.sleep_forever()
 
     async with trio.open_nursery() as nursery:
         url = await _serve_ws(nursery, misbehave)
         with pytest.raises(Disconnected) as closed:
-            async with open_frame_connection(url, "close"):
+            async with open_frame_connection(url, "t", client="close"):
                 pytest.fail("no connection should open")
         assert (closed.value.close_code, closed.value.close_reason) == (4001, "shutting down")
         with pytest.raises(AuthRefused, match="expected welcome, got error"):
-            async with open_frame_connection(url, "other"):
+            async with open_frame_connection(url, "t"):
                 pytest.fail("no connection should open")
         nursery.cancel_scope.cancel()
+
+
+async def _read_masked_frame(stream: trio.SocketStream) -> bytes:
+    """One small masked client frame (payload under 64 KiB), unmasked."""
+    data = b""
+
+    async def at_least(n: int) -> None:
+        nonlocal data
+        while len(data) < n:
+            data += await stream.receive_some()
+
+    await at_least(2)
+    length, start = data[1] & 0x7F, 2
+    if length == 126:
+        await at_least(4)
+        length, start = int.from_bytes(data[2:4], "big"), 4
+    await at_least(start + 4 + length)
+    mask, payload = data[start : start + 4], data[start + 4 : start + 4 + length]
+    return bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
 
 
 async def test_a_daemon_closing_first_leaves_no_socket_open() -> None:
@@ -252,6 +290,11 @@ async def test_a_daemon_closing_first_leaves_no_socket_open() -> None:
             b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
             b"Connection: Upgrade\r\nSec-WebSocket-Accept: " + accept + b"\r\n\r\n"
         )
+        nonce = json.loads(await _read_masked_frame(stream))["nonce"]
+        mine = new_nonce()
+        challenge = dumps(Challenge(nonce=mine, proof=daemon_proof("t", nonce, mine))).encode()
+        await stream.send_all(bytes([0x81, 126]) + len(challenge).to_bytes(2, "big") + challenge)
+        await _read_masked_frame(stream)  # prove
         welcome = WELCOME.encode()
         await stream.send_all(bytes([0x81, len(welcome)]) + welcome)
         close = (4001).to_bytes(2, "big") + b"bye"

@@ -402,8 +402,8 @@ async def test_garbage_and_forgeries_on_the_bus_are_ignored(tmp_path: Path, redi
                         "not json",
                         '{"type": "launch", "sender": "x"}',
                         approval,
-                        BusKey("another cluster's token").sign(approval),
-                        BusKey(TOKEN).sign('{"type": "launch", "sender": "x"}'),
+                        BusKey("another cluster's token").sign(approval, f"{PREFIX}bus"),
+                        BusKey(TOKEN).sign('{"type": "launch", "sender": "x"}', f"{PREFIX}bus"),
                     ):
                         assert await redis.publish(f"{PREFIX}bus", text) == 2
                 await trio.sleep(1.0)
@@ -415,3 +415,68 @@ async def test_garbage_and_forgeries_on_the_bus_are_ignored(tmp_path: Path, redi
         assert (await _cluster(a))["bus_rejected_total"] == 5
         log = (a.home / "stdout.log").read_text(encoding="utf-8")
         assert "ignored a message on the daemons' bus: bad signature" in log
+
+
+async def test_events_copied_into_another_sessions_stream_are_ignored(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Issue 29 finding 10: every relayed event is signed for its session's stream.
+    Whoever can write to Redis copies the entries of ``chat-secret``'s stream into
+    ``chat-other``'s: a subscriber of ``chat-other`` on another daemon never sees
+    them (the genuine event after them arrives; the copies are counted as rejected
+    and logged)."""
+    with _daemons(tmp_path, redis_url, "ab") as (a, b):
+        with trio.fail_after(DEADLINE_S):
+            await _wait_cluster(a, peers=1, proxies=0)
+            secret = await _send(a, "chat-secret", "the secret plan")
+            assert await _wait_status(a, "chat-secret", secret.json()["task_hash"]) == "finished"
+            async with coredis.Redis.from_url(redis_url, decode_responses=True) as redis:
+                entries = await redis.xrange(f"{PREFIX}ev:chat-secret")
+                assert entries
+                async with _connect(b) as script:
+                    subscription = await script.subscribe("chat-other")
+                    for entry in entries:
+                        await redis.xadd(f"{PREFIX}ev:chat-other", dict(entry.field_values))
+                    genuine = await _send(a, "chat-other", "hello there")
+                    frame = await subscription.receive()
+        assert frame.task_hash == genuine.json()["task_hash"]
+        assert isinstance(frame.event, TaskStarted)
+        assert frame.event.input == "hello there"
+        assert (await _cluster(b))["bus_rejected_total"] >= len(entries)
+        log = (b.home / "stdout.log").read_text(encoding="utf-8")
+        assert "ignored a relayed event of chat-other: bad signature" in log
+
+
+async def test_a_replayed_heartbeat_does_not_keep_a_dead_daemon_alive(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Issue 29 finding 10: B's heartbeats are recorded off the bus, B is killed (-9),
+    and the recording is published again and again: A still forgets B once B's own
+    heartbeats stop (the replays are refused: their numbers were used), and B's
+    listener stops counting."""
+    with _daemons(tmp_path, redis_url, "ab") as (a, b):
+        async with _connect(b) as script:
+            await script.listen("chat-")
+            with trio.fail_after(DEADLINE_S):
+                await _wait_cluster(a, peers=1, proxies=1)
+                b_id = (await _cluster(b))["daemon"]
+                recorded: list[str] = []
+                async with coredis.Redis.from_url(redis_url, decode_responses=True) as redis:
+                    async with redis.pubsub(channels=[f"{PREFIX}bus"]) as pubsub:
+                        while len(recorded) < 3:
+                            message = await pubsub.get_message(ignore_subscribe_messages=True)
+                            if message is None or message.get("type") != "message":
+                                continue
+                            text = str(message["data"])
+                            if f'"sender":"{b_id}"' in text and '"heartbeat"' in text:
+                                recorded.append(text)
+                    b.kill()
+                    rejected = (await _cluster(a))["bus_rejected_total"]
+                    while (await _cluster(a))["peers"]:
+                        for text in recorded:
+                            await redis.publish(f"{PREFIX}bus", text)
+                        await trio.sleep(0.2)
+        cluster = await _cluster(a)
+        assert cluster["peers"] == []
+        assert cluster["proxies"] == 0
+        assert cluster["bus_rejected_total"] > rejected

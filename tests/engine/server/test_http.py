@@ -163,10 +163,10 @@ async def test_body_over_1_mib_is_413(served: Served, declared: bool) -> None:
     auth = f"Authorization: Bearer {served.token}"
     big = b'{"input": "' + b"x" * (1024 * 1024) + b'"}'
     if declared:
-        head = f"POST /v1/send HTTP/1.1\r\nHost: x\r\n{auth}\r\nContent-Length: {len(big)}"
+        head = f"POST /v1/send HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\nContent-Length: {len(big)}"
         status, body = await raw_request(served, head, big[:1000])
     else:
-        head = f"POST /v1/send HTTP/1.1\r\nHost: x\r\n{auth}\r\nTransfer-Encoding: chunked"
+        head = f"POST /v1/send HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\nTransfer-Encoding: chunked"
         chunk = b"%x\r\n%s\r\n" % (len(big), big)
         status, body = await raw_request(served, head, chunk + b"0\r\n\r\n")
     error = decode(body, ErrorBody).error

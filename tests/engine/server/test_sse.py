@@ -48,7 +48,8 @@ class RawEventStream:
 
     async def start(self, path: str, token: str) -> None:
         await self._stream.send_all(
-            f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\r\n".encode()
+            f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {token}\r\n\r\n".encode()
         )
         while b"\r\n\r\n" not in self._raw:
             await self._more()
