@@ -1,4 +1,4 @@
-"""B13: a connection's hello round trip over the daemon's Unix socket beside TCP.
+"""B15: a connection's hello round trip over the daemon's Unix socket beside TCP.
 
 Issue 29 finding 3 moved local clients (the REPL, ``agentrio.connect()``, the chat
 front-ends, ``agentrio status``) to ``<home>/daemon.sock``, and made a TCP ``hello`` a
@@ -99,11 +99,11 @@ async def _measure(
 
 def run(args: BenchArgs) -> BenchResult:
     rounds, batch = (2, 50) if args.quick else (6, 200)
-    with tempfile.TemporaryDirectory(prefix="agentrio-b13-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agentrio-b15-") as tmp:
         samples = trio.run(_measure, Path(tmp), rounds, batch, args.profile)
     unix, challenge = Stats.of_ns(samples["unix"]), Stats.of_ns(samples["challenge"])
     token, whole = Stats.of_ns(samples["token"]), Stats.of_ns(samples["whole"])
-    result = BenchResult("B13", "Hello round trip: Unix socket vs TCP (challenge, token)")
+    result = BenchResult("B15", "Hello round trip: Unix socket vs TCP (challenge, token)")
     ratio = unix.p50 / token.p50
     result.add(
         "unix socket hello p50",
