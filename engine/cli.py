@@ -14,6 +14,7 @@ from pathlib import Path
 
 from engine.config import DEFAULT_PORT, load_config
 from engine.errors import ConfigError
+from engine.extras import missing_for, missing_message
 
 __all__ = ["build_parser", "main"]
 
@@ -92,5 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(home)
     except ConfigError as exc:
         print(f"agentrio daemon: {exc}", file=sys.stderr)
+        return 2
+    missing = missing_for(config)
+    if missing:
+        where = config.home_path / "config.toml"
+        print(f"agentrio daemon: {where}: {missing_message(missing[0])}", file=sys.stderr)
         return 2
     return run_daemon(config, host=args.host, port=args.port)

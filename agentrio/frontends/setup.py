@@ -164,8 +164,20 @@ def run_frontend(
             logging.getLogger(f"agentrio.frontends.{name}").warning(
                 "[%s] allowed_users is empty: the bot refuses everyone", name
             )
-        asyncio.run(load_runner()(home, config, token))
+        asyncio.run(_loaded(name, load_runner)(home, config, token))
     except SetupError as exc:
         print(f"agentrio {name}: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _loaded(name: str, load_runner: Callable[[], BotRunner[C]]) -> BotRunner[C]:
+    """The bot runner; a `SetupError` naming the extra when the platform's library is
+    not installed (``pip install 'agentrio[<name>]'``, issue 30)."""
+    try:
+        return load_runner()
+    except ModuleNotFoundError as exc:
+        raise SetupError(
+            f"{exc.name or 'its library'} is not installed: pip install 'agentrio[{name}]'"
+            " (or `make run` in a checkout)"
+        ) from None
