@@ -55,6 +55,7 @@ from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
 from engine.core import Engine
+from engine.errors import ConfigError
 from engine.frontends_supervisor import enabled_frontends, supervise_frontends
 from engine.nursery_tasks import cancel_scope
 from engine.processes.orphans import kill_orphans, mark_children
@@ -520,7 +521,7 @@ def run_daemon(config: Config, *, host: str | None = None, port: int | None = No
             stack.enter_context(_logging_to(home))
             mark_children(home)
             trio.run(partial(serve, config, host=host, port=port))
-    except (OSError, StoreError, BaseExceptionGroup) as exc:
+    except (OSError, StoreError, ConfigError, BaseExceptionGroup) as exc:
         line = startup_message(exc, home=home, host=bind_host, port=bind_port)
         if line is None:
             raise
