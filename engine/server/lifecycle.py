@@ -8,7 +8,8 @@
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
 3. makes the home owner-only (folders 0700, files 0600, `engine.store.files`),
-   logging once what it had to tighten in a home made earlier with looser modes; ends
+   logging once what it had to tighten in a home made earlier with looser modes (but
+   never the person's ``config.toml``: a too-open one is warned about); ends
    the processes a killed predecessor left running (`engine.processes.orphans`), clears
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
@@ -37,6 +38,7 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -450,6 +452,28 @@ def _tighten_home(home: Path) -> None:
         )
     for path, exc in failed:
         log.warning("cannot make %s owner-only: %s", path, exc.strerror or exc)
+    _warn_open_config(home / "config.toml")
+
+
+def _warn_open_config(path: Path) -> None:
+    """Warn once per start about a ``config.toml`` others may read or write. It is the
+    person's file: agentrio reads it and leaves its mode alone (issue 30); a secret in
+    it is refused anyway (`engine.config.load_config`), but a writable one lets another
+    user change what this daemon runs."""
+    try:
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+    except OSError:
+        return
+    if mode & 0o077:
+        who = "written" if mode & 0o022 else "read"
+        log.warning(
+            "%s can be %s by other users (mode %04o): agentrio leaves your file as it is; "
+            "chmod 600 %s to keep it private",
+            path,
+            who,
+            mode,
+            path,
+        )
 
 
 @contextmanager
