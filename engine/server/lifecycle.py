@@ -38,6 +38,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import stat
 import sys
 import time
@@ -55,7 +56,7 @@ from hypercorn.config import Config as HypercornConfig
 
 from engine.assembly import open_engine
 from engine.causes import Cause
-from engine.config import Config
+from engine.config import DEFAULT_PORT, Config
 from engine.core import Engine
 from engine.errors import ConfigError
 from engine.frontends_supervisor import enabled_frontends, supervise_frontends
@@ -76,6 +77,7 @@ __all__ = [
     "GRACEFUL_S",
     "LOCK_FILE",
     "LOG_FILE",
+    "PORT_FALLBACK_KEY",
     "STOPPED_FILE",
     "AlreadyRunning",
     "RunningServer",
@@ -84,6 +86,7 @@ __all__ = [
     "daemon_version",
     "instance_lock",
     "open_server",
+    "port_taken",
     "read_daemon_json",
     "remove_daemon_json",
     "remove_stop_note",
@@ -100,6 +103,9 @@ LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
 #: The note of a deliberate stop (module doc, step 5); `repl.daemon` reads it.
 STOPPED_FILE: Final = "daemon.stopped"
+#: The ``daemon.json`` key naming the default port a daemon found taken (`serve`'s
+#: ``free_port_if_taken``); `repl.daemon` reads it.
+PORT_FALLBACK_KEY: Final = "port_taken"
 #: How many tightened paths the start-up log line names.
 _LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
@@ -376,12 +382,24 @@ async def serve(
     host: str | None = None,
     port: int | None = None,
     stop: trio.Event | None = None,
+    free_port_if_taken: bool = False,
 ) -> None:
     """The daemon: steps 3-5 of the module doc. Returns after a clean shutdown, which
-    SIGINT, SIGTERM or ``stop`` (for callers that are not the main thread) begins."""
+    SIGINT, SIGTERM or ``stop`` (for callers that are not the main thread) begins.
+
+    ``free_port_if_taken`` (the REPL's started daemons): when the port is the default
+    one (no ``port`` given, none configured) and something holds it -- typically another
+    home's daemon -- listen on a free port instead, say so once in the log, and record
+    the taken one in ``daemon.json`` (`PORT_FALLBACK_KEY`) for the REPL to say."""
     home = config.home_path
     host = host or config.server.host
+    taken: int | None = None
+    if port is None and free_port_if_taken and config.server.port == DEFAULT_PORT:
+        if await trio.to_thread.run_sync(port_taken, host, DEFAULT_PORT):
+            taken = DEFAULT_PORT
     port = config.server.port if port is None else port
+    if taken is not None:
+        port = 0
     await trio.to_thread.run_sync(_tighten_home, home)
     orphans = await trio.to_thread.run_sync(kill_orphans, home)
     if orphans:
@@ -407,13 +425,22 @@ async def serve(
                 allowed_origins=config.server.allowed_origins,
             ) as server:
                 await trio.to_thread.run_sync(remove_stop_note, home)
-                info = {
+                info: dict[str, Any] = {
                     "pid": pid,
                     "host": server.host,
                     "port": server.port,
                     "started_at": time.time(),
                     "version": version,
                 }
+                if taken is not None:
+                    info[PORT_FALLBACK_KEY] = taken
+                    log.warning(
+                        "port %d on %s is in use (another home's daemon?): listening on "
+                        "port %d instead (recorded in daemon.json)",
+                        taken,
+                        host,
+                        server.port,
+                    )
                 await trio.to_thread.run_sync(write_daemon_json, home, info)
                 log.info(
                     "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
@@ -431,6 +458,25 @@ async def serve(
                     with trio.CancelScope(shield=True):
                         await trio.to_thread.run_sync(remove_daemon_json, home, pid)
     log.info("stopped")
+
+
+def port_taken(host: str, port: int) -> bool:
+    """Whether binding ``host:port`` fails because something holds it (blocking). The
+    probe binds as hypercorn does (``SO_REUSEADDR``), so a port left in TIME_WAIT by a
+    daemon that just stopped is not taken. A bind that fails for another reason is left
+    to the real bind, which says why in one line."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError:
+        return False
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            return exc.errno == errno.EADDRINUSE
+    return False
 
 
 def _tighten_home(home: Path) -> None:
@@ -526,7 +572,13 @@ async def _wait_for_stop(
     return why[0] if why else "stopped"
 
 
-def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:
+def run_daemon(
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    free_port_if_taken: bool = False,
+) -> int:
     """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
     after a clean shutdown, 1 when another daemon holds the home, `STARTUP_EXIT` (2)
     when it cannot start (home unwritable or read-only, disk full, corrupt store, port
@@ -544,7 +596,9 @@ def run_daemon(config: Config, *, host: str | None = None, port: int | None = No
                 return 1
             stack.enter_context(_logging_to(home))
             mark_children(home)
-            trio.run(partial(serve, config, host=host, port=port))
+            trio.run(
+                partial(serve, config, host=host, port=port, free_port_if_taken=free_port_if_taken)
+            )
     except (OSError, StoreError, ConfigError, BaseExceptionGroup) as exc:
         line = startup_message(exc, home=home, host=bind_host, port=bind_port)
         if line is None:
