@@ -88,7 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Home: --home DIR, else $AGENTRIO_HOME, else ~/.config/agentrio.",
     )
-    parser.add_argument("--version", action="version", version=f"agentrio {version()}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"agentrio {version()}",
+        help="print agentrio's version and exit",
+    )
     parser.add_argument(
         "--home",
         metavar="DIR",
@@ -97,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--session", metavar="ID", help="continue session ID (cli-…) instead of a new one"
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
+    commands = parser.add_subparsers(dest="command", title="commands")
     for name, (line, _) in COMMANDS.items():
         commands.add_parser(name, help=line, add_help=False)
     return parser
@@ -122,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     before, command, after = _split(argv)
     if command is not None:
         if command not in COMMANDS:
-            build_parser().error(f"argument COMMAND: invalid choice: {command!r}")
+            build_parser().error(f"invalid choice: {command!r}")
         if before:
             # Only --home DIR may come before a command; the command takes it too.
             given = _Parser(prog=f"agentrio … {command}", add_help=False)

@@ -25,6 +25,7 @@ from typing import Final, Protocol
 
 from protocol.frames import Ask, LegInfo
 from repl.commands import CancelChoice, ConfirmChoice, background_cancel_frame, cancel_frame
+from repl.launch import agentrio_command
 from repl.messages import Outgoing
 from repl.render import clip
 from repl.views import EscAction, Popup, RunView, stop_popup
@@ -43,7 +44,7 @@ def quit_line(task_input: str, session_id: str) -> str:
     """What quitting does to one running task, and where it waits afterwards."""
     return (
         f"⏸ {clip(task_input, 60)} — stopped (window closed), kept: it waits in /pending; "
-        f"reopen with `agentrio --session {session_id}`"
+        f"reopen with `{agentrio_command()} --session {session_id}`"
     )
 
 

@@ -27,6 +27,7 @@ from protocol.frontends import token_key_refused
 __all__ = [
     "BotRunner",
     "SetupError",
+    "build_parser",
     "default_home",
     "load_table",
     "parse_args",
@@ -103,8 +104,8 @@ def store_token(home: Path, name: str, token: str) -> Path:
     return path
 
 
-def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namespace:
-    """``--home DIR`` and ``--store-token``; ``home`` comes back resolved."""
+def build_parser(name: str, title: str) -> argparse.ArgumentParser:
+    """``agentrio <name>``'s parser (also walked by ``agentrio completion``)."""
     parser = argparse.ArgumentParser(
         prog=f"agentrio {name}",
         description=f"Run the {title} front-end (docs/frontends.md).",
@@ -115,7 +116,12 @@ def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namesp
         action="store_true",
         help=f"read the bot token from stdin, store it in <home>/{name}.token (0600), exit",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namespace:
+    """``--home DIR`` and ``--store-token``; ``home`` comes back resolved."""
+    args = build_parser(name, title).parse_args(argv)
     args.home = Path(args.home).expanduser() if args.home else default_home()
     return args
 
