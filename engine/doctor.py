@@ -56,7 +56,7 @@ class Finding:
 def main(home: Path | None) -> int:
     """Print the report for ``home`` (default: the configured home); return 0 or 1."""
     # The checks reuse the daemon's parts, which log what they find; the report says it.
-    logging.getLogger("agentrio").addHandler(logging.NullHandler())
+    logging.getLogger().addHandler(logging.NullHandler())
     findings = trio.run(check_all, home)
     for finding in findings:
         print(finding.line(), flush=True)
