@@ -316,7 +316,8 @@ async def _mcp(config: Config) -> list[Finding]:
 
 
 async def _ports(config: Config) -> list[Finding]:
-    from engine.server.lifecycle import port_taken, read_daemon_json
+    from engine.server.lifecycle import read_daemon_json
+    from engine.server.ports import port_taken
 
     home = config.home_path
     info = await trio.to_thread.run_sync(read_daemon_json, home) or {}

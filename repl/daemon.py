@@ -70,7 +70,7 @@ LOST_GRACE_S: Final = 10.0
 #: ``engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
 STOPPED_FILE: Final = "daemon.stopped"
 #: The key of ``daemon.json`` naming the default port a daemon found taken (it then
-#: listens on another, ``port``); the same as ``engine.server.lifecycle.PORT_FALLBACK_KEY``.
+#: listens on another, ``port``); the same as ``engine.server.ports.PORT_FALLBACK_KEY``.
 PORT_FALLBACK_KEY: Final = "port_taken"
 
 

@@ -38,8 +38,6 @@ import logging
 import os
 import shutil
 import signal
-import socket
-import stat
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -56,7 +54,7 @@ from hypercorn.config import Config as HypercornConfig
 
 from engine.assembly import open_engine
 from engine.causes import Cause
-from engine.config import DEFAULT_PORT, Config
+from engine.config import Config
 from engine.core import Engine
 from engine.errors import ConfigError
 from engine.frontends_supervisor import enabled_frontends, supervise_frontends
@@ -66,18 +64,19 @@ from engine.processes.reaper import adopting_orphans
 from engine.server.app import ServerContext, create_app
 from engine.server.auth import load_or_create_token, own_origins
 from engine.server.cluster import open_cluster
+from engine.server.home_modes import tighten_home_logged
+from engine.server.ports import note_fallback, port_to_serve
 from engine.server.sockets import abort_connections
 from engine.server.startup import STARTUP_EXIT, startup_message
 from engine.server.ws import CLOSE_TIMEOUT_S
 from engine.store.base import StoreError
-from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
+from engine.store.files import make_home, open_private, write_private_atomic
 
 __all__ = [
     "DAEMON_JSON",
     "GRACEFUL_S",
     "LOCK_FILE",
     "LOG_FILE",
-    "PORT_FALLBACK_KEY",
     "STOPPED_FILE",
     "AlreadyRunning",
     "RunningServer",
@@ -86,7 +85,6 @@ __all__ = [
     "daemon_version",
     "instance_lock",
     "open_server",
-    "port_taken",
     "read_daemon_json",
     "remove_daemon_json",
     "remove_stop_note",
@@ -103,11 +101,6 @@ LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
 #: The note of a deliberate stop (module doc, step 5); `repl.daemon` reads it.
 STOPPED_FILE: Final = "daemon.stopped"
-#: The ``daemon.json`` key naming the default port a daemon found taken (`serve`'s
-#: ``free_port_if_taken``); `repl.daemon` reads it.
-PORT_FALLBACK_KEY: Final = "port_taken"
-#: How many tightened paths the start-up log line names.
-_LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
 GRACEFUL_S: Final = 1.0
 #: Largest WebSocket message hypercorn buffers. Messages above 1 MiB (the protocol
@@ -393,14 +386,8 @@ async def serve(
     the taken one in ``daemon.json`` (`PORT_FALLBACK_KEY`) for the REPL to say."""
     home = config.home_path
     host = host or config.server.host
-    taken: int | None = None
-    if port is None and free_port_if_taken and config.server.port == DEFAULT_PORT:
-        if await trio.to_thread.run_sync(port_taken, host, DEFAULT_PORT):
-            taken = DEFAULT_PORT
-    port = config.server.port if port is None else port
-    if taken is not None:
-        port = 0
-    await trio.to_thread.run_sync(_tighten_home, home)
+    port, taken = await port_to_serve(config, host, port, free_port_if_taken=free_port_if_taken)
+    await trio.to_thread.run_sync(tighten_home_logged, home)
     orphans = await trio.to_thread.run_sync(kill_orphans, home)
     if orphans:
         log.info("ended %d process group(s) left running by a previous daemon", orphans)
@@ -433,14 +420,7 @@ async def serve(
                     "version": version,
                 }
                 if taken is not None:
-                    info[PORT_FALLBACK_KEY] = taken
-                    log.warning(
-                        "port %d on %s is in use (another home's daemon?): listening on "
-                        "port %d instead (recorded in daemon.json)",
-                        taken,
-                        host,
-                        server.port,
-                    )
+                    note_fallback(info, taken=taken, host=host)
                 await trio.to_thread.run_sync(write_daemon_json, home, info)
                 log.info(
                     "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
@@ -458,68 +438,6 @@ async def serve(
                     with trio.CancelScope(shield=True):
                         await trio.to_thread.run_sync(remove_daemon_json, home, pid)
     log.info("stopped")
-
-
-def port_taken(host: str, port: int) -> bool:
-    """Whether binding ``host:port`` fails because something holds it (blocking). The
-    probe binds as hypercorn does (``SO_REUSEADDR``), so a port left in TIME_WAIT by a
-    daemon that just stopped is not taken. A bind that fails for another reason is left
-    to the real bind, which says why in one line."""
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError:
-        return False
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(address)
-        except OSError as exc:
-            return exc.errno == errno.EADDRINUSE
-    return False
-
-
-def _tighten_home(home: Path) -> None:
-    """Make (or tighten) the home and everything in it owner-only, and say so once
-    when something was open to group or world (issue 15 item 6)."""
-    make_home(home)
-    changed, failed = tighten_home(home)
-    if changed:
-        root = home.resolve()
-        shown = ", ".join(os.path.relpath(path, root) for path in changed[:_LISTED])
-        more = f" and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
-        log.warning(
-            "tightened permissions in %s: %d path(s) were open to group or world "
-            "(now owner-only): %s%s",
-            home,
-            len(changed),
-            shown,
-            more,
-        )
-    for path, exc in failed:
-        log.warning("cannot make %s owner-only: %s", path, exc.strerror or exc)
-    _warn_open_config(home / "config.toml")
-
-
-def _warn_open_config(path: Path) -> None:
-    """Warn once per start about a ``config.toml`` others may read or write. It is the
-    person's file: agentrio reads it and leaves its mode alone (issue 30); a secret in
-    it is refused anyway (`engine.config.load_config`), but a writable one lets another
-    user change what this daemon runs."""
-    try:
-        mode = stat.S_IMODE(os.lstat(path).st_mode)
-    except OSError:
-        return
-    if mode & 0o077:
-        who = "written" if mode & 0o022 else "read"
-        log.warning(
-            "%s can be %s by other users (mode %04o): agentrio leaves your file as it is; "
-            "chmod 600 %s to keep it private",
-            path,
-            who,
-            mode,
-            path,
-        )
 
 
 @contextmanager

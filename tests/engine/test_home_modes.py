@@ -20,7 +20,8 @@ import pytest
 from engine.background.jobs import _write_json_atomic, _write_text
 from engine.background.logs import open_log
 from engine.server.auth import load_or_create_token
-from engine.server.lifecycle import _tighten_home, instance_lock, write_daemon_json
+from engine.server.home_modes import tighten_home_logged
+from engine.server.lifecycle import instance_lock, write_daemon_json
 from engine.store.files import (
     make_home,
     make_private_dirs,
@@ -215,8 +216,8 @@ def test_daemon_start_says_once_what_it_tightened(tmp_path: Path) -> None:
     logger = logging.getLogger("agentrio.daemon")
     logger.addHandler(handler)
     try:
-        _tighten_home(home)
-        _tighten_home(home)
+        tighten_home_logged(home)
+        tighten_home_logged(home)
     finally:
         logger.removeHandler(handler)
     tightened, config, again = records

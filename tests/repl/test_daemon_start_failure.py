@@ -126,3 +126,10 @@ def test_a_daemon_run_by_hand_on_a_held_port_still_fails_in_one_line(tmp_path: P
     assert done.stderr.splitlines()[-1].startswith(
         f"agentrio daemon: port {DEFAULT_PORT} on 127.0.0.1 is already in use"
     )
+
+
+def test_the_repl_and_the_daemon_name_the_fallback_key_alike() -> None:
+    """The REPL does not import the engine, so the key is written twice: the same."""
+    from engine.server.ports import PORT_FALLBACK_KEY as DAEMONS
+
+    assert PORT_FALLBACK_KEY == DAEMONS
