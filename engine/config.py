@@ -8,7 +8,6 @@ The home is ``$AGENTRIO_HOME`` or ``~/.config/agentrio``. See docs/configuration
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import tomllib
@@ -453,6 +452,8 @@ def _syntax_error(path: Path, exc: tomllib.TOMLDecodeError) -> str:
 
 def _unknown_key(table: str, name: str) -> str:
     """``unknown key`` and the closest known key of ``table`` (dotted; "" is the top)."""
+    import difflib  # only for a mistake (cold start, B7)
+
     known = [field.name for field in attrs.fields(_table_class(table)) if field.name != "home"]
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if close:

@@ -17,7 +17,6 @@ A word that is no command gets the closest one (``agentrio stauts``: did you mea
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import re
@@ -61,6 +60,18 @@ def version() -> str:
         return "0+unknown"
 
 
+class _Version(argparse.Action):
+    """``--version``: the version is read (importlib.metadata) only when asked for, not
+    on every start of the REPL (cold start, B7)."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"agentrio {version()}")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """An unknown command gets the closest one in its error (issue 30)."""
 
@@ -72,6 +83,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def unknown_command(word: str) -> str:
+    import difflib  # only for a mistyped command (cold start, B7)
+
     close = difflib.get_close_matches(word, COMMANDS, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown command {word!r}{hint} (agentrio --help lists them)"
@@ -88,12 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
         epilog="Home: --home DIR, else $AGENTRIO_HOME, else ~/.config/agentrio.",
     )
-    parser.add_argument(
-        "--version",
-        action="version",
-        version=f"agentrio {version()}",
-        help="print agentrio's version and exit",
-    )
+    parser.add_argument("--version", action=_Version, help="print agentrio's version and exit")
     parser.add_argument(
         "--home",
         metavar="DIR",
