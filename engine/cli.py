@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.config import DEFAULT_PORT, load_config
+from engine.config import DEFAULT_PORT, load_config, locate_error
 from engine.errors import ConfigError
-from engine.extras import missing_for, missing_message
+from engine.extras import EXTRAS, missing_for, missing_message
 
 __all__ = ["build_parser", "main"]
 
@@ -125,8 +125,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     missing = missing_for(config)
     if missing:
-        where = config.home_path / "config.toml"
-        print(f"agentrio daemon: {where}: {missing_message(missing[0])}", file=sys.stderr)
+        key = EXTRAS[missing[0]].config_key
+        line = locate_error(
+            config.home_path / "config.toml", f"{key}: {missing_message(missing[0])}"
+        )
+        print(f"agentrio daemon: {line}", file=sys.stderr)
         return 2
     return run_daemon(
         config, host=args.host, port=args.port, free_port_if_taken=args.free_port_if_taken

@@ -28,6 +28,8 @@ class Extra:
     module: str
     distribution: str
     needed_by: str
+    #: The key of config.toml that turns it on ("" for none).
+    config_key: str = ""
 
     @property
     def install(self) -> str:
@@ -42,18 +44,21 @@ EXTRAS: Final = {
             module="telegram",
             distribution="python-telegram-bot",
             needed_by="the Telegram front-end ([telegram] enabled = true)",
+            config_key="telegram.enabled",
         ),
         Extra(
             name="discord",
             module="discord",
             distribution="discord.py",
             needed_by="the Discord front-end ([discord] enabled = true)",
+            config_key="discord.enabled",
         ),
         Extra(
             name="redis",
             module="coredis",
             distribution="coredis",
             needed_by='the Redis store ([store] backend = "redis")',
+            config_key="store.backend",
         ),
         Extra(
             name="fast",

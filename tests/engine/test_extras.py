@@ -55,7 +55,8 @@ def test_the_daemon_names_the_missing_extra_in_one_line(tmp_path: Path, extra: s
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"pip install 'agentrio[{extra}]'" in lines[0]
-    assert lines[0].startswith(f"agentrio daemon: {home / 'config.toml'}: ")
+    key = {"telegram": "telegram.enabled", "discord": "discord.enabled", "redis": "store.backend"}
+    assert lines[0].startswith(f"agentrio daemon: {home / 'config.toml'}:2: {key[extra]}: ")
     assert not (home / "daemon.json").exists()
     assert not (home / f"{extra}.log").exists()
 

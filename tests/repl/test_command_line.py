@@ -307,3 +307,54 @@ def test_make_install_puts_agentrio_on_path_and_the_reopen_line_uses_it(tmp_path
     )
     assert removed.returncode == 0
     assert not link.exists()
+
+
+def _readme_commands() -> list[list[str]]:
+    """The ``agentrio …`` and ``make …`` commands of the README's ``sh`` blocks, as words
+    (up to a shell operator or comment)."""
+    import shlex
+
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.S)
+    found = []
+    for block in blocks:
+        for line in block.splitlines():
+            line = line.split("#")[0].replace("<(", " ").replace(")", " ")
+            words = shlex.split(line)
+            for start, word in enumerate(words):
+                if word in ("agentrio", "make"):
+                    rest = words[start:]
+                    cut = [i for i, w in enumerate(rest) if w in (">", "|", "&&", ";")]
+                    found.append(rest[: cut[0]] if cut else rest)
+                    break
+    return found
+
+
+def test_every_command_the_readme_shows_exists_as_printed() -> None:
+    """Issue 30 acceptance: each ``agentrio …`` of the README is a command whose own
+    parser takes those words, and each ``make …`` a target of the Makefile."""
+    from engine.cli import build_parser as engine_parser
+    from repl.control import build_parser as control_parser
+
+    commands = _readme_commands()
+    text = (ROOT / "README.md").read_text()
+    commands += [["make", target] for target in re.findall(r"`make (\w[\w-]*)`", text)]
+    assert ["make", "install"] in commands
+    assert ["agentrio", "doctor"] in commands
+    assert ["agentrio", "completion", "bash"] in commands
+    parsers = command_parsers()
+    makefile = (ROOT / "Makefile").read_text()
+    for words in commands:
+        if words[0] == "make":
+            assert re.search(rf"^{re.escape(words[1])}:", makefile, flags=re.M), words
+            continue
+        if len(words) == 1:
+            continue  # the REPL itself
+        name, rest = words[1], words[2:]
+        assert name in cli.COMMANDS, words
+        if name in ("daemon", "doctor"):
+            engine_parser().parse_args([name, *rest])
+        elif name in ("status", "stop", "start"):
+            control_parser().parse_args([name, *rest])
+        else:
+            parsers[name].parse_args(rest)
