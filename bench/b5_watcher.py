@@ -29,8 +29,8 @@ import trio
 
 from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main
-from protocol.events import LegFinished
-from protocol.frames import EventFrame, Run, Subscribe
+from agentrio.protocol.events import LegFinished
+from agentrio.protocol.frames import EventFrame, Run, Subscribe
 
 __all__ = ["run"]
 

@@ -261,7 +261,7 @@ def redis_server(directory: Path) -> Iterator[str | None]:
 
 
 class DaemonProcess:
-    """``python -m engine daemon --port 0`` on its own home, as the e2e tests start it.
+    """``python -m agentrio.engine daemon --port 0`` on its own home, as the e2e tests start it.
 
     With ``profile`` the daemon runs under pyinstrument, which writes a text profile
     there when the daemon exits cleanly (SIGTERM)."""
@@ -292,7 +292,7 @@ class DaemonProcess:
         self.started_ns = time.perf_counter_ns()
         self.log = (home / "stdout.log").open("ab")
         self.process = subprocess.Popen(
-            [*prefix, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
+            [*prefix, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home)],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -1,5 +1,5 @@
-"""``agentrio daemon`` / ``python -m engine daemon``: the daemon's command line, and
-``agentrio doctor`` (`engine.doctor`), which reads the same configuration.
+"""``agentrio daemon`` / ``python -m agentrio.engine daemon``: the daemon's command line, and
+``agentrio doctor`` (`agentrio.engine.doctor`), which reads the same configuration.
 
 `main` takes the arguments after the program name (``["daemon", "--port", "0"]``), so
 the REPL's ``agentrio`` entry point can hand ``agentrio daemon …`` straight to it.
@@ -13,9 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.config import DEFAULT_PORT, load_config, locate_error
-from engine.errors import ConfigError
-from engine.extras import EXTRAS, missing_for, missing_message
+from agentrio.engine.config import DEFAULT_PORT, load_config, locate_error
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.extras import EXTRAS, missing_for, missing_message
 
 __all__ = ["build_parser", "main"]
 
@@ -113,10 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Set, not just passed: anything the daemon starts must share the home.
         os.environ["AGENTRIO_HOME"] = str(home)
     if args.command == "doctor":
-        from engine.doctor import main as doctor
+        from agentrio.engine.doctor import main as doctor
 
         return doctor(home)
-    from engine.server.lifecycle import run_daemon
+    from agentrio.engine.server.lifecycle import run_daemon
 
     try:
         config = load_config(home)

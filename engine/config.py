@@ -20,9 +20,9 @@ import cattrs
 import tomli_w
 from cattrs.preconf.tomllib import make_converter
 
-from engine.errors import ConfigError
-from protocol.codec import format_problem, install_strict_hooks
-from protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
+from agentrio.engine.errors import ConfigError
+from agentrio.protocol.codec import format_problem, install_strict_hooks
+from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
 __all__ = [
     "BackgroundConfig",
@@ -332,7 +332,7 @@ def _secret_keys(data: dict[str, Any]) -> list[tuple[str, str, str]]:
 def model_problem(model: ModelConfig) -> tuple[str, str] | None:
     """``(key, problem)`` for a ``[model]`` table its types allow but its provider
     cannot use (``openai`` without ``name``, ``scripted`` without ``script``, …), or
-    None. `load_config` reports it with the file and line; `engine.models.factory`
+    None. `load_config` reports it with the file and line; `agentrio.engine.models.factory`
     checks the same for a `ModelConfig` made in code."""
     if model.provider == "scripted" and not model.script.strip():
         return "script", 'required with provider = "scripted" (a TOML file of turns)'
@@ -380,7 +380,7 @@ def _store_problems(store: StoreConfig) -> list[tuple[str, str]]:
 
 def save_config(config: Config, home: Path | None = None) -> Path:
     """Write ``config`` (without ``home``) to ``<home>/config.toml`` atomically."""
-    from engine.store.files import make_home, write_private_atomic
+    from agentrio.engine.store.files import make_home, write_private_atomic
 
     home = home or config.home_path
     make_home(home)

@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 import attrs
 import trio
 
-from engine.config import Config, ModelConfig, load_config
-from engine.errors import ConfigError
-from engine.extras import installed, missing_message
+from agentrio.engine.config import Config, ModelConfig, load_config
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.extras import installed, missing_message
 
 __all__ = ["Finding", "check_all", "main"]
 
@@ -120,7 +120,7 @@ def _config(config: Config) -> list[Finding]:
 
 
 async def _sandbox(config: Config) -> list[Finding]:
-    from engine.processes.sandbox import Sandbox
+    from agentrio.engine.processes.sandbox import Sandbox
 
     status = (await Sandbox.probe(config)).status
     if status.active:
@@ -168,7 +168,7 @@ def _sqlite_problem(db: Path) -> str:
 async def _redis(config: Config) -> Finding:
     if not installed("redis"):
         return Finding("FAIL", "store", missing_message("redis"))
-    from engine.store.redis_client import open_client
+    from agentrio.engine.store.redis_client import open_client
 
     where = _without_password(config.store.url)
     try:
@@ -269,7 +269,7 @@ def _model_names(reply: object) -> set[str] | None:
 
 
 def _bots(config: Config) -> list[Finding]:
-    from protocol.frontends import (
+    from agentrio.protocol.frontends import (
         DISCORD_TOKEN_ENV,
         DISCORD_TOKEN_FILE,
         TELEGRAM_TOKEN_ENV,
@@ -316,8 +316,8 @@ async def _mcp(config: Config) -> list[Finding]:
 
 
 async def _ports(config: Config) -> list[Finding]:
-    from engine.server.lifecycle import read_daemon_json
-    from engine.server.ports import port_taken
+    from agentrio.engine.server.lifecycle import read_daemon_json
+    from agentrio.engine.server.ports import port_taken
 
     home = config.home_path
     info = await trio.to_thread.run_sync(read_daemon_json, home) or {}

@@ -14,7 +14,7 @@ from typing import Final
 
 import attrs
 
-from engine.config import Config
+from agentrio.engine.config import Config
 
 __all__ = ["EXTRAS", "Extra", "installed", "missing_for", "missing_message"]
 

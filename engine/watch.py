@@ -1,7 +1,7 @@
 """The keyword watcher of a command leg (R28) and the decision-model check (R29).
 
 A `Watcher` is fed the leg's output chunks as they arrive (`Watcher.feed`, synchronous,
-from `engine.processes.runner.run_in_group`'s ``on_output``) and runs one loop
+from `agentrio.engine.processes.runner.run_in_group`'s ``on_output``) and runs one loop
 (`Watcher.run`) that decides when a *hit* becomes a report. It starts no process and
 reads no clock but Trio's, so it is tested with a mock clock and plain byte strings.
 
@@ -54,7 +54,7 @@ from typing import Final, Protocol
 import attrs
 import trio
 
-from engine.models.base import Message, Model, ModelError
+from agentrio.engine.models.base import Message, Model, ModelError
 
 __all__ = [
     "CHECK_TIMEOUT_S",

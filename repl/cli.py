@@ -7,7 +7,7 @@ the REPL's modules (prompt_toolkit, the Trio client, httpx) are imported only on
 `main` knows it opens the REPL, so ``agentrio daemon`` and ``agentrio --help`` do not
 pay for them (cold start, bench B7). The top-level parser (`build_parser`) knows every
 command by name and one line of help, which is what ``--help`` lists; each command's
-own parser has its options (``agentrio status --help``), and `repl.completion` walks
+own parser has its options (``agentrio status --help``), and `agentrio.repl.completion` walks
 them all for the shell completion scripts.
 
 A word that is no command gets the closest one (``agentrio stauts``: did you mean
@@ -32,21 +32,21 @@ _SESSION = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
 #: ``name: (one line of help, "module:function")``: the function takes the arguments
 #: from the command's name on (``["status", "--json"]``) and returns the exit status.
 COMMANDS: Final = {
-    "daemon": ("run the daemon in the foreground (agentrio daemon --help)", "engine.cli:main"),
-    "status": ("whether the home's daemon runs: address, pid, tasks, sandbox", "repl.control:main"),
-    "stop": ("stop the home's daemon; running tasks stay resumable", "repl.control:main"),
-    "start": ("start a detached daemon for the home", "repl.control:main"),
+    "daemon": ("run the daemon in the foreground (agentrio daemon --help)", "agentrio.engine.cli:main"),
+    "status": ("whether the home's daemon runs: address, pid, tasks, sandbox", "agentrio.repl.control:main"),
+    "stop": ("stop the home's daemon; running tasks stay resumable", "agentrio.repl.control:main"),
+    "start": ("start a detached daemon for the home", "agentrio.repl.control:main"),
     "doctor": (
         "check the sandbox, store, model, bots, MCP servers and ports, with what to do",
-        "engine.cli:main",
+        "agentrio.engine.cli:main",
     ),
-    "logs": ("print the daemon's log (<home>/daemon.log); -f follows it", "repl.logs:main"),
+    "logs": ("print the daemon's log (<home>/daemon.log); -f follows it", "agentrio.repl.logs:main"),
     "completion": (
         "print a bash or zsh completion script",
-        "repl.completion:main",
+        "agentrio.repl.completion:main",
     ),
-    "telegram": ("run the Telegram front-end by hand (docs/frontends.md)", "repl.cli:_frontend"),
-    "discord": ("run the Discord front-end by hand (docs/frontends.md)", "repl.cli:_frontend"),
+    "telegram": ("run the Telegram front-end by hand (docs/frontends.md)", "agentrio.repl.cli:_frontend"),
+    "discord": ("run the Discord front-end by hand (docs/frontends.md)", "agentrio.repl.cli:_frontend"),
 }
 
 
@@ -179,11 +179,11 @@ def _run_repl(args: argparse.Namespace) -> int:
 
     from prompt_toolkit.history import FileHistory
 
-    from repl.app import ReplApp
-    from repl.bridge import FrameSink, run_with_trio
-    from repl.commands import new_session_id, new_window_hash
-    from repl.daemon import default_home, model_label
-    from repl.state import ReplState
+    from agentrio.repl.app import ReplApp
+    from agentrio.repl.bridge import FrameSink, run_with_trio
+    from agentrio.repl.commands import new_session_id, new_window_hash
+    from agentrio.repl.daemon import default_home, model_label
+    from agentrio.repl.state import ReplState
 
     if args.home:
         # Set, not just used: a daemon this REPL starts must share the home.

@@ -1,7 +1,7 @@
 """``agentrio completion bash|zsh``: a shell completion script, generated from the
 command line's own parsers (issue 30), so it cannot drift from them.
 
-The top-level parser (`repl.cli.build_parser`) gives the commands and the REPL's
+The top-level parser (`agentrio.repl.cli.build_parser`) gives the commands and the REPL's
 options; each command's own parser (`command_parsers`) gives its options, which of them
 take a value, and the values they accept. A ``DIR`` value completes directory names, a
 ``FILE`` one file names, one with choices its choices. Install::
@@ -64,12 +64,12 @@ def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.Argument
 
 
 def command_parsers() -> dict[str, argparse.ArgumentParser]:
-    """Each command of `repl.cli.COMMANDS` and its own parser."""
+    """Each command of `agentrio.repl.cli.COMMANDS` and its own parser."""
     from agentrio.frontends.setup import build_parser as frontend_parser
-    from engine.cli import build_parser as engine_parser
-    from repl.cli import COMMANDS
-    from repl.control import build_parser as control_parser
-    from repl.logs import build_parser as logs_parser
+    from agentrio.engine.cli import build_parser as engine_parser
+    from agentrio.repl.cli import COMMANDS
+    from agentrio.repl.control import build_parser as control_parser
+    from agentrio.repl.logs import build_parser as logs_parser
 
     found = {**_subcommands(engine_parser()), **_subcommands(control_parser())}
     found["logs"] = logs_parser()
@@ -99,8 +99,8 @@ def _options(parser: argparse.ArgumentParser) -> list[Option]:
 
 def tree() -> tuple[list[Option], dict[str, tuple[str, list[Option]]]]:
     """The top-level options, and each command's one line of help and options."""
-    from repl.cli import COMMANDS
-    from repl.cli import build_parser as top_parser
+    from agentrio.repl.cli import COMMANDS
+    from agentrio.repl.cli import build_parser as top_parser
 
     top = [option for option in _options(top_parser()) if option.flags]
     commands = {

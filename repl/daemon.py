@@ -32,7 +32,7 @@ from agentrio import ClientError, DaemonNotFound, default_home
 from agentrio.home import read_address
 from agentrio.home import read_token as read_token_or_raise
 from agentrio.transport import HttpApi
-from repl.messages import Status
+from agentrio.repl.messages import Status
 
 __all__ = [
     "HEALTH_TIMEOUT_S",
@@ -67,10 +67,10 @@ _POLL_S: Final = 0.025
 #: (it fails to take the home's lock within a second or so) before we end it.
 LOST_GRACE_S: Final = 10.0
 #: Left in the home by a daemon that stopped on purpose; the same name as
-#: ``engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
+#: ``agentrio.engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
 STOPPED_FILE: Final = "daemon.stopped"
 #: The key of ``daemon.json`` naming the default port a daemon found taken (it then
-#: listens on another, ``port``); the same as ``engine.server.ports.PORT_FALLBACK_KEY``.
+#: listens on another, ``port``); the same as ``agentrio.engine.server.ports.PORT_FALLBACK_KEY``.
 PORT_FALLBACK_KEY: Final = "port_taken"
 
 
@@ -137,7 +137,7 @@ async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
 
 
 def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
-    """Start ``python -m engine daemon --home HOME --free-port-if-taken`` detached (own
+    """Start ``python -m agentrio.engine daemon --home HOME --free-port-if-taken`` detached (own
     session, stdin from /dev/null, output appended to ``<home>/daemon.log``); return its
     pid. ``--free-port-if-taken``: a default port held by another home's daemon is no
     reason to fail; the daemon takes a free one and ``daemon.json`` says which.
@@ -149,7 +149,7 @@ def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
     log = home / "daemon.log"
     argv = argv or [
         sys.executable,
-        *("-m", "engine", "daemon", "--home", str(home), "--free-port-if-taken"),
+        *("-m", "agentrio.engine", "daemon", "--home", str(home), "--free-port-if-taken"),
     ]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     actions = [
@@ -194,7 +194,7 @@ def read_stopped(home: Path) -> StopNote | None:
 
 def home_lock_holder(home: Path) -> int | None:
     """The pid holding the ``flock`` on the home directory -- by definition the daemon
-    of this home (``engine.server.lifecycle.instance_lock``) -- read from
+    of this home (``agentrio.engine.server.lifecycle.instance_lock``) -- read from
     ``/proc/locks`` without touching the lock; None when nobody holds it, or when
     ``/proc/locks`` cannot be read (not Linux)."""
     try:
@@ -340,7 +340,7 @@ async def ensure_daemon(
 
 
 #: How the daemon begins the one line that says why it cannot start (``agentrio
-#: daemon: …``, `engine.server.startup`, `engine.cli`).
+#: daemon: …``, `agentrio.engine.server.startup`, `agentrio.engine.cli`).
 _REASON_PREFIX: Final = "agentrio daemon: "
 #: The most of a started daemon's log read back for its reason.
 _REASON_READ_BYTES: Final = 64 * 1024

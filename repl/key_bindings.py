@@ -5,7 +5,7 @@
   line, so a message may have several lines.
 - Esc runs the chain of R47 when the input line has focus (popups and dialogs bind their
   own Esc). It is not eager: Esc is also the first key of Alt+Enter, so a lone Esc acts
-  after `repl.app.KEY_TIMEOUT_S` without a second key.
+  after `agentrio.repl.app.KEY_TIMEOUT_S` without a second key.
 - Ctrl+C stops the current task from anywhere, and on an idle empty line asks for a
   second Ctrl+C, which quits; Ctrl+D on an empty line quits. Both quit like ``/quit``.
 - Ctrl+R searches the input history backwards (prompt_toolkit's incremental search,
@@ -25,7 +25,7 @@ __all__ = ["BindingsHost", "load_repl_bindings"]
 
 class BindingsHost(Protocol):
     """What the bindings act on: the input line and the three key decisions
-    (`repl.app.ReplApp`; a Protocol, so this module does not import the app that
+    (`agentrio.repl.app.ReplApp`; a Protocol, so this module does not import the app that
     imports it)."""
 
     buffer: Buffer

@@ -1,12 +1,12 @@
 """What Esc, Ctrl+C, a popup choice and quitting do: the REPL's key decisions (R47).
 
-`KeyChain` belongs to one `repl.state.ReplState` (``state.keys``) and decides from its
+`KeyChain` belongs to one `agentrio.repl.state.ReplState` (``state.keys``) and decides from its
 runs, asks, legs and notice; it imports no prompt_toolkit, so every decision is tested
-without a terminal. `repl.app.ReplApp` carries out the two the UI owns (close the
+without a terminal. `agentrio.repl.app.ReplApp` carries out the two the UI owns (close the
 picker, clear the input).
 
 - Esc at the prompt runs the chain of R47: close the picker, close the notice, stop
-  the task (the popup of `repl.views.stop_popup` once it has shown output), clear the
+  the task (the popup of `agentrio.repl.views.stop_popup` once it has shown output), clear the
   input, open the background-leg menu; with none of these it says so briefly.
 - Esc in (or over) a confirmation or question opens the same stop popup for the task
   that asks: it never answers or approves anything, and the popup's first choice (or
@@ -23,12 +23,12 @@ from __future__ import annotations
 import time
 from typing import Final, Protocol
 
-from protocol.frames import Ask, LegInfo
-from repl.commands import CancelChoice, ConfirmChoice, background_cancel_frame, cancel_frame
-from repl.launch import agentrio_command
-from repl.messages import Outgoing
-from repl.render import clip
-from repl.views import EscAction, Popup, RunView, stop_popup
+from agentrio.protocol.frames import Ask, LegInfo
+from agentrio.repl.commands import CancelChoice, ConfirmChoice, background_cancel_frame, cancel_frame
+from agentrio.repl.launch import agentrio_command
+from agentrio.repl.messages import Outgoing
+from agentrio.repl.render import clip
+from agentrio.repl.views import EscAction, Popup, RunView, stop_popup
 
 __all__ = ["HINT_S", "NOTHING_TO_STOP", "QUIT_WINDOW_S", "KeyChain", "KeysHost", "quit_line"]
 
@@ -49,7 +49,7 @@ def quit_line(task_input: str, session_id: str) -> str:
 
 
 class KeysHost(Protocol):
-    """What the key decisions need of the state that owns them (`repl.state.ReplState`)."""
+    """What the key decisions need of the state that owns them (`agentrio.repl.state.ReplState`)."""
 
     session_id: str
     notice: str | None

@@ -14,8 +14,8 @@ from prompt_toolkit.filters import Condition
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.layout import ConditionalContainer, FormattedTextControl, Window
 
-from protocol.wording import plural
-from repl.state import ReplState
+from agentrio.protocol.wording import plural
+from agentrio.repl.state import ReplState
 
 __all__ = ["SPINNER", "make_toolbar", "spinner_frame", "toolbar_fragments"]
 

@@ -184,7 +184,7 @@ def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
     """The engine's internal modules are its own (issue 16): the REPL, the protocol,
     the client, the benchmarks and the examples -- every top-level package but the
     engine and the tests -- import only `engine.PUBLIC_MODULES`."""
-    from engine import PUBLIC_MODULES
+    from agentrio.engine import PUBLIC_MODULES
 
     packages = [name for name in top_level_packages() if name not in {"engine", "tests"}]
     assert {"repl", "protocol", "bench", "examples"} <= set(packages)

@@ -9,7 +9,7 @@ from agentrio.errors import ClientError
 from agentrio.frontends.conversation import Conversation
 from agentrio.frontends.core import ChatCore
 from agentrio.frontends.platform import Button
-from protocol import wording
+from agentrio.protocol import wording
 
 __all__ = ["HELP", "RESUME", "run_command"]
 

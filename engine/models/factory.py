@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from engine.config import ModelConfig, model_problem
-from engine.errors import ConfigError
-from engine.models.base import Model
+from agentrio.engine.config import ModelConfig, model_problem
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import Model
 
 if TYPE_CHECKING:
-    from engine.models.scripted import ScriptedModel
+    from agentrio.engine.models.scripted import ScriptedModel
 
 __all__ = ["close_model", "make_model"]
 
@@ -46,14 +46,14 @@ async def make_model(
     if problem is not None:
         raise ConfigError(f"model.{problem[0]}: {problem[1]}")
     if provider == "builtin":
-        from engine.models.builtin import BuiltinModel  # only when configured (module doc)
+        from agentrio.engine.models.builtin import BuiltinModel  # only when configured (module doc)
 
         await trio.lowlevel.checkpoint()
         return BuiltinModel()
     if provider == "scripted":
         return await trio.to_thread.run_sync(_load_script, config.script)
     if provider == "openai":
-        from engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
+        from agentrio.engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
 
         return OpenAIModel(
             name=config.name,
@@ -69,7 +69,7 @@ async def make_model(
 
 def _load_script(script: str) -> ScriptedModel:
     """Blocking: runs in a worker thread."""
-    from engine.models.scripted import ScriptedModel  # only when configured (module doc)
+    from agentrio.engine.models.scripted import ScriptedModel  # only when configured (module doc)
 
     path = Path(script).expanduser()
     if not path.is_file():

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-from engine.store.files import make_home, tighten_home
+from agentrio.engine.store.files import make_home, tighten_home
 
 __all__ = ["tighten_home_logged"]
 
@@ -46,7 +46,7 @@ def tighten_home_logged(home: Path) -> None:
 def _warn_open_config(path: Path) -> None:
     """Warn once per start about a ``config.toml`` others may read or write. It is the
     person's file: agentrio reads it and leaves its mode alone (issue 30); a secret in
-    it is refused anyway (`engine.config.load_config`), but a writable one lets another
+    it is refused anyway (`agentrio.engine.config.load_config`), but a writable one lets another
     user change what this daemon runs."""
     try:
         mode = stat.S_IMODE(os.lstat(path).st_mode)

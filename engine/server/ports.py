@@ -5,7 +5,7 @@ A daemon the REPL starts (``agentrio daemon --free-port-if-taken``) on the defau
 daemon -- listens on a free port instead of failing; it says so once in its log and
 records the taken one in ``daemon.json`` (`PORT_FALLBACK_KEY`), which the REPL reads to
 say it once too. A port given with ``--port`` or ``[server] port`` is the person's
-choice: taken, it fails in one line (`engine.server.startup`).
+choice: taken, it fails in one line (`agentrio.engine.server.startup`).
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from typing import Any, Final
 
 import trio
 
-from engine.config import DEFAULT_PORT, Config
+from agentrio.engine.config import DEFAULT_PORT, Config
 
 __all__ = ["PORT_FALLBACK_KEY", "note_fallback", "port_taken", "port_to_serve"]
 
 log = logging.getLogger("agentrio.daemon")
 
 #: The ``daemon.json`` key naming the default port a daemon found taken; the same as
-#: ``repl.daemon.PORT_FALLBACK_KEY`` (the REPL does not import the engine).
+#: ``agentrio.repl.daemon.PORT_FALLBACK_KEY`` (the REPL does not import the engine).
 PORT_FALLBACK_KEY: Final = "port_taken"
 
 

@@ -3,7 +3,7 @@
 A daemon that cannot start (home unwritable or read-only, disk full, store corrupt,
 port taken) is met by a person at a terminal or by the REPL reading its log: a
 traceback there says nothing about what to do. `startup_message` turns the error that
-stopped the start into one line; `engine.server.lifecycle.run_daemon` prints it and
+stopped the start into one line; `agentrio.engine.server.lifecycle.run_daemon` prints it and
 exits with `STARTUP_EXIT`.
 """
 
@@ -13,9 +13,9 @@ import errno
 from pathlib import Path
 from typing import Final
 
-from engine.config import locate_error
-from engine.errors import ConfigError
-from engine.store.base import StoreError, StoreFull, StoreUnavailable, StoreUnreadable
+from agentrio.engine.config import locate_error
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.store.base import StoreError, StoreFull, StoreUnavailable, StoreUnreadable
 
 __all__ = ["STARTUP_EXIT", "find_cause", "startup_message"]
 

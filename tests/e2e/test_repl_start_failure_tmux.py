@@ -25,7 +25,7 @@ def test_the_repl_shows_why_its_daemon_could_not_start(tmp_path: Path) -> None:
     config.write_text('[model]\nprovider = "openai"\n')
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m agentrio.repl; echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "200", "-y", "40", command)
     try:
@@ -51,6 +51,6 @@ def test_the_repl_shows_why_its_daemon_could_not_start(tmp_path: Path) -> None:
         wait_for(lambda: "REPL-EXITED 0" in tmux.lines(), "the REPL to exit")
     finally:
         tmux("kill-server")
-        from repl.control import main as control
+        from agentrio.repl.control import main as control
 
         control(["stop", "--home", str(home)])

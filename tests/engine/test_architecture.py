@@ -107,18 +107,18 @@ def test_the_graph_sees_type_only_and_late_imports() -> None:
     """The checker itself: an import under TYPE_CHECKING and one inside a function are
     edges of the graph (open_engine imports the store and the sandbox late)."""
     graph = _graph()
-    assert "engine.store.sqlite" in graph["engine.assembly"]  # imported inside open_engine
-    assert "engine.processes.sandbox" in graph["engine.tools.base"]  # under TYPE_CHECKING
+    assert "agentrio.engine.store.sqlite" in graph["agentrio.engine.assembly"]  # imported inside open_engine
+    assert "agentrio.engine.processes.sandbox" in graph["agentrio.engine.tools.base"]  # under TYPE_CHECKING
 
 
 def test_engine_imports_form_no_circle() -> None:
     """Dependencies go one way: no module of the engine, the protocol, the client or
     the REPL reaches itself through its imports, type-only and function-level imports
-    included (issue 30: the circles outside the engine, ``repl.app`` and
-    ``repl.key_bindings``, ``agentrio.frontends.chat`` and its ``commands`` and
+    included (issue 30: the circles outside the engine, ``agentrio.repl.app`` and
+    ``agentrio.repl.key_bindings``, ``agentrio.frontends.chat`` and its ``commands`` and
     ``presses``, are gone and stay so)."""
     graph = _graph()
-    assert {"repl.app", "agentrio.frontends.chat", "protocol.frames"} <= set(graph)
+    assert {"agentrio.repl.app", "agentrio.frontends.chat", "agentrio.protocol.frames"} <= set(graph)
     assert _cycles(graph) == []
 
 

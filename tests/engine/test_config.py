@@ -7,7 +7,7 @@ from pathlib import Path
 import attrs
 import pytest
 
-from engine.config import (
+from agentrio.engine.config import (
     Config,
     SentinelTarget,
     ServerConfig,
@@ -16,7 +16,7 @@ from engine.config import (
     parse_sentinel_url,
     save_config,
 )
-from engine.errors import ConfigError
+from agentrio.engine.errors import ConfigError
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Issue 30 "Start-up tells the truth": every mistake in ``config.toml`` stops the
 daemon with one line ``file:line: key: problem`` and exit 2. The test walks the
-configuration's schema (`engine.config.Config`, its tables and theirs) and feeds every
+configuration's schema (`agentrio.engine.config.Config`, its tables and theirs) and feeds every
 key a value of the wrong type, and every key that is required (only ever with another
 key's value: ``provider = "openai"`` needs ``name``) missing; each through the real
 command line (``agentrio daemon``), whose serving part is replaced so nothing starts.
@@ -16,9 +16,9 @@ from typing import Any, Literal
 import attrs
 import pytest
 
-import engine.cli
-import engine.server.lifecycle
-from engine.config import Config
+import agentrio.engine.cli
+import agentrio.engine.server.lifecycle
+from agentrio.engine.config import Config
 
 
 def _leaves(cls: type, prefix: str = "") -> list[tuple[str, Any]]:
@@ -177,7 +177,7 @@ def test_a_mistake_found_only_when_the_model_is_built_is_one_line_too(tmp_path: 
         f'[model]\nprovider = "scripted"\nscript = "{tmp_path}/no.toml"\n'
     )
     done = subprocess.run(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home)],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.testing import RunningDaemon
+from agentrio.testing import RunningDaemon
 
 ROOT = Path(__file__).resolve().parents[2]
 MARKS = ("ok  ", "warn", "FAIL", "--  ")
@@ -26,7 +26,7 @@ MARKS = ("ok  ", "warn", "FAIL", "--  ")
 def doctor(home: Path, **env: str) -> tuple[int, dict[str, tuple[str, str]], str]:
     """Exit status, ``{what: (mark, text)}`` and the whole output of ``agentrio doctor``."""
     done = subprocess.run(
-        [sys.executable, "-m", "repl", "doctor", "--home", str(home)],
+        [sys.executable, "-m", "agentrio.repl", "doctor", "--home", str(home)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -30,7 +30,7 @@ MODULES = {"telegram": "telegram", "discord": "discord", "redis": "coredis"}
 def _run_without(module: str, argv: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     code = (
         f"import sys; sys.modules[{module!r}] = None\n"
-        "from repl.cli import main\n"
+        "from agentrio.repl.cli import main\n"
         f"sys.exit(main({argv!r}))\n"
     )
     return subprocess.run(

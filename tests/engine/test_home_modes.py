@@ -17,19 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from engine.background.jobs import _write_json_atomic, _write_text
-from engine.background.logs import open_log
-from engine.server.auth import load_or_create_token
-from engine.server.home_modes import tighten_home_logged
-from engine.server.lifecycle import instance_lock, write_daemon_json
-from engine.store.files import (
+from agentrio.engine.background.jobs import _write_json_atomic, _write_text
+from agentrio.engine.background.logs import open_log
+from agentrio.engine.server.auth import load_or_create_token
+from agentrio.engine.server.home_modes import tighten_home_logged
+from agentrio.engine.server.lifecycle import instance_lock, write_daemon_json
+from agentrio.engine.store.files import (
     make_home,
     make_private_dirs,
     open_private,
     tighten_home,
     write_private_atomic,
 )
-from engine.store.sqlite import SqliteStore
+from agentrio.engine.store.sqlite import SqliteStore
 
 
 def mode(path: Path) -> int:

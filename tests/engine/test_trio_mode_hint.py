@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from engine.testing import TRIO_MODE_HINT
+from agentrio.testing import TRIO_MODE_HINT
 
 SUITE = """
 import pytest

@@ -18,10 +18,10 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import engine.watch as watch_module
-from engine.config import BackgroundConfig
-from engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
-from engine.watch import (
+import agentrio.engine.watch as watch_module
+from agentrio.engine.config import BackgroundConfig
+from agentrio.engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
+from agentrio.engine.watch import (
     LOWERS_TO_ASCII,
     AsciiKeywords,
     DecisionCheck,

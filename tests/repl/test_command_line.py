@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from repl import cli
-from repl.completion import bash_script, command_parsers, tree, zsh_script
+from agentrio.repl import cli
+from agentrio.repl.completion import bash_script, command_parsers, tree, zsh_script
 
 ROOT = Path(__file__).resolve().parents[2]
-AGENTRIO = [sys.executable, "-m", "repl"]
+AGENTRIO = [sys.executable, "-m", "agentrio.repl"]
 
 
 def _run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -41,7 +41,7 @@ def test_version_is_the_installed_one() -> None:
 
 def test_help_lists_every_command_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
     """Issue 30: the usage line names every command, and ``--help`` gives each one line
-    (its help in `repl.cli.COMMANDS`)."""
+    (its help in `agentrio.repl.cli.COMMANDS`)."""
     with pytest.raises(SystemExit) as info:
         cli.main(["--help"])
     assert info.value.code == 0
@@ -84,7 +84,7 @@ def test_a_mistyped_command_gets_the_closest_one(argv: list[str], said: str) -> 
 
 def test_home_before_a_command_is_handed_to_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """``agentrio --home DIR status`` is ``agentrio status --home DIR``."""
-    import repl.control
+    import agentrio.repl.control
 
     calls: list[list[str]] = []
     monkeypatch.setattr(repl.control, "main", lambda argv: calls.append(argv) or 3)
@@ -292,7 +292,7 @@ def test_make_install_puts_agentrio_on_path_and_the_reopen_line_uses_it(tmp_path
         ["agentrio", "--version"], capture_output=True, text=True, env=bare, timeout=60
     )
     assert version.stdout.startswith("agentrio ")
-    probe = "from repl.launch import agentrio_command; print(agentrio_command())"
+    probe = "from agentrio.repl.launch import agentrio_command; print(agentrio_command())"
     said = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=bare, cwd=ROOT
     )
@@ -333,8 +333,8 @@ def _readme_commands() -> list[list[str]]:
 def test_every_command_the_readme_shows_exists_as_printed() -> None:
     """Issue 30 acceptance: each ``agentrio …`` of the README is a command whose own
     parser takes those words, and each ``make …`` a target of the Makefile."""
-    from engine.cli import build_parser as engine_parser
-    from repl.control import build_parser as control_parser
+    from agentrio.engine.cli import build_parser as engine_parser
+    from agentrio.repl.control import build_parser as control_parser
 
     commands = _readme_commands()
     text = (ROOT / "README.md").read_text()

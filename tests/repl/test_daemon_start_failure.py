@@ -1,7 +1,7 @@
 """Issue 30 "Start-up tells the truth where the person is looking": a daemon the REPL
 starts that cannot start gives the REPL its own one-line reason, and one that finds the
 default port held by another home's daemon takes a free port (recorded in
-``daemon.json``, said once) instead of failing. Real daemons (``python -m engine
+``daemon.json``, said once) instead of failing. Real daemons (``python -m agentrio.engine
 daemon`` spawned as the REPL spawns it), real sockets.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from agentrio.transport import open_http
-from engine.config import DEFAULT_PORT
-from repl.daemon import PORT_FALLBACK_KEY, DaemonStartError, ensure_daemon, start_failure
-from repl.messages import Status
+from agentrio.engine.config import DEFAULT_PORT
+from agentrio.repl.daemon import PORT_FALLBACK_KEY, DaemonStartError, ensure_daemon, start_failure
+from agentrio.repl.messages import Status
 
 
 def test_the_reason_is_the_daemons_last_own_line_since_it_was_started(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ async def test_a_started_daemon_takes_a_free_port_when_the_default_is_held(
 
 
 def _stop_sync(home: Path) -> None:
-    from repl.control import main as control
+    from agentrio.repl.control import main as control
 
     if (home / "daemon.json").exists():
         assert control(["stop", "--home", str(home)]) == 0
@@ -117,7 +117,7 @@ def test_a_daemon_run_by_hand_on_a_held_port_still_fails_in_one_line(tmp_path: P
 
     home = tmp_path / "home"
     done = subprocess.run(
-        [sys.executable, "-m", "engine", "daemon", "--home", str(home)],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--home", str(home)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -130,6 +130,6 @@ def test_a_daemon_run_by_hand_on_a_held_port_still_fails_in_one_line(tmp_path: P
 
 def test_the_repl_and_the_daemon_name_the_fallback_key_alike() -> None:
     """The REPL does not import the engine, so the key is written twice: the same."""
-    from engine.server.ports import PORT_FALLBACK_KEY as DAEMONS
+    from agentrio.engine.server.ports import PORT_FALLBACK_KEY as DAEMONS
 
     assert PORT_FALLBACK_KEY == DAEMONS

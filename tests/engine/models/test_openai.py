@@ -23,11 +23,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from engine.config import ModelConfig
-from engine.errors import ConfigError
-from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
-from engine.models.factory import close_model, make_model
-from engine.models.openai import OpenAIModel, resolve_api_key
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
+from agentrio.engine.models.factory import close_model, make_model
+from agentrio.engine.models.openai import OpenAIModel, resolve_api_key
 
 Answer = Callable[[dict[str, Any]], Awaitable[Response]]
 

@@ -9,11 +9,11 @@ import pytest
 import trio
 import trio.testing
 
-from engine.config import ModelConfig
-from engine.errors import ConfigError
-from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
-from engine.models.factory import close_model, make_model
-from engine.models.scripted import ScriptedModel, ScriptedTurn
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
+from agentrio.engine.models.factory import close_model, make_model
+from agentrio.engine.models.scripted import ScriptedModel, ScriptedTurn
 
 TOOLS = [ToolSpec(name="run_command", description="run", parameters={"type": "object"})]
 
