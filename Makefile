@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck unit daemon bench bench-scale soak clean sysdeps sandbox
+.PHONY: run test lint typecheck unit daemon bench bench-scale soak clean sysdeps sandbox install uninstall
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,6 +17,19 @@ run: $(STAMP) sandbox
 
 daemon: $(STAMP)
 	$(BIN)/agentrio daemon
+
+# `agentrio` on PATH without activating the venv: a link in ~/.local/bin (BINDIR=…
+# elsewhere) to this checkout's .venv/bin/agentrio, whose first line names the venv's
+# Python. `make uninstall` removes the link (only if it is ours).
+BINDIR ?= $(HOME)/.local/bin
+install: $(STAMP)
+	mkdir -p $(BINDIR)
+	ln -sfn $(CURDIR)/$(BIN)/agentrio $(BINDIR)/agentrio
+	@echo "installed $(BINDIR)/agentrio -> $(CURDIR)/$(BIN)/agentrio"
+	@case ":$$PATH:" in *":$(BINDIR):"*) ;; *) echo "$(BINDIR) is not on PATH: add  export PATH=\"$(BINDIR):\$$PATH\"  to your shell's profile";; esac
+
+uninstall:
+	@if [ "$$(readlink $(BINDIR)/agentrio)" = "$(CURDIR)/$(BIN)/agentrio" ]; then rm $(BINDIR)/agentrio && echo "removed $(BINDIR)/agentrio"; else echo "$(BINDIR)/agentrio is not this checkout's link: left alone"; fi
 
 # bubblewrap for `make run`: without it nothing runs unasked (every command asks).
 sandbox:

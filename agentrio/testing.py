@@ -18,7 +18,8 @@ And helpers to answer asks by rule: `answer_asks` (a client `Listener`, a `RunHa
 or `Client.asks`), `approve_next`, `answer_engine_asks` (an in-process engine), and
 `allow_commands` (a rule approving ``run_command`` calls whose command matches).
 
-Async fixtures work in ``trio_mode`` and in tests marked ``@pytest.mark.trio``.
+Async fixtures work in ``trio_mode`` and in tests marked ``@pytest.mark.trio``; a test
+that needs them without either fails at once saying what to set (`pytest_runtest_setup`).
 `ModelReply`, `ToolCallRequest`, `ScriptedTurn` and `ScriptedModel` are re-exported
 here so a suite can write turns with one import.
 """
@@ -66,6 +67,7 @@ from agentrio.protocol.frames import Ask
 __all__ = [
     "START_DEADLINE_S",
     "STOP_DEADLINE_S",
+    "TRIO_MODE_HINT",
     "AskSource",
     "DaemonProcess",
     "Engine",
@@ -218,6 +220,69 @@ class DaemonProcess:
         if self.log is not None:
             self.log.close()
             self.log = None
+
+
+# ---------------------------------------------------------------------- trio mode
+
+#: What a user who forgot pytest-trio's trio mode is told (issue 30).
+TRIO_MODE_HINT: Final = (
+    "set `trio_mode = true` under [tool.pytest.ini_options] in pyproject.toml "
+    "(or [pytest] in pytest.ini), or mark the test @pytest.mark.trio (docs/testing.md)"
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail a test that needs Trio and will not get it, with what to set: an async test
+    using one of this plugin's fixtures, or any test using one of its async fixtures,
+    when trio mode is off and the test has no ``trio`` mark (without this, pytest says
+    only that no plugin handled the async fixture). Other async tests -- asyncio's,
+    anyio's -- are left to their plugins."""
+    if not isinstance(item, pytest.Function) or _trio_mode(item.config):
+        return
+    if item.get_closest_marker("trio") or item.get_closest_marker("anyio"):
+        return
+    ours = _our_fixtures(item)
+    async_ours = [name for name, func in ours.items() if _is_async(func)]
+    if not async_ours and not (ours and _is_async(item.obj)):
+        return
+    what = f"uses the async fixture {async_ours[0]}" if async_ours else "is async"
+    need = (
+        "pytest-trio, which is not installed: pip install 'agentrio[testing]', then "
+        if not _has_trio_plugin(item.config)
+        else "pytest-trio's trio mode: "
+    )
+    pytest.fail(f"agentrio: {item.name} {what} and needs {need}{TRIO_MODE_HINT}", pytrace=False)
+
+
+def _trio_mode(config: pytest.Config) -> bool:
+    try:
+        return bool(config.getini("trio_mode"))
+    except ValueError:  # pytest-trio is not installed: no such option
+        return False
+
+
+def _has_trio_plugin(config: pytest.Config) -> bool:
+    return config.pluginmanager.has_plugin("trio")
+
+
+def _our_fixtures(item: pytest.Function) -> dict[str, Callable[..., object]]:
+    """The fixtures of this plugin ``item`` uses (directly or through others), by name,
+    unless a suite overrides them."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}) if info is not None else {}
+    found: dict[str, Callable[..., object]] = {}
+    for name, chain in defs.items():
+        func = chain[-1].func if chain else None
+        if func is not None and getattr(func, "__module__", None) == __name__:
+            found[name] = func
+    return found
+
+
+def _is_async(func: object) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(func) or inspect.isasyncgenfunction(func)
 
 
 @pytest.fixture

@@ -276,6 +276,7 @@ class DaemonProcess:
         config: str = "",
         python: str = sys.executable,
         token: str = "",
+        env: dict[str, str] | None = None,
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
@@ -287,7 +288,7 @@ class DaemonProcess:
         prefix = [python]
         if profile is not None:
             prefix += ["-m", "pyinstrument", "-r", "text", "-o", str(profile)]
-        env = {**os.environ, "AGENTRIO_HOME": str(home)}
+        env = {**os.environ, **(env or {}), "AGENTRIO_HOME": str(home)}
         self.started_ns = time.perf_counter_ns()
         self.log = (home / "stdout.log").open("ab")
         self.process = subprocess.Popen(

@@ -1,4 +1,5 @@
-"""``agentrio daemon`` / ``python -m agentrio.engine daemon``: the daemon's command line.
+"""``agentrio daemon`` / ``python -m agentrio.engine daemon``: the daemon's command line, and
+``agentrio doctor`` (`agentrio.engine.doctor`), which reads the same configuration.
 
 `main` takes the arguments after the program name (``["daemon", "--port", "0"]``), so
 the REPL's ``agentrio`` entry point can hand ``agentrio daemon …`` straight to it.
@@ -12,8 +13,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from agentrio.engine.config import DEFAULT_PORT, default_home, load_config
+from agentrio.engine.config import DEFAULT_PORT, default_home, load_config, locate_error
 from agentrio.engine.errors import ConfigError
+from agentrio.engine.extras import EXTRAS, missing_for, missing_message
 
 __all__ = ["build_parser", "main"]
 
@@ -74,6 +76,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
     )
+    daemon.add_argument(
+        "--free-port-if-taken",
+        action="store_true",
+        help=(
+            "when the default port is held by another program (another home's daemon), "
+            "listen on a free port instead of failing; daemon.json records it (the REPL "
+            "starts its daemons so)"
+        ),
+    )
+    doctor = commands.add_parser(
+        "doctor",
+        help="check the sandbox, store, model, bots, MCP servers and ports",
+        description=(
+            "Check what a daemon of this home needs, one line each with what to do: "
+            "config.toml, the sandbox (bubblewrap), the store (SQLite or Redis), the model "
+            "(reachable?), the chat bots (library, token, allowed users), MCP servers and "
+            "the port. Exit status: 0 when nothing failed, 1 otherwise."
+        ),
+    )
+    doctor.add_argument(
+        "--home",
+        metavar="DIR",
+        help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
+    )
     return parser
 
 
@@ -81,14 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and run the command; returns the exit
     status. ``--help`` and usage errors exit through argparse (0 and 2)."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else list(argv))
-    from agentrio.engine.server.lifecycle import run_daemon
-    from agentrio.engine.server.ownership import refuse_unsafe_home
-
     home: Path | None = None
     if args.home:
         home = Path(args.home).expanduser().resolve()
         # Set, not just passed: anything the daemon starts must share the home.
         os.environ["AGENTRIO_HOME"] = str(home)
+    if args.command == "doctor":
+        from agentrio.engine.doctor import main as doctor
+
+        return doctor(home)
+    from agentrio.engine.server.lifecycle import run_daemon
+    from agentrio.engine.server.ownership import refuse_unsafe_home
+
     # Before its config.toml is read: a planted home is refused, not parsed (issue 29).
     refused = refuse_unsafe_home(home or default_home())
     if refused is not None:
@@ -98,4 +128,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"agentrio daemon: {exc}", file=sys.stderr)
         return 2
-    return run_daemon(config, host=args.host, port=args.port)
+    missing = missing_for(config)
+    if missing:
+        key = EXTRAS[missing[0]].config_key
+        line = locate_error(
+            config.home_path / "config.toml", f"{key}: {missing_message(missing[0])}"
+        )
+        print(f"agentrio daemon: {line}", file=sys.stderr)
+        return 2
+    return run_daemon(
+        config, host=args.host, port=args.port, free_port_if_taken=args.free_port_if_taken
+    )

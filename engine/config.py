@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+import typing
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -37,6 +38,8 @@ __all__ = [
     "ToolsConfig",
     "default_home",
     "load_config",
+    "locate_error",
+    "model_problem",
     "parse_sentinel_url",
     "save_config",
 ]
@@ -47,7 +50,9 @@ DEFAULT_PORT: Final = 17990
 @attrs.frozen(kw_only=True)
 class ServerConfig:
     host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
+    port: int = attrs.field(
+        default=DEFAULT_PORT, validator=[attrs.validators.ge(0), attrs.validators.le(65535)]
+    )
     #: Browser ``Origin`` values allowed to open ``/v1/ws`` (besides the daemon's own).
     allowed_origins: list[str] = attrs.field(factory=list)
     #: ``Host`` header values accepted over TCP besides the daemon's own names
@@ -423,7 +428,8 @@ def default_home() -> Path:
 
 
 def load_config(home: Path | None = None) -> Config:
-    """Load ``<home>/config.toml`` (defaults when absent); raise `ConfigError`."""
+    """Load ``<home>/config.toml`` (defaults when absent); raise `ConfigError`, one line
+    ``file:line: key: problem`` (issue 30: every mistake, the same shape)."""
     home = home or default_home()
     path = home / "config.toml"
     try:
@@ -435,41 +441,88 @@ def load_config(home: Path | None = None) -> Config:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: {exc}") from None
+        raise ConfigError(_syntax_error(path, exc)) from None
     data.pop("home", None)
-    for platform in ("telegram", "discord"):
-        table = data.get(platform)
-        if isinstance(table, dict) and "token" in table:
-            line = _line_of(text, f"{platform}.token")
-            where = f"{path}:{line}" if line else str(path)
-            raise ConfigError(f"{where}: {platform}.token: {token_key_refused(platform)}")
+    for table, key, refusal in _secret_keys(data):
+        raise ConfigError(_where(path, text, f"{table}.{key}", refusal))
     try:
         config = _converter.structure(data, Config)
     except Exception as exc:  # cattrs raises several kinds; all mean "bad file"
         raise ConfigError(_describe(path, text, exc)) from None
-    _check_store(config.store, path, text)
+    for key, problem, near in _problems(config):
+        raise ConfigError(_where(path, text, key, problem, near=near))
     return attrs.evolve(config, home=str(home))
 
 
-def _check_store(store: StoreConfig, path: Path, text: str) -> None:
-    """The ``[store]`` checks a type cannot express, as one ``file:line: key:`` line."""
+#: Keys that would hold a secret, refused with where the secret goes instead: a
+#: config.toml is often shared, copied or readable by others (docs/configuration.md).
+_MODEL_KEY_REFUSED: Final = (
+    "an API key never goes in config.toml: name the environment variable holding it "
+    "(api_key_env) or a stored secret (api_key_secret)"
+)
 
-    def fail(key: str, problem: str) -> None:
-        line = _line_of(text, f"store.{key}") or _line_of(text, "store.backend")
-        where = f"{path}:{line}" if line else str(path)
-        raise ConfigError(f"{where}: store.{key}: {problem}")
 
+def _secret_keys(data: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """``(table, key, why refused)`` for each secret-holding key present in ``data``."""
+    found = []
+    for platform in ("telegram", "discord"):
+        table = data.get(platform)
+        if isinstance(table, dict) and "token" in table:
+            found.append((platform, "token", token_key_refused(platform)))
+    for name in ("model", "decision_model"):
+        table = data.get(name)
+        if isinstance(table, dict):
+            found += [(name, key, _MODEL_KEY_REFUSED) for key in ("api_key", "key") if key in table]
+    return found
+
+
+def model_problem(model: ModelConfig) -> tuple[str, str] | None:
+    """``(key, problem)`` for a ``[model]`` table its types allow but its provider
+    cannot use (``openai`` without ``name``, ``scripted`` without ``script``, …), or
+    None. `load_config` reports it with the file and line; `agentrio.engine.models.factory`
+    checks the same for a `ModelConfig` made in code."""
+    if model.provider == "scripted" and not model.script.strip():
+        return "script", 'required with provider = "scripted" (a TOML file of turns)'
+    if model.provider == "openai":
+        if not model.name.strip():
+            return "name", 'required with provider = "openai" (the model to call)'
+        if not model.base_url.startswith(("http://", "https://")):
+            return "base_url", f"expected an http(s) URL, got {model.base_url!r}"
+        if model.timeout_s <= 0:
+            return "timeout_s", "expected a number of seconds > 0"
+    return None
+
+
+def _problems(config: Config) -> list[tuple[str, str, str]]:
+    """``(dotted key, problem, the key that makes it one)`` for what the types cannot
+    express: the models, then ``[store]``. The third names the line of a required
+    key that is missing (``provider`` for ``name``)."""
+    found = []
+    for table, model in (("model", config.model), ("decision_model", config.decision_model)):
+        problem = model_problem(model) if model is not None else None
+        if problem is not None:
+            found.append((f"{table}.{problem[0]}", problem[1], f"{table}.provider"))
+    found += [
+        (f"store.{key}", problem, "store.backend") for key, problem in _store_problems(config.store)
+    ]
+    return found
+
+
+def _store_problems(store: StoreConfig) -> list[tuple[str, str]]:
+    """The ``[store]`` checks a type cannot express."""
+    found = []
     if store.url and not store.url.startswith(REDIS_SCHEMES):
-        fail("url", f"expected a URL starting with {', '.join(REDIS_SCHEMES)}")
-    if store.url.startswith(SENTINEL_SCHEME):
+        found.append(("url", f"expected a URL starting with {', '.join(REDIS_SCHEMES)}"))
+    elif store.url.startswith(SENTINEL_SCHEME):
         try:
             parse_sentinel_url(store.url)
         except ValueError as exc:
-            fail("url", str(exc))
+            found.append(("url", str(exc)))
     if store.backend == "redis" and not store.url:
-        fail("url", 'required when store.backend is "redis"')
+        found.append(("url", 'required when store.backend is "redis"'))
     if not store.prefix:
-        fail("prefix", "must not be empty")
+        found.append(("prefix", "must not be empty"))
+    return found
 
 
 def save_config(config: Config, home: Path | None = None) -> Path:
@@ -487,7 +540,8 @@ def save_config(config: Config, home: Path | None = None) -> Path:
 
 
 def _describe(path: Path, text: str, exc: Exception) -> str:
-    """One line: ``file:line: dotted.key: problem``."""
+    """One line: ``file:line: dotted.key: problem`` (an unknown key says which it may
+    have meant)."""
     if isinstance(exc, cattrs.BaseValidationError):
         messages = cattrs.transform_error(exc, path="$", format_exception=format_problem)
         first = messages[0] if messages else str(exc)
@@ -500,27 +554,99 @@ def _describe(path: Path, text: str, exc: Exception) -> str:
     key = where.removeprefix("$").removeprefix(".")
     if extra:
         name = extra.group(1).split(",")[0].strip()
+        problem = _unknown_key(key, name)
         key = f"{key}.{name}" if key else name
-        problem = "unknown key"
-    line = _line_of(text, key)
-    return f"{path}:{line}: {key or 'config'}: {problem}" if line else f"{path}: {key}: {problem}"
+    refused = _validator_refusal(exc)
+    if refused is not None:  # a field's validator: cattrs names only its table
+        name, problem = refused
+        key = f"{key}.{name}" if key else name
+    return _where(path, text, key or "config", problem)
+
+
+def _validator_refusal(exc: BaseException) -> tuple[str, str] | None:
+    """``(field, problem)`` of an attrs validator's `ValueError` inside ``exc``
+    (``'port' must be <= 65535: 70000``), or None."""
+    while isinstance(exc, cattrs.BaseValidationError) and exc.exceptions:
+        exc = exc.exceptions[0]
+    said = (
+        re.fullmatch(r"'?([A-Za-z_]\w*)'? (must .+)", str(exc)) if type(exc) is ValueError else None
+    )
+    return (said.group(1), said.group(2)) if said else None
+
+
+def locate_error(path: Path, message: str) -> str:
+    """A `ConfigError` raised past loading (``model.script: /x.toml: no such file``, when
+    the model is built) as the loader says its own: ``file:line: key: problem``."""
+    key, sep, problem = message.partition(": ")
+    if not sep or not re.fullmatch(r"[a-z_]+(\.[a-z_]+)+", key):
+        return f"{path}: {message}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    return _where(path, text, key, problem)
+
+
+def _syntax_error(path: Path, exc: tomllib.TOMLDecodeError) -> str:
+    """``file:line: syntax: problem (column N)`` from tomllib's message, which ends
+    ``(at line L, column C)``."""
+    message = str(exc)
+    at = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if at is None:
+        return f"{path}:1: syntax: {message}"
+    return f"{path}:{at.group(1)}: syntax: {message[: at.start()]} (column {at.group(2)})"
+
+
+def _unknown_key(table: str, name: str) -> str:
+    """``unknown key`` and the closest known key of ``table`` (dotted; "" is the top)."""
+    import difflib  # only for a mistake (cold start, B7)
+
+    known = [field.name for field in attrs.fields(_table_class(table)) if field.name != "home"]
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    if close:
+        return f"unknown key (did you mean {close[0]}?)"
+    return f"unknown key (expected one of {', '.join(known)})"
+
+
+def _table_class(table: str) -> type:
+    """The attrs class of the dotted ``table`` of `Config` (``""`` is `Config`)."""
+    cls: type = Config
+    for part in filter(None, table.split(".")):
+        hint = typing.get_type_hints(cls)[part]
+        cls = next(t for t in (hint, *typing.get_args(hint)) if attrs.has(t))
+    return cls
+
+
+def _where(path: Path, text: str, key: str, problem: str, *, near: str = "") -> str:
+    """``file:line: key: problem``, the line of ``key`` -- or, for a key that is not in
+    the file (a required one), of ``near`` or else of its table."""
+    parts = key.split(".")
+    line = _line_of(text, near) if near and _line_of(text, key) is None else None
+    while parts and line is None:
+        line = _line_of(text, ".".join(parts))
+        parts.pop()
+    return f"{path}:{line or 1}: {key}: {problem}"
 
 
 def _line_of(text: str, dotted: str) -> int | None:
-    """The 1-based line of ``dotted`` (``server.port``) in TOML text, if it is found."""
-    parts = [p for p in re.split(r"\.|\[\d+\]", dotted) if p]
-    if not parts:
+    """The 1-based line of ``dotted`` (``server.port``) in TOML text, if it is found:
+    a ``[table]`` header, ``key =`` in its table, or a dotted ``a.b =`` key."""
+    wanted = ".".join(p for p in re.split(r"\.|\[\d+\]", dotted) if p)
+    if not wanted:
         return None
-    table, name = ".".join(parts[:-1]), parts[-1]
     current = ""
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         header = re.fullmatch(r"\[([^\[\]]+)\]", stripped)
         if header:
-            current = header.group(1).strip()
-            if current == ".".join(parts):
+            current = re.sub(r"\s*\.\s*", ".", header.group(1).strip())
+            if current == wanted:
                 return number
             continue
-        if current == table and re.match(rf"{re.escape(name)}\s*=", stripped):
-            return number
+        assigned = re.match(r"([A-Za-z0-9_.\s-]+?)\s*=", stripped)
+        if assigned:
+            name = re.sub(r"\s*\.\s*", ".", assigned.group(1))
+            full = f"{current}.{name}" if current else name
+            if full == wanted or full.startswith(wanted + "."):
+                return number
     return None

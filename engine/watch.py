@@ -30,8 +30,9 @@ Semantics, with the defaults of ``[background]`` in config:
   the leg's final report carries the output anyway.
 
 How a chunk is looked at: plain ASCII output (the bulk of what commands print) is never
-decoded. One case-less multi-keyword search (`AsciiKeywords`, Hyperscan) runs over the
-unfinished line and the new bytes together, and only the lines around its hits are cut
+decoded. One case-less multi-keyword search (`AsciiKeywords`) runs over the
+unfinished line and the new bytes together (Hyperscan with the ``fast`` extra, else a
+plain `bytes.find` per keyword), and only the lines around its hits are cut
 out and decoded; for ASCII text that gives exactly the hits of lower-casing each line.
 Anything else -- a non-ASCII byte, a character split across chunks -- goes through the
 decoded path, slice by slice, where ``str.lower`` decides (some non-ASCII characters
@@ -47,10 +48,10 @@ import functools
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import Final, Protocol
 
 import attrs
-import hyperscan
 import trio
 
 from agentrio.engine.models.base import Message, Model, ModelError
@@ -159,7 +160,7 @@ LOWERS_TO_ASCII: Final = ("\u0130", "\u212a")
 
 
 class AsciiKeywords:
-    """One case-less pass for every keyword over raw output bytes (Hyperscan, vectored).
+    """One case-less pass for every keyword over raw output bytes.
 
     Only the keywords that can be in a line of ASCII text are searched: those that are
     ASCII once lower-cased and hold no newline. For ASCII text, a case-less match of
@@ -168,61 +169,126 @@ class AsciiKeywords:
     text are the ASCII bytes, in the same order and neighbours, unless it holds one of
     `LOWERS_TO_ASCII`: so where neither a keyword nor one of those is found, no line of
     it holds an ASCII keyword (`may_hit`). Built once per keyword list
-    (`ascii_keywords`); a scan holds the database's own lock, and runs only in the Trio
-    thread.
+    (`ascii_keywords`).
+
+    Two searches give the same answers: Hyperscan (vectored, case-less literals; the
+    ``fast`` extra) where it is installed, else the plain one, `bytes.lower` and
+    `bytes.find` per keyword over the parts joined (docs/benchmarks.md, B5, has both).
+    ``fast`` chooses: None takes Hyperscan when it can be imported.
     """
 
-    def __init__(self, keywords: Sequence[str]) -> None:
+    def __init__(self, keywords: Sequence[str], *, fast: bool | None = None) -> None:
         lowered = {k.lower() for k in keywords if k and "\n" not in k}
         patterns = sorted(k.encode() for k in lowered if k.isascii())
         #: A keyword that stays non-ASCII may be anywhere in non-ASCII text.
         self._all_ascii = all(k.isascii() for k in lowered)
-        self._keyword_ids = len(patterns)
-        expressions = patterns + [c.encode() for c in LOWERS_TO_ASCII]
-        self._database = hyperscan.Database(mode=hyperscan.HS_MODE_VECTORED)
-        self._database.compile(
-            expressions=expressions,
-            ids=list(range(len(expressions))),
-            elements=len(expressions),
-            flags=[hyperscan.HS_FLAG_CASELESS] * len(patterns) + [0] * len(LOWERS_TO_ASCII),
-            literal=True,
-        )
+        use_fast = _hyperscan() is not None if fast is None else fast
+        self._search: _Search = _FastSearch(patterns) if use_fast else _PlainSearch(patterns)
+
+    @property
+    def fast(self) -> bool:
+        """Whether Hyperscan searches (else the plain search)."""
+        return isinstance(self._search, _FastSearch)
 
     def ends(self, parts: Sequence[bytes]) -> list[int]:
         """The end offsets of every keyword found in ``parts`` joined (not copied
         together), in increasing order."""
-        found: list[int] = []
-
-        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
-            if pattern < self._keyword_ids:
-                found.append(end)
-
-        self._scan(parts, on_match)
-        found.sort()
-        return found
+        parts = [part for part in parts if part]
+        return sorted(self._search.ends(parts)) if parts else []
 
     def may_hit(self, parts: Sequence[bytes]) -> bool:
         """Whether a line of ``parts`` joined -- UTF-8, decoded with replacement and
         lower-cased -- may hold a keyword; False only when none can."""
         if not self._all_ascii:
             return True
+        parts = [part for part in parts if part]
+        return bool(parts) and self._search.any(parts)
 
+
+class _Search(Protocol):
+    def ends(self, parts: list[bytes]) -> list[int]:
+        """The end offset of every keyword occurrence in ``parts`` joined, any order."""
+
+    def any(self, parts: list[bytes]) -> bool:
+        """Whether ``parts`` joined hold a keyword or one of `LOWERS_TO_ASCII`."""
+
+
+@functools.cache
+def _hyperscan() -> ModuleType | None:
+    """The ``hyperscan`` module, or None when the ``fast`` extra is not installed."""
+    try:
+        import hyperscan
+    except ImportError:
+        return None
+    return hyperscan
+
+
+class _FastSearch:
+    """Hyperscan, vectored: the parts are scanned as one stream without being copied
+    together. A scan holds the database's own lock, and runs only in the Trio thread."""
+
+    def __init__(self, patterns: list[bytes]) -> None:
+        hs = _hyperscan()
+        if hs is None:
+            raise RuntimeError("the fast path needs hyperscan: pip install 'agentrio[fast]'")
+        self._hs = hs
+        self._keyword_ids = len(patterns)
+        expressions = patterns + [c.encode() for c in LOWERS_TO_ASCII]
+        self._database = hs.Database(mode=hs.HS_MODE_VECTORED)
+        self._database.compile(
+            expressions=expressions,
+            ids=list(range(len(expressions))),
+            elements=len(expressions),
+            flags=[hs.HS_FLAG_CASELESS] * len(patterns) + [0] * len(LOWERS_TO_ASCII),
+            literal=True,
+        )
+
+    def ends(self, parts: list[bytes]) -> list[int]:
+        found: list[int] = []
+
+        def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> None:
+            if pattern < self._keyword_ids:
+                found.append(end)
+
+        self._database.scan(parts, match_event_handler=on_match)
+        return found
+
+    def any(self, parts: list[bytes]) -> bool:
         def on_match(pattern: int, start: int, end: int, flags: int, context: object) -> bool:
             return True  # one is enough: stop
 
         try:
-            self._scan(parts, on_match)
-        except hyperscan.ScanTerminated:
+            self._database.scan(parts, match_event_handler=on_match)
+        except self._hs.ScanTerminated:
             return True
         return False
 
-    def _scan(
-        self, parts: Sequence[bytes], on_match: Callable[[int, int, int, int, object], object]
-    ) -> None:
-        parts = [part for part in parts if part]
-        if parts:
-            # A vectored database scans a list of buffers; the stub knows only one buffer.
-            self._database.scan(parts, match_event_handler=on_match)  # type: ignore[type-var, arg-type]
+
+class _PlainSearch:
+    """The parts joined and lower-cased (`bytes.lower` changes ASCII letters only, so
+    it is exactly Hyperscan's case-less match of ASCII literals), then `bytes.find`
+    for each keyword, overlapping occurrences included."""
+
+    def __init__(self, patterns: list[bytes]) -> None:
+        self._patterns = patterns
+        self._lowers = [c.encode() for c in LOWERS_TO_ASCII]
+
+    def ends(self, parts: list[bytes]) -> list[int]:
+        text = b"".join(parts).lower()
+        found: list[int] = []
+        for pattern in self._patterns:
+            at = text.find(pattern)
+            while at >= 0:
+                found.append(at + len(pattern))
+                at = text.find(pattern, at + 1)
+        return found
+
+    def any(self, parts: list[bytes]) -> bool:
+        joined = b"".join(parts)
+        if any(c in joined for c in self._lowers):
+            return True
+        text = joined.lower()
+        return any(pattern in text for pattern in self._patterns)
 
 
 @functools.lru_cache(maxsize=16)

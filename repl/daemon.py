@@ -42,6 +42,7 @@ from agentrio.transport import HttpApi, open_http
 __all__ = [
     "HEALTH_TIMEOUT_S",
     "LOST_GRACE_S",
+    "PORT_FALLBACK_KEY",
     "STOPPED_FILE",
     "DaemonStartError",
     "Endpoint",
@@ -58,6 +59,7 @@ __all__ = [
     "read_token",
     "reap_later",
     "spawn_daemon",
+    "start_failure",
 ]
 
 #: How long a freshly started daemon has to answer ``/v1/health``.
@@ -72,6 +74,9 @@ LOST_GRACE_S: Final = 10.0
 #: Left in the home by a daemon that stopped on purpose; the same name as
 #: ``agentrio.engine.server.lifecycle.STOPPED_FILE`` (the REPL does not import the engine).
 STOPPED_FILE: Final = "daemon.stopped"
+#: The key of ``daemon.json`` naming the default port a daemon found taken (it then
+#: listens on another, ``port``); the same as ``agentrio.engine.server.ports.PORT_FALLBACK_KEY``.
+PORT_FALLBACK_KEY: Final = "port_taken"
 
 
 class DaemonStartError(Exception):
@@ -146,15 +151,20 @@ async def health_ok(http: HttpApi, endpoint: Endpoint) -> bool:
 
 
 def spawn_daemon(home: Path, argv: list[str] | None = None) -> int:
-    """Start ``python -m agentrio.engine daemon --home HOME`` detached (own session, stdin from
-    /dev/null, output appended to ``<home>/daemon.log``); return its pid.
+    """Start ``python -m agentrio.engine daemon --home HOME --free-port-if-taken`` detached (own
+    session, stdin from /dev/null, output appended to ``<home>/daemon.log``); return its
+    pid. ``--free-port-if-taken``: a default port held by another home's daemon is no
+    reason to fail; the daemon takes a free one and ``daemon.json`` says which.
 
     `os.posix_spawn` rather than `subprocess.Popen`: a Popen object that is collected
     while its child still runs warns, and this child is meant to outlive us.
     """
     home.mkdir(parents=True, exist_ok=True)
     log = home / "daemon.log"
-    argv = argv or [sys.executable, "-m", "agentrio.engine", "daemon", "--home", str(home)]
+    argv = argv or [
+        sys.executable,
+        *("-m", "agentrio.engine", "daemon", "--home", str(home), "--free-port-if-taken"),
+    ]
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -315,6 +325,7 @@ async def ensure_daemon(
     if not start:
         raise DaemonStartError("no daemon answers")
     has_exited = exited or _reaped
+    log_start = await trio.to_thread.run_sync(_size, log)
     pid = await trio.to_thread.run_sync(spawn, home)
     status(Status(text=f"no daemon answered; started one (pid {pid}), its log: {log}"))
     gone = False
@@ -323,6 +334,8 @@ async def ensure_daemon(
             while True:
                 found = await _answering(home, http)
                 if found is not None:
+                    if found[1] == pid:
+                        await _say_port_fallback(home, status)
                     return found[0]
                 if gone and await trio.to_thread.run_sync(home_lock_holder, home) is None:
                     break
@@ -332,5 +345,53 @@ async def ensure_daemon(
         if not gone:
             lost = found is not None and isinstance(found[1], int) and found[1] != pid
             reap_later(pid, lost=lost, grace_s=lost_grace_s)
-    why = "exited" if gone else f"did not answer within {wait_s:g} s"
-    raise DaemonStartError(f"the daemon {why}; see its log: {log}")
+    if not gone:
+        raise DaemonStartError(f"the daemon did not answer within {wait_s:g} s; see its log: {log}")
+    reason = await trio.to_thread.run_sync(start_failure, log, log_start)
+    if reason:
+        raise DaemonStartError(f"the daemon could not start: {reason} (its log: {log})")
+    raise DaemonStartError(f"the daemon exited; see its log: {log}")
+
+
+#: How the daemon begins the one line that says why it cannot start (``agentrio
+#: daemon: …``, `agentrio.engine.server.startup`, `agentrio.engine.cli`).
+_REASON_PREFIX: Final = "agentrio daemon: "
+#: The most of a started daemon's log read back for its reason.
+_REASON_READ_BYTES: Final = 64 * 1024
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def start_failure(log: Path, start: int) -> str:
+    """The daemon's own one-line reason for not starting: the last ``agentrio daemon:``
+    line it wrote to ``log`` past byte ``start`` (where the log ended when it was
+    started), without the prefix; "" when it wrote none."""
+    try:
+        with log.open("rb") as f:
+            f.seek(max(start, _size(log) - _REASON_READ_BYTES))
+            tail = f.read(_REASON_READ_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    said = [line for line in tail.splitlines() if line.startswith(_REASON_PREFIX)]
+    shown = "".join(ch for ch in said[-1] if ch.isprintable()) if said else ""
+    return shown.removeprefix(_REASON_PREFIX)
+
+
+async def _say_port_fallback(home: Path, status: Callable[[Status], None]) -> None:
+    """Once, for the daemon we started: the port it took when the default was held."""
+    info = await trio.to_thread.run_sync(read_daemon_info, home) or {}
+    taken, port = info.get(PORT_FALLBACK_KEY), info.get("port")
+    if isinstance(taken, int) and isinstance(port, int):
+        status(
+            Status(
+                text=(
+                    f"port {taken} is in use (another home's daemon?): this home's daemon "
+                    f"listens on port {port} instead (recorded in {home / 'daemon.json'})"
+                )
+            )
+        )

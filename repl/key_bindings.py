@@ -14,18 +14,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from prompt_toolkit.buffer import Buffer
 from prompt_toolkit.filters import Condition, has_completions, has_focus, is_searching
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
-if TYPE_CHECKING:
-    from agentrio.repl.app import ReplApp
-
-__all__ = ["load_repl_bindings"]
+__all__ = ["BindingsHost", "load_repl_bindings"]
 
 
-def load_repl_bindings(repl: ReplApp) -> KeyBindings:
+class BindingsHost(Protocol):
+    """What the bindings act on: the input line and the three key decisions
+    (`agentrio.repl.app.ReplApp`; a Protocol, so this module does not import the app that
+    imports it)."""
+
+    buffer: Buffer
+
+    def on_escape(self) -> object: ...
+
+    def on_ctrl_c(self) -> object: ...
+
+    def quit(self) -> None: ...
+
+
+def load_repl_bindings(repl: BindingsHost) -> KeyBindings:
     kb = KeyBindings()
     input_focused = has_focus(repl.buffer)
     empty_input = Condition(lambda: not repl.buffer.text)

@@ -30,6 +30,7 @@ from agentrio.repl.commands import (
     background_cancel_frame,
     cancel_frame,
 )
+from agentrio.repl.launch import agentrio_command
 from agentrio.repl.messages import Outgoing
 from agentrio.repl.render import clip
 from agentrio.repl.views import EscAction, Popup, RunView, stop_popup
@@ -48,7 +49,7 @@ def quit_line(task_input: str, session_id: str) -> str:
     """What quitting does to one running task, and where it waits afterwards."""
     return (
         f"⏸ {clip(task_input, 60)} — stopped (window closed), kept: it waits in /pending; "
-        f"reopen with `agentrio --session {session_id}`"
+        f"reopen with `{agentrio_command()} --session {session_id}`"
     )
 
 

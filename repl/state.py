@@ -78,7 +78,9 @@ from agentrio.repl.views import EscAction, Popup, RunView
 
 __all__ = ["ReplState"]
 
-ConnectionState = Literal["connecting", "connected", "reconnecting"]
+#: ``no daemon``: none answered and starting one failed (the reason is printed above;
+#: the REPL keeps trying), so the toolbar does not say "connecting" forever (issue 30).
+ConnectionState = Literal["connecting", "connected", "reconnecting", "no daemon"]
 
 
 class ReplState:
@@ -363,6 +365,8 @@ class ReplState:
                 self._disconnected(reason)
             case Status(text=text, error=error):
                 self.write(text, "class:error" if error else "class:dim")
+                if error and self.connection == "connecting":
+                    self.connection = "no daemon"
             case HttpResult():
                 self.lists.http_result(message)
             case Welcome():

@@ -33,6 +33,7 @@ def toolbar_fragments(state: ReplState, now: float | None = None) -> StyleAndTex
         "connected": ("class:toolbar.ok", "● connected"),
         "connecting": ("class:toolbar.warn", "○ connecting"),
         "reconnecting": ("class:toolbar.warn", f"{spin} reconnecting"),
+        "no daemon": ("class:toolbar.warn", "✕ no daemon (see above)"),
     }[state.connection]
     sep = ("class:toolbar", " │ ")
     parts: StyleAndTextTuples = [

@@ -6,10 +6,10 @@ imports the client; repl uses no private engine module."""
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.sources import ROOT, python_files, top_level_packages
 
 #: The repository folders that install as ``agentrio.<folder>`` (pyproject.toml).
 _NESTED = frozenset({"engine", "protocol", "repl"})
@@ -40,12 +40,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _modules(package: str) -> list[Path]:
-    """The package's own files: not the links agentrio/engine, … (each file once)."""
-    return sorted(
-        path
-        for path in (ROOT / package).rglob("*.py")
-        if not any((ROOT / parent).is_symlink() for parent in path.relative_to(ROOT).parents)
-    )
+    return python_files(package)
 
 
 def test_installed_names_are_agentrios_own() -> None:
@@ -230,19 +225,12 @@ def test_only_the_engines_public_modules_are_imported_from_outside() -> None:
 
     plugin = ROOT / "agentrio" / "testing.py"
 
-    packages = [
-        folder
-        for folder in sorted(ROOT.iterdir())
-        if folder.is_dir()
-        and folder.name not in {"engine", "tests"}
-        and not folder.name.startswith(".")
-        and any(folder.rglob("*.py"))
-    ]
-    assert {"repl", "protocol", "bench", "examples"} <= {p.name for p in packages}
+    packages = [name for name in top_level_packages() if name not in {"engine", "tests"}]
+    assert {"repl", "protocol", "bench", "examples"} <= set(packages)
     bad = {
         f"{path.relative_to(ROOT)}: {name}"
         for package in packages
-        for path in _modules(package.name)
+        for path in python_files(package)
         if path != plugin
         for name in _engine_imports(path)
         if name not in PUBLIC_MODULES
@@ -277,3 +265,25 @@ def test_front_ends_import_only_the_protocol_and_the_client() -> None:
     }
     assert discord_users
     assert all(user.startswith("agentrio/frontends/discord/") for user in discord_users)
+
+
+def test_the_source_read_is_the_projects_not_its_build_outputs(tmp_path: Path) -> None:
+    """Issue 30: a ``pip install .`` in the checkout leaves ``build/`` (a copy of every
+    package) and ``*.egg-info``; the tests that read the source read what git tracks
+    and new files not yet added, never what git ignores -- in a checkout and, by the
+    folder names, outside one."""
+
+    def git(*argv: str) -> None:
+        subprocess.run(["git", *argv], cwd=tmp_path, check=True, capture_output=True)
+
+    for name in ("repl/a.py", "repl/new.py", "build/lib/repl/a.py", "x.egg-info/b.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("import engine._private\n")
+    (tmp_path / ".gitignore").write_text("build/\n*.egg-info/\n")
+    want = [tmp_path / "repl" / "a.py", tmp_path / "repl" / "new.py"]
+    assert python_files(root=tmp_path) == want  # not a checkout yet: by name
+    git("init", "-q")
+    git("add", ".gitignore", "repl/a.py")
+    assert python_files(root=tmp_path) == want  # tracked, and new but not ignored
+    assert python_files("repl", root=tmp_path) == want
+    assert top_level_packages(root=tmp_path) == ["repl"]

@@ -3,15 +3,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from agentrio.errors import ClientError
 from agentrio.frontends.conversation import Conversation
+from agentrio.frontends.core import ChatCore
 from agentrio.frontends.platform import Button
 from agentrio.protocol import wording
-
-if TYPE_CHECKING:
-    from agentrio.frontends.chat import ChatFrontend
 
 __all__ = ["HELP", "RESUME", "run_command"]
 
@@ -28,7 +26,7 @@ HELP: Final = (
 )
 
 
-async def run_command(front: ChatFrontend, conversation: Conversation, text: str) -> None:
+async def run_command(front: ChatCore, conversation: Conversation, text: str) -> None:
     name = text.split()[0].split("@")[0].lower()
     match name:
         case "/pending":
@@ -43,7 +41,7 @@ async def run_command(front: ChatFrontend, conversation: Conversation, text: str
             await front.say(conversation.chat, HELP)
 
 
-async def _pending(front: ChatFrontend, conversation: Conversation) -> None:
+async def _pending(front: ChatCore, conversation: Conversation) -> None:
     client = await front.wait_connected()
     if client is None:
         await front.say(conversation.chat, "agentrio is not reachable right now.")
@@ -67,7 +65,7 @@ async def _pending(front: ChatFrontend, conversation: Conversation) -> None:
         )
 
 
-async def _stop(front: ChatFrontend, conversation: Conversation, *, pause: bool) -> None:
+async def _stop(front: ChatCore, conversation: Conversation, *, pause: bool) -> None:
     conversation.awaiting = None
     client, task = await front.wait_connected(), conversation.task_hash
     if not task:
@@ -85,7 +83,7 @@ async def _stop(front: ChatFrontend, conversation: Conversation, *, pause: bool)
     await front.say(conversation.chat, f"{word}: asked")
 
 
-async def _history(front: ChatFrontend, conversation: Conversation) -> None:
+async def _history(front: ChatCore, conversation: Conversation) -> None:
     client = await front.wait_connected()
     if client is None:
         await front.say(conversation.chat, "agentrio is not reachable right now.")
@@ -102,7 +100,7 @@ async def _history(front: ChatFrontend, conversation: Conversation) -> None:
     await front.say(conversation.chat, "\n".join(lines))
 
 
-async def _new(front: ChatFrontend, conversation: Conversation) -> None:
+async def _new(front: ChatCore, conversation: Conversation) -> None:
     if conversation.task_hash:
         await front.say(conversation.chat, "A task is running: /cancel or /pause it first.")
         return

@@ -3,20 +3,16 @@ listed by ``/pending``. A press that matches nothing open gets `NO_LONGER_OPEN`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from agentrio.errors import ClientError
 from agentrio.frontends.asks import CHOICES, NO_LONGER_OPEN, OUTCOMES, decision_of
 from agentrio.frontends.conversation import Awaiting
+from agentrio.frontends.core import ChatCore
 from agentrio.frontends.platform import Pressed
-
-if TYPE_CHECKING:
-    from agentrio.frontends.chat import ChatFrontend
 
 __all__ = ["handle_press"]
 
 
-async def handle_press(front: ChatFrontend, press: Pressed) -> None:
+async def handle_press(front: ChatCore, press: Pressed) -> None:
     token, _, choice = press.data.partition("|")
     if token == "resume":
         await _resume(front, press, choice)
@@ -51,7 +47,7 @@ async def handle_press(front: ChatFrontend, press: Pressed) -> None:
         await front.decide(shown, decision, OUTCOMES[choice])
 
 
-async def _resume(front: ChatFrontend, press: Pressed, key: str) -> None:
+async def _resume(front: ChatCore, press: Pressed, key: str) -> None:
     target = front.resumes.pop(key, None)
     if target is None:
         await front.platform.answer_press(press.press, NO_LONGER_OPEN)

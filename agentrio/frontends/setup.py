@@ -27,6 +27,7 @@ from agentrio.protocol.frontends import token_key_refused
 __all__ = [
     "BotRunner",
     "SetupError",
+    "build_parser",
     "default_home",
     "load_table",
     "parse_args",
@@ -103,8 +104,8 @@ def store_token(home: Path, name: str, token: str) -> Path:
     return path
 
 
-def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namespace:
-    """``--home DIR`` and ``--store-token``; ``home`` comes back resolved."""
+def build_parser(name: str, title: str) -> argparse.ArgumentParser:
+    """``agentrio <name>``'s parser (also walked by ``agentrio completion``)."""
     parser = argparse.ArgumentParser(
         prog=f"agentrio {name}",
         description=f"Run the {title} front-end (docs/frontends.md).",
@@ -115,7 +116,12 @@ def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namesp
         action="store_true",
         help=f"read the bot token from stdin, store it in <home>/{name}.token (0600), exit",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(name: str, title: str, argv: list[str] | None) -> argparse.Namespace:
+    """``--home DIR`` and ``--store-token``; ``home`` comes back resolved."""
+    args = build_parser(name, title).parse_args(argv)
     args.home = Path(args.home).expanduser() if args.home else default_home()
     return args
 
@@ -164,8 +170,20 @@ def run_frontend(
             logging.getLogger(f"agentrio.frontends.{name}").warning(
                 "[%s] allowed_users is empty: the bot refuses everyone", name
             )
-        asyncio.run(load_runner()(home, config, token))
+        asyncio.run(_loaded(name, load_runner)(home, config, token))
     except SetupError as exc:
         print(f"agentrio {name}: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _loaded(name: str, load_runner: Callable[[], BotRunner[C]]) -> BotRunner[C]:
+    """The bot runner; a `SetupError` naming the extra when the platform's library is
+    not installed (``pip install 'agentrio[<name>]'``, issue 30)."""
+    try:
+        return load_runner()
+    except ModuleNotFoundError as exc:
+        raise SetupError(
+            f"{exc.name or 'its library'} is not installed: pip install 'agentrio[{name}]'"
+            " (or `make run` in a checkout)"
+        ) from None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agentrio.engine.config import ModelConfig
+from agentrio.engine.config import ModelConfig, model_problem
 from agentrio.engine.errors import ConfigError
 from agentrio.engine.models.base import Model
 
@@ -42,22 +42,17 @@ async def make_model(
     current directory. Close the result with `close_model`.
     """
     provider: str = config.provider
+    problem = model_problem(config)
+    if problem is not None:
+        raise ConfigError(f"model.{problem[0]}: {problem[1]}")
     if provider == "builtin":
         from agentrio.engine.models.builtin import BuiltinModel  # only when configured (module doc)
 
         await trio.lowlevel.checkpoint()
         return BuiltinModel()
     if provider == "scripted":
-        if not config.script.strip():
-            raise ConfigError("model.script: the scripted provider needs a script file")
         return await trio.to_thread.run_sync(_load_script, config.script)
     if provider == "openai":
-        if not config.name.strip():
-            raise ConfigError("model.name: the openai provider needs a model name")
-        if not config.base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"model.base_url: expected an http(s) URL, got {config.base_url!r}")
-        if config.timeout_s <= 0:
-            raise ConfigError("model.timeout_s: expected a number of seconds > 0")
         from agentrio.engine.models.openai import OpenAIModel, resolve_api_key  # httpx (module doc)
 
         return OpenAIModel(

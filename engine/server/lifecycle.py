@@ -8,7 +8,8 @@
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
 3. makes the home owner-only (folders 0700, files 0600, `agentrio.engine.store.files`),
-   logging once what it had to tighten in a home made earlier with looser modes; ends
+   logging once what it had to tighten in a home made earlier with looser modes (but
+   never the person's ``config.toml``: a too-open one is warned about); ends
    the processes a killed predecessor left running (`agentrio.engine.processes.orphans`), clears
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
@@ -56,6 +57,7 @@ from agentrio.engine.assembly import open_engine
 from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
+from agentrio.engine.errors import ConfigError
 from agentrio.engine.frontends_supervisor import enabled_frontends, supervise_frontends
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.orphans import kill_orphans, mark_children
@@ -63,12 +65,14 @@ from agentrio.engine.processes.reaper import adopting_orphans
 from agentrio.engine.server.app import ServerContext, create_app
 from agentrio.engine.server.auth import load_or_create_token, own_hosts, own_origins
 from agentrio.engine.server.cluster import open_cluster
+from agentrio.engine.server.home_modes import tighten_home_logged
 from agentrio.engine.server.ownership import refuse_unsafe_home
+from agentrio.engine.server.ports import note_fallback, port_to_serve
 from agentrio.engine.server.sockets import abort_connections
 from agentrio.engine.server.startup import STARTUP_EXIT, startup_message
 from agentrio.engine.server.ws import CLOSE_TIMEOUT_S
 from agentrio.engine.store.base import StoreError
-from agentrio.engine.store.files import make_home, open_private, tighten_home, write_private_atomic
+from agentrio.engine.store.files import make_home, open_private, write_private_atomic
 from agentrio.protocol.local import SOCKET_FILE, fits, via_directory_fd
 
 __all__ = [
@@ -100,8 +104,6 @@ LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
 #: The note of a deliberate stop (module doc, step 5); `agentrio.repl.daemon` reads it.
 STOPPED_FILE: Final = "daemon.stopped"
-#: How many tightened paths the start-up log line names.
-_LISTED: Final = 5
 #: How long hypercorn lets open connections finish once the server stops.
 GRACEFUL_S: Final = 1.0
 #: Largest WebSocket message hypercorn buffers. Messages above 1 MiB (the protocol
@@ -415,13 +417,19 @@ async def serve(
     host: str | None = None,
     port: int | None = None,
     stop: trio.Event | None = None,
+    free_port_if_taken: bool = False,
 ) -> None:
     """The daemon: steps 3-5 of the module doc. Returns after a clean shutdown, which
-    SIGINT, SIGTERM or ``stop`` (for callers that are not the main thread) begins."""
+    SIGINT, SIGTERM or ``stop`` (for callers that are not the main thread) begins.
+
+    ``free_port_if_taken`` (the REPL's started daemons): when the port is the default
+    one (no ``port`` given, none configured) and something holds it -- typically another
+    home's daemon -- listen on a free port instead, say so once in the log, and record
+    the taken one in ``daemon.json`` (`PORT_FALLBACK_KEY`) for the REPL to say."""
     home = config.home_path
     host = host or config.server.host
-    port = config.server.port if port is None else port
-    await trio.to_thread.run_sync(_tighten_home, home)
+    port, taken = await port_to_serve(config, host, port, free_port_if_taken=free_port_if_taken)
+    await trio.to_thread.run_sync(tighten_home_logged, home)
     orphans = await trio.to_thread.run_sync(kill_orphans, home)
     if orphans:
         log.info("ended %d process group(s) left running by a previous daemon", orphans)
@@ -448,7 +456,7 @@ async def serve(
                 unix_socket=home / SOCKET_FILE,
             ) as server:
                 await trio.to_thread.run_sync(remove_stop_note, home)
-                info = {
+                info: dict[str, Any] = {
                     "pid": pid,
                     "host": server.host,
                     "port": server.port,
@@ -456,6 +464,8 @@ async def serve(
                     "started_at": time.time(),
                     "version": version,
                 }
+                if taken is not None:
+                    note_fallback(info, taken=taken, host=host)
                 await trio.to_thread.run_sync(write_daemon_json, home, info)
                 log.info(
                     "agentrio %s serving %s (pid %d, home %s)", version, server.base_url, pid, home
@@ -473,27 +483,6 @@ async def serve(
                     with trio.CancelScope(shield=True):
                         await trio.to_thread.run_sync(remove_daemon_json, home, pid)
     log.info("stopped")
-
-
-def _tighten_home(home: Path) -> None:
-    """Make (or tighten) the home and everything in it owner-only, and say so once
-    when something was open to group or world (issue 15 item 6)."""
-    make_home(home)
-    changed, failed = tighten_home(home)
-    if changed:
-        root = home.resolve()
-        shown = ", ".join(os.path.relpath(path, root) for path in changed[:_LISTED])
-        more = f" and {len(changed) - _LISTED} more" if len(changed) > _LISTED else ""
-        log.warning(
-            "tightened permissions in %s: %d path(s) were open to group or world "
-            "(now owner-only): %s%s",
-            home,
-            len(changed),
-            shown,
-            more,
-        )
-    for path, exc in failed:
-        log.warning("cannot make %s owner-only: %s", path, exc.strerror or exc)
 
 
 @contextmanager
@@ -546,7 +535,13 @@ async def _wait_for_stop(
     return why[0] if why else "stopped"
 
 
-def run_daemon(config: Config, *, host: str | None = None, port: int | None = None) -> int:
+def run_daemon(
+    config: Config,
+    *,
+    host: str | None = None,
+    port: int | None = None,
+    free_port_if_taken: bool = False,
+) -> int:
     """``agentrio daemon``: run in the foreground until SIGINT/SIGTERM. Exit codes: 0
     after a clean shutdown, 1 when another daemon holds the home, `STARTUP_EXIT` (2)
     when it cannot start (home unwritable or read-only, disk full, corrupt store, port
@@ -569,8 +564,10 @@ def run_daemon(config: Config, *, host: str | None = None, port: int | None = No
                 return 1
             stack.enter_context(_logging_to(home))
             mark_children(home)
-            trio.run(partial(serve, config, host=host, port=port))
-    except (OSError, StoreError, BaseExceptionGroup) as exc:
+            trio.run(
+                partial(serve, config, host=host, port=port, free_port_if_taken=free_port_if_taken)
+            )
+    except (OSError, StoreError, ConfigError, BaseExceptionGroup) as exc:
         line = startup_message(exc, home=home, host=bind_host, port=bind_port)
         if line is None:
             raise

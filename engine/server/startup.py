@@ -13,6 +13,8 @@ import errno
 from pathlib import Path
 from typing import Final
 
+from agentrio.engine.config import locate_error
+from agentrio.engine.errors import ConfigError
 from agentrio.engine.store.base import StoreError, StoreFull, StoreUnavailable, StoreUnreadable
 
 __all__ = ["STARTUP_EXIT", "find_cause", "startup_message"]
@@ -23,10 +25,10 @@ STARTUP_EXIT: Final = 2
 _HOME_FIX: Final = "choose another home with --home DIR or AGENTRIO_HOME"
 
 
-def find_cause(exc: BaseException) -> OSError | StoreError | None:
-    """The `OSError` or `StoreError` inside ``exc``, however deeply grouped (a nursery
-    wraps what its children raise)."""
-    if isinstance(exc, OSError | StoreError):
+def find_cause(exc: BaseException) -> OSError | StoreError | ConfigError | None:
+    """The `OSError`, `StoreError` or `ConfigError` inside ``exc``, however deeply
+    grouped (a nursery wraps what its children raise)."""
+    if isinstance(exc, OSError | StoreError | ConfigError):
         return exc
     if isinstance(exc, BaseExceptionGroup):
         for inner in exc.exceptions:
@@ -40,6 +42,10 @@ def startup_message(exc: BaseException, *, home: Path, host: str, port: int) -> 
     """One line saying what stopped the start and how to fix it, or None when ``exc``
     is not a start-up error this module knows (it is then re-raised)."""
     cause = find_cause(exc)
+    if isinstance(cause, ConfigError):
+        # What only building the model finds (a script file that is not there, an API
+        # key in no variable and no secret): said like the loader's errors (issue 30).
+        return locate_error(home / "config.toml", str(cause))
     if isinstance(cause, StoreFull):
         return (
             f"no space left on the disk holding {home / 'agentrio.db'}: free some space "

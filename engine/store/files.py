@@ -14,7 +14,9 @@ would be a surprise. Explicit modes cover our own files only.
 
 A home made earlier with looser modes (by an older agentrio, a front-end or a hand) is
 tightened at daemon start: `tighten_home` takes group and world bits off everything
-under it and says which paths it changed.
+under it and says which paths it changed -- except the person's own files
+(`USER_FILES`: ``config.toml``), which agentrio only reads and never rewrites, not even
+their mode (issue 30); the daemon warns about a too-open one instead.
 
 Blocking functions: call them from a worker thread in async code.
 """
@@ -29,6 +31,7 @@ from typing import Final
 __all__ = [
     "PRIVATE_DIR_MODE",
     "PRIVATE_FILE_MODE",
+    "USER_FILES",
     "make_home",
     "make_private_dirs",
     "open_private",
@@ -36,6 +39,8 @@ __all__ = [
     "write_private_atomic",
 ]
 
+#: Files of the home that are the person's, not agentrio's: never changed.
+USER_FILES: Final = ("config.toml",)
 PRIVATE_DIR_MODE: Final = 0o700
 PRIVATE_FILE_MODE: Final = 0o600
 #: Group and world bits: none of them may be set on anything under the home.
@@ -101,8 +106,9 @@ def write_private_atomic(path: Path, data: bytes, *, tmp: Path | None = None) ->
 
 def tighten_home(home: Path) -> tuple[list[Path], list[tuple[Path, OSError]]]:
     """Take group and world bits off ``home`` and everything under it (symbolic links
-    are neither followed nor changed). Returns the paths changed and the ones that could
-    not be (with why). A missing home is nothing to do."""
+    are neither followed nor changed), but the person's own `USER_FILES`. Returns the
+    paths changed and the ones that could not be (with why). A missing home is nothing
+    to do."""
     changed: list[Path] = []
     failed: list[tuple[Path, OSError]] = []
 
@@ -122,8 +128,10 @@ def tighten_home(home: Path) -> tuple[list[Path], list[tuple[Path, OSError]]]:
     if not home.is_dir():
         return changed, failed
     home = home.resolve()  # a home that is a symbolic link: its target is the home
+    theirs = {home / name for name in USER_FILES}
     tighten(home)
     for top, dirs, files in os.walk(home, onerror=lambda exc: None):
         for name in (*dirs, *files):
-            tighten(Path(top) / name)
+            if Path(top) / name not in theirs:
+                tighten(Path(top) / name)
     return changed, failed

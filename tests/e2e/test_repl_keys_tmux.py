@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -141,8 +140,9 @@ def test_alt_enter_and_ctrl_j_make_several_lines_and_esc_still_clears(
 
 def test_quit_with_a_task_running_says_where_it_waits(daemon_home: Path) -> None:
     """R43, issue 19: Ctrl+D while a task runs quits, first saying the task is kept in
-    /pending and how to reopen its session; reopened so, /pending lists it. The spinner
-    counts the seconds the task has run."""
+    /pending and how to reopen its session; reopened so -- the printed command run as
+    printed (issue 30) -- /pending lists it. The spinner counts the seconds the task
+    has run."""
     tmux = Tmux()
     try:
         _start_repl(tmux, daemon_home)
@@ -153,19 +153,25 @@ def test_quit_with_a_task_running_says_where_it_waits(daemon_home: Path) -> None
         )
         _keys(tmux, "C-d")
         wait_for(lambda: EXITED in tmux.lines(), "the REPL to exit")
-        said = [ln for ln in tmux.lines() if ln.startswith("⏸ run: sleep 30 — stopped")]
+        joined = tmux("capture-pane", "-p", "-J", "-t", "repl").splitlines()
+        said = [ln for ln in joined if ln.startswith("⏸ run: sleep 30 — stopped")]
         assert said, tmux.screen()
         match = re.search(
-            r"kept: it waits in /pending; reopen with `agentrio --session (cli-\S+)`", said[0]
+            r"kept: it waits in /pending; reopen with `(\S*agentrio) --session (cli-\S+)`",
+            said[0],
         )
         assert match, said[0]
-        session = match.group(1)
+        printed, session = match.groups()
     finally:
         tmux("kill-server")
+    # Issue 30: the printed command works as printed, in a shell whose PATH has no
+    # agentrio (the venv is not activated): it names this install's script.
+    assert printed == "agentrio" or Path(printed).is_absolute(), printed
+    bare = "" if printed == "agentrio" else "PATH=/usr/bin:/bin "
     again = Tmux()
     try:
         command = (
-            f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m agentrio.repl "
+            f"cd {ROOT} && {bare}AGENTRIO_HOME={daemon_home} {printed} "
             f"--session {session}; echo {EXITED.split()[0]} $?; sleep 60"
         )
         again("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)

@@ -263,7 +263,9 @@ def test_running_task_and_leg_menu_screens(daemon: Daemon, work: Path) -> None:
         _shoot(tmux, "repl-running", work)
         tmux("send-keys", "-t", "repl", "C-d")
         wait_for(lambda: "REPL-EXITED 0" in _history(tmux), "the REPL to quit")
-        history = _history(tmux)
+        # Joined: the reopen line may name this install's agentrio by its full path
+        # (issue 30), which wraps at 120 columns.
+        history = tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "repl")
     finally:
         tmux("kill-server")
     assert re.search(r"run: sleep 30.*agentrio --session cli-[0-9a-f]{8}", history), history

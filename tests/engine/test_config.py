@@ -50,7 +50,8 @@ def test_home_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         ),
         ("[tools]\n\nbogus = 1\n", "config.toml:3: tools.bogus: unknown key"),
         ('[model]\nprovider = "gpt"\n', "config.toml:2: model.provider: must be one of"),
-        ("[server\n", "config.toml: Expected ']'"),
+        ("[server\n", "config.toml:1: syntax: Expected ']'"),
+        ("[server]\nprot = 1\n", "config.toml:2: server.prot: unknown key (did you mean port?)"),
     ],
 )
 def test_invalid_file_names_key_and_line(tmp_path: Path, text: str, message: str) -> None:

@@ -20,7 +20,8 @@ import pytest
 from agentrio.engine.background.jobs import _write_json_atomic, _write_text
 from agentrio.engine.background.logs import open_log
 from agentrio.engine.server.auth import load_or_create_token
-from agentrio.engine.server.lifecycle import _tighten_home, instance_lock, write_daemon_json
+from agentrio.engine.server.home_modes import tighten_home_logged
+from agentrio.engine.server.lifecycle import instance_lock, write_daemon_json
 from agentrio.engine.store.files import (
     make_home,
     make_private_dirs,
@@ -169,6 +170,8 @@ def test_tighten_home_takes_group_and_world_bits_off(tmp_path: Path) -> None:
     (home / "sessions" / "cli-a" / "reports").mkdir(parents=True)
     (home / "sessions" / "cli-a" / "reports" / "sub_1.md").write_text("r")
     (home / "token").write_text("t")
+    (home / "config.toml").write_text("")
+    os.chmod(home / "config.toml", 0o664)
     outside.write_text("not ours")
     (home / "link").symlink_to(outside)
     for path in (home, home / "sessions", home / "sessions" / "cli-a"):
@@ -189,12 +192,15 @@ def test_tighten_home_takes_group_and_world_bits_off(tmp_path: Path) -> None:
     assert mode(home) == mode(home / "sessions" / "cli-a" / "reports") == 0o700
     assert mode(home / "sessions" / "cli-a" / "reports" / "sub_1.md") == 0o600
     assert mode(outside) == 0o644
+    assert mode(home / "config.toml") == 0o664  # the person's own file (issue 30)
     assert tighten_home(home) == ([], [])
 
 
 def test_daemon_start_says_once_what_it_tightened(tmp_path: Path) -> None:
     """R73, issue 15 item 6: the start-up step logs one warning when it had to tighten
-    something, and nothing when the home was already owner-only."""
+    something, and nothing when the home was already owner-only; issue 30: it leaves
+    the person's config.toml as it is and warns, at each start, that others can read
+    it."""
     home = tmp_path / "home"
     home.mkdir(mode=0o755)
     os.chmod(home, 0o755)
@@ -210,13 +216,19 @@ def test_daemon_start_says_once_what_it_tightened(tmp_path: Path) -> None:
     logger = logging.getLogger("agentrio.daemon")
     logger.addHandler(handler)
     try:
-        _tighten_home(home)
-        _tighten_home(home)
+        tighten_home_logged(home)
+        tighten_home_logged(home)
     finally:
         logger.removeHandler(handler)
-    [record] = records
-    assert record.levelno == logging.WARNING
-    message = record.getMessage()
-    assert "2 path(s) were open to group or world" in message
-    assert message.endswith(": ., config.toml")
-    assert (mode(home), mode(home / "config.toml")) == (0o700, 0o600)
+    tightened, config, again = records
+    assert tightened.levelno == config.levelno == logging.WARNING
+    message = tightened.getMessage()
+    assert "1 path(s) were open to group or world" in message
+    assert message.endswith(": .")
+    assert config.getMessage() == (
+        f"{home / 'config.toml'} can be read by other users (mode 0644): agentrio leaves "
+        f"your file as it is; chmod 600 {home / 'config.toml'} to keep it private"
+    )
+    # Issue 30: the person's own file is never rewritten, not even its mode.
+    assert (mode(home), mode(home / "config.toml")) == (0o700, 0o644)
+    assert again.getMessage() == config.getMessage()

@@ -6,7 +6,9 @@ settle, max-settle and interval times pass at once and exactly.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
+import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 
@@ -323,8 +325,11 @@ class LineWatcher(Watcher):
     """Records the line of every hit (not only the first of a pending report); with
     ``decoded`` it looks at every piece through the decoded path."""
 
-    def __init__(self, keywords: Sequence[str], *, keep_bytes: int, decoded: bool) -> None:
+    def __init__(
+        self, keywords: Sequence[str], *, keep_bytes: int, decoded: bool, fast: bool = True
+    ) -> None:
         super().__init__(keywords, Recorder(), keep_bytes=keep_bytes)
+        self._ascii = AsciiKeywords([k.lower() for k in keywords if k], fast=fast)
         self.lines: list[str] = []
         self._decoded = decoded
 
@@ -365,20 +370,22 @@ _PIECES = [
     cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
     keep_bytes=st.sampled_from([8, 24, 8192]),
     keywords=st.sampled_from([KEYWORDS, ["ERROR", "tal\nx", "\u212aill"], ["é", "fail"]]),
+    fast=st.booleans(),
 )
 def test_the_ascii_search_gives_the_hits_of_the_decoded_lines(
-    pieces: list[bytes], cuts: list[int], keep_bytes: int, keywords: list[str]
+    pieces: list[bytes], cuts: list[int], keep_bytes: int, keywords: list[str], fast: bool
 ) -> None:
     """R28: the undecoded search of ASCII output, and the byte search that lets other
     output skip the keyword scans, give exactly the hits, hit lines and unfinished line
     of lower-casing the decoded lines, however the stream is cut into chunks and
-    whatever mix of ASCII, non-ASCII, split and invalid characters it has."""
+    whatever mix of ASCII, non-ASCII, split and invalid characters it has -- with
+    Hyperscan and with the plain search (issue 30: the fast path is an extra)."""
     data = b"".join(pieces)
     bounds = sorted({min(cut, len(data)) for cut in cuts} | {0, len(data)})
     chunks = [data[a:b] for a, b in itertools.pairwise(bounds)]
 
     async def observe(decoded: bool) -> tuple[int, list[str], str, bool]:
-        watcher = LineWatcher(keywords, keep_bytes=keep_bytes, decoded=decoded)
+        watcher = LineWatcher(keywords, keep_bytes=keep_bytes, decoded=decoded, fast=fast)
         for chunk in chunks:
             watcher.feed(chunk)
         return watcher.hits, watcher.lines, watcher._partial, watcher._partial_hit
@@ -386,13 +393,51 @@ def test_the_ascii_search_gives_the_hits_of_the_decoded_lines(
     assert trio.run(observe, False) == trio.run(observe, True)
 
 
-def test_the_ascii_search_skips_keywords_no_ascii_line_can_hold() -> None:
+@pytest.mark.parametrize("fast", [True, False], ids=["hyperscan", "plain"])
+def test_the_ascii_search_skips_keywords_no_ascii_line_can_hold(fast: bool) -> None:
     """R28: keywords that stay non-ASCII once lower-cased, or hold a newline, are not
     searched in ASCII text (no ASCII line can contain them); the others are, case-less,
-    in one pass over pieces searched as one (a keyword across two pieces is found)."""
-    search = AsciiKeywords(["é", "a\nb", "\u212aill", "Fail"])
+    in one pass over pieces searched as one (a keyword across two pieces is found;
+    overlapping ones each count)."""
+    search = AsciiKeywords(["é", "a\nb", "\u212aill", "Fail"], fast=fast)
+    assert search.fast is fast
     assert search.ends([b"KILL fai", b"L a\nb"]) == [4, 9]
-    assert AsciiKeywords(["é"]).ends([b"e E"]) == []
+    assert AsciiKeywords(["é"], fast=fast).ends([b"e E"]) == []
+    assert AsciiKeywords(["aa", "a"], fast=fast).ends([b"a", b"AA"]) == [1, 2, 2, 3, 3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.sampled_from([*_PIECES, b"", b"aa", b"AAA"]), max_size=12),
+    keywords=st.sampled_from([KEYWORDS, ["aa", "a", "\u212aill"], ["é", "fail"]]),
+)
+def test_the_plain_search_answers_as_hyperscan_does(
+    parts: list[bytes], keywords: list[str]
+) -> None:
+    """Issue 30: without the ``fast`` extra the plain search runs, and it finds exactly
+    what Hyperscan finds -- every end offset, and whether a line may hold a keyword."""
+    fast = AsciiKeywords(keywords, fast=True)
+    plain = AsciiKeywords(keywords, fast=False)
+    assert plain.ends(parts) == fast.ends(parts)
+    assert plain.may_hit(parts) == fast.may_hit(parts)
+
+
+def test_without_hyperscan_the_plain_search_is_chosen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: where ``hyperscan`` cannot be imported (no ``fast`` extra, or a
+    machine without its wheel) the watcher takes the plain path, and finds the same;
+    where it can, Hyperscan is the default."""
+    installed = importlib.util.find_spec("hyperscan") is not None
+    assert AsciiKeywords(["Fail"]).fast is installed
+    monkeypatch.setitem(sys.modules, "hyperscan", None)
+    watch_module._hyperscan.cache_clear()
+    try:
+        search = AsciiKeywords(["Fail"])
+        assert search.fast is False
+        assert search.ends([b"x FAIL"]) == [6]
+        with pytest.raises(RuntimeError, match=r"agentrio\[fast\]"):
+            AsciiKeywords(["Fail"], fast=True)
+    finally:
+        watch_module._hyperscan.cache_clear()
 
 
 def test_the_characters_that_lower_case_to_ascii_are_all_known() -> None:

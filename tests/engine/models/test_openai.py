@@ -633,7 +633,10 @@ async def test_factory_builds_openai_with_stored_key(
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        (ModelConfig(provider="openai"), "model.name: the openai provider needs a model name"),
+        (
+            ModelConfig(provider="openai"),
+            'model.name: required with provider = "openai" (the model to call)',
+        ),
         (
             ModelConfig(provider="openai", name="m", base_url="localhost:1/v1"),
             "model.base_url: expected an http(s) URL, got 'localhost:1/v1'",

@@ -213,7 +213,10 @@ async def test_factory_builds_the_scripted_model(tmp_path: Path) -> None:
 
     with pytest.raises(ConfigError) as info:
         await make_model(ModelConfig(provider="scripted"))
-    assert str(info.value) == "model.script: the scripted provider needs a script file"
+    assert (
+        str(info.value)
+        == 'model.script: required with provider = "scripted" (a TOML file of turns)'
+    )
     with pytest.raises(ConfigError) as info:
         await make_model(ModelConfig(provider="scripted", script=str(tmp_path / "nope.toml")))
     assert str(info.value) == f"model.script: {tmp_path / 'nope.toml'}: no such file"
