@@ -23,7 +23,7 @@ from engine.nursery_tasks import cancel_scope
 from engine.processes.sandbox import SandboxError
 from engine.snapshot import RESULT_LIMIT
 from engine.tools.base import Services
-from engine.tools.run_command import format_command_result, run_plan
+from engine.tools.run_command import format_command_result, run_plan, start_failure
 from engine.watch import Checker, Watcher, WatchReport
 
 __all__ = ["run_command_leg"]
@@ -72,6 +72,8 @@ async def run_command_leg(
                     )
                 except SandboxError as exc:
                     return "failed", f"not run: {exc}"
+                except OSError as exc:  # the approved program is not there
+                    return "failed", start_failure(leg.plan, exc)
                 finally:
                     # The watcher may be waiting on a decision check: stop it now.
                     watcher.close()

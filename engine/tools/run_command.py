@@ -8,10 +8,16 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
   (`engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
-  "Always allow" rule for exactly this command, "Allow this turn" (which covers only
-  simple commands that touch no restricted path), or a session started with
-  ``allow_all``. It runs as the person saw it: a simple command as its argv, anything
-  else through ``/bin/sh -c``, outside the sandbox.
+  "Always allow" rule for exactly this command in exactly this real directory,
+  "Allow this turn" (which covers only what its label says: plain programs,
+  `engine.tools.turn_scope`), or a session started with ``allow_all``. It runs as the
+  person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
+  outside the sandbox.
+- **Where**: the working directory is resolved once to its real path
+  (`engine.tools.workdir`); that path is what the checks judge, what the confirmation
+  shows as its ``cwd`` argument (added when the model gave none), what a remembered
+  rule holds, and where the command runs. A directory that does not exist, and an
+  approved program that cannot be started, are tool errors the model reads.
 - A command touching a restricted path asks for the system password unless sudo
   credentials are cached, whatever was remembered or allowed for the turn; a wrong
   password denies the call. When no listener can take the question the call is
@@ -38,7 +44,8 @@ from engine.processes.runner import CommandResult, run_in_group
 from engine.processes.sandbox import SandboxError
 from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from engine.tools.policy import Verdict, classify
-from engine.tools.simple_command import MAX_BYTES
+from engine.tools.turn_scope import turn_refusal
+from engine.tools.workdir import WorkdirError, real_workdir
 from protocol import events as ev
 
 if TYPE_CHECKING:
@@ -51,6 +58,8 @@ __all__ = [
     "judge",
     "refusal_of_reply",
     "run_plan",
+    "shown_args",
+    "start_failure",
 ]
 
 
@@ -107,16 +116,26 @@ async def run_plan(
     )
 
 
-async def judge(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
-    """`classify`, off the Trio thread for a long command (the restricted-path scan is
-    linear, but a megabyte of words still takes a while)."""
+async def judge(services: Services, command: str | list[str], cwd: str) -> Verdict:
+    """`classify` in the real directory ``cwd``, off the Trio thread: the restricted-path
+    check resolves symlinks (file system reads), and a megabyte of words takes a while."""
     config, hidden = services.config.tools, services.sandbox.hidden
-    size = len(command) if isinstance(command, str) else sum(len(word) for word in command)
-    if size <= MAX_BYTES:
-        return classify(command, config, cwd=cwd, hidden=hidden)
     return await trio.to_thread.run_sync(
         lambda: classify(command, config, cwd=cwd, hidden=hidden), abandon_on_cancel=True
     )
+
+
+def shown_args(args: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """The arguments a confirmation shows: the call's own, with ``cwd`` the real
+    directory the command runs in (added when the model named none)."""
+    return {**args, "cwd": cwd}
+
+
+def start_failure(plan: CommandPlan, exc: OSError) -> str:
+    """What the model reads when an approved command could not be started."""
+    program = plan.argv[0] if plan.argv is not None else "/bin/sh"
+    why = exc.strerror or str(exc)
+    return f"not run: the program {program!r} could not be started: {why}"
 
 
 class RunCommandTool(ServiceTool):
@@ -159,26 +178,33 @@ class RunCommandTool(ServiceTool):
             or timeout <= 0
         ):
             raise ValueError("argument 'timeout_s' must be a positive finite number")
-        plan = await self.plan(ctx, call, command, cwd)
+        try:
+            where = await real_workdir(cwd)
+        except WorkdirError as exc:
+            return ToolOutcome(ok=False, output=f"not run: {exc}")
+        plan = await self.plan(ctx, call, command, where)
         if isinstance(plan, ToolOutcome):
             return plan
         try:
             result = await run_plan(
                 self._services,
                 plan,
-                cwd=cwd,
+                cwd=where,
                 timeout_s=min(float(timeout), tools.command_timeout_s),
                 keep_bytes=tools.max_result_bytes,
             )
         except SandboxError as exc:
             return ToolOutcome(ok=False, output="", skipped=f"not run: {exc}")
+        except OSError as exc:  # the program (or, raced away, the directory) is not there
+            return ToolOutcome(ok=False, output=start_failure(plan, exc))
         ok = result.exit_code == 0 and not result.timed_out
         return ToolOutcome(ok=ok, output=format_command_result(result))
 
     async def plan(
-        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str | None
+        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str
     ) -> CommandPlan | ToolOutcome:
-        """How ``command`` may run (see the module docstring), or the denial to report."""
+        """How ``command`` may run in the real directory ``cwd`` (see the module
+        docstring), or the denial to report."""
         services = self._services
         verdict = await judge(services, command, cwd)
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
@@ -187,15 +213,16 @@ class RunCommandTool(ServiceTool):
         if ctx.allow_all:
             return approved
         if not verdict.restricted:
-            if ctx.allowed.covers(command):
+            if ctx.allowed.covers(command, cwd):
                 return approved
-            if self.name in ctx.allow_turn and verdict.argv is not None:
+            if self.name in ctx.allow_turn and not turn_refusal(verdict.argv, restricted=False):
                 return approved
         if ctx.subagent_of is not None:
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
             shown = command if isinstance(command, str) else shlex.join(command)
             return ToolOutcome(ok=False, output="", skipped=subagent_needs_approval(shown))
+        args = shown_args(call.args, cwd)
         need_password = verdict.restricted and not await services.verifier.credentials_cached()
         request = AskRequest(
             kind="tool_confirm",
@@ -203,7 +230,7 @@ class RunCommandTool(ServiceTool):
             task_hash=ctx.task_hash,
             window_hash=ctx.window_hash,
             tool_name=self.name,
-            tool_args=call.args,
+            tool_args=args,
             restricted=verdict.restricted,
             need_password=need_password,
             subagent=ctx.subagent,
@@ -226,7 +253,7 @@ class RunCommandTool(ServiceTool):
                 ev.Confirm,
                 confirm_hash=entry.id,
                 tool_name=self.name,
-                args=call.args,
+                args=args,
                 restricted=verdict.restricted,
                 subagent=ctx.subagent,
             )
@@ -235,7 +262,7 @@ class RunCommandTool(ServiceTool):
             reply = await services.registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"denied: {exc}")
-        denial = await self._apply_reply(ctx, reply, need_password, command, entry_box)
+        denial = await self._apply_reply(ctx, reply, need_password, command, cwd, entry_box)
         return approved if denial is None else denial
 
     async def _apply_reply(
@@ -244,13 +271,14 @@ class RunCommandTool(ServiceTool):
         reply: AskReply,
         need_password: bool,
         command: str | list[str],
+        cwd: str,
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
         refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
         if refusal is not None:
             return ToolOutcome(ok=False, output="", skipped=refusal)
         if reply.remember:
-            ctx.allowed.add(command, at=self._services.clock())
+            ctx.allowed.add(command, cwd, at=self._services.clock())
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
         return None
