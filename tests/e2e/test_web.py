@@ -25,7 +25,7 @@ import trio
 from trio_websocket import open_websocket_url
 
 from protocol import wording
-from repl.faithful import escape_char, is_invisible
+from protocol.faithful import escape_char, is_invisible
 from tests.e2e.cdp import Chromium, Page, connect, find_chromium
 from tests.e2e.conftest import Daemon
 

@@ -82,7 +82,7 @@ async def test_message_task_confirm_approve_result(
     assert f"```\ntouch {target}\n```" in confirm.text
     assert confirm.rows == [
         ["Approve", "Deny with reason"],
-        ["Always allow this exact command"],
+        ["Always allow this exact command in this directory"],
         ["Stop, keep to resume", "Stop and discard"],
     ]
     assert confirm.allowed_mentions == {"parse": []}

@@ -32,7 +32,7 @@ async def test_message_task_confirm_approve_result(
     assert [label for label, _ in confirm.buttons] == [
         "Approve",
         "Deny with reason",
-        "Always allow this exact command",
+        "Always allow this exact command in this directory",
         "Stop, keep to resume",
         "Stop and discard",
     ]

@@ -1,6 +1,6 @@
 """The faithful rendering of a confirmation's arguments (R77), and its JavaScript twin.
 
-`repl.faithful` is what the REPL dialog draws; ``faithfulLines`` in
+`protocol.faithful` is what the REPL dialog draws; ``faithfulLines`` in
 engine/server/static/app.js is what the web page draws. The two must escape the same
 code points the same way: the JS section is run under node on one table of inputs
 (fixed cases plus seeded random strings) and compared piece by piece with the Python.
@@ -22,7 +22,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from repl.faithful import (
+from protocol.faithful import (
     INVISIBLE_RANGES,
     NEWLINE_MARK,
     SPACE_RUN,

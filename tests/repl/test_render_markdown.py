@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from repl.faithful import escape_char, is_invisible
+from protocol.faithful import escape_char, is_invisible
 from repl.markdown import (
     BOLD,
     CODE,
