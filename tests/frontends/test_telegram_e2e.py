@@ -4,6 +4,7 @@ Real time throughout (three processes): every wait polls with a deadline."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import trio
 from agentrio import connect
 from tests.frontends.conftest import STRANGER, Bot, Daemon, eventually
 from tests.frontends.fake_telegram import FakeTelegram, Sent
+
+#: The real directory a command runs in when none is named (the daemon's, the tests').
+HERE = os.path.realpath(os.getcwd())
 
 
 def _open_ask(fake: FakeTelegram, needle: str) -> Sent | None:
@@ -28,7 +32,7 @@ async def test_message_task_confirm_approve_result(
     target = tmp_path / "made-by-telegram"
     fake.say(f"run: touch {target}")
     confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
-    assert f"<pre>touch {target}</pre>" in confirm.text
+    assert f"<pre>command: touch {target}\ncwd: {HERE}</pre>" in confirm.text
     assert [label for label, _ in confirm.buttons] == [
         "Approve",
         "Deny with reason",
@@ -273,7 +277,7 @@ async def test_long_command_is_shown_whole_over_messages(fake: FakeTelegram, bot
     assert all(m.text.count("<pre>") == m.text.count("</pre>") == 1 for m in pages)
     assert [bool(m.buttons) for m in pages] == [False] * (len(pages) - 1) + [True]
     shown = "".join(m.plain for m in pages)
-    assert f"printf '%s' {words}" == shown
+    assert f"command: printf '%s' {words}\ncwd: {HERE}" == shown
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
 
