@@ -6,7 +6,7 @@ lines (issue 29 finding 5), and the web page's twin is held equal by a test.
 A confirmation is a security boundary: the person approves exactly what they are shown,
 so the rendering must not hide, join or reorder anything the command contains. The
 rules (the web page's ``faithfulLines`` in engine/server/static/app.js applies the same
-ones; tests/repl/test_faithful.py runs both on one table and compares):
+ones; tests/protocol/test_faithful.py runs both on one table and compares):
 
 - **Lines.** A string splits at ``\\n`` only (the one line break ``sh`` knows). Each line
   of a multi-line value gets a number in the gutter and ends with ``⏎``, so

@@ -145,7 +145,7 @@ def confirm_parts(ask: Ask) -> list[Part]:
     parts.append(code(head))
     parts.append(
         prose(
-            f"\n… {wording.plural(rest, 'more line')} and "
+            f"\n… {rest:,} more line{'' if rest == 1 else 's'} and "
             f"{len(text) - len(head):,} more characters not shown here"
         )
     )

@@ -55,7 +55,7 @@ function short(hash) {
 // ---- faithful: begin ------------------------------------------------------------
 // A confirmation's tool arguments drawn faithfully (R77): the same rules as
 // protocol/faithful.py (read its docstring), so the page and the REPL show one truth;
-// tests/repl/test_faithful.py runs this section under node on one table of inputs and
+// tests/protocol/test_faithful.py runs this section under node on one table of inputs and
 // compares it with the Python. Pure: no DOM. A piece is [kind, text, source]: kind
 // "text" | "escape" | "mark" | "key", source = characters of the original it stands for.
 
@@ -995,9 +995,9 @@ function confirmCard(sessionId, taskHash, event) {
   const deny = button(DENY, "deny", () => answer({ approve: false, reason: reason.value }, "denied"),
     { title: "Refuse the call; the reason (optional) goes to the model" });
   const always = button(ALWAYS_ALLOW, "remember", () => answer({ approve: true, remember: true }, "approved and remembered"),
-    { title: "Run it, and run exactly this command again without asking in this session" });
+    { title: "Run it, and run exactly this command again in this same directory without asking in this session" });
   const turn = button(ALLOW_TURN, "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn"),
-    { title: "Run it, and simple commands for the rest of this model turn" });
+    { title: "Run it, and plain programs for the rest of this model turn: never a shell, an interpreter given code, sudo or a restricted path" });
   const answers = [approve, deny, always, turn];
   const stops = [
     button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
