@@ -172,11 +172,11 @@ def test_an_elevation_is_found_as_the_shell_reads_it(
     assert "runs " in verdict.reason
 
 
-async def test_allow_turn_never_covers_a_quoted_sudo(config: Config, scratch: Path) -> None:
-    """Issue 29 finding 6, R76, R7: after "Allow this turn", ``s''udo touch MARK``
-    (a simple command: quotes only) asks, restricted, with the password field; denied,
-    nothing ran."""
-    mark = scratch / "MARK"
+async def after_allow_turn(
+    config: Config, scratch: Path, command: str, cwd: Path | None
+) -> list[tuple[bool, bool]]:
+    """One turn: ``touch ok`` approved with "Allow this turn", then ``command`` (denied
+    if asked); ``(restricted, need_password)`` of each confirmation. ``ok`` was made."""
     seen: list[AskRequest] = []
 
     def answer(request: AskRequest) -> AskReply:
@@ -185,14 +185,18 @@ async def test_allow_turn_never_covers_a_quoted_sudo(config: Config, scratch: Pa
             return AskReply(approve=True, allow_turn=True)
         return AskReply(approve=False, reason="no")
 
-    outcome = await attempt(
-        config, f"touch {scratch / 'ok'}", f"s''udo -n touch {mark}", cwd=scratch, answer=answer
-    )
-    assert [(r.restricted, r.need_password) for r in outcome.asked] == [
-        (False, False),
-        (True, True),
-    ]
+    outcome = await attempt(config, f"touch {scratch / 'ok'}", command, cwd=cwd, answer=answer)
     assert (scratch / "ok").exists()
+    return [(r.restricted, r.need_password) for r in outcome.asked]
+
+
+async def test_allow_turn_never_covers_a_quoted_sudo(config: Config, scratch: Path) -> None:
+    """Issue 29 finding 6, R76, R7: after "Allow this turn", ``s''udo touch MARK``
+    (a simple command: quotes only) asks, restricted, with the password field; denied,
+    nothing ran."""
+    mark = scratch / "MARK"
+    asked = await after_allow_turn(config, scratch, f"s''udo -n touch {mark}", scratch)
+    assert asked == [(False, False), (True, True)]
     assert not mark.exists()
 
 
@@ -213,21 +217,8 @@ async def test_a_path_is_judged_where_it_really_points(
         command, cwd = "touch link/MARK", scratch
     else:
         command, cwd = "touch " + os.path.join("..", os.path.relpath(mark, HERE + "/..")), None
-    seen: list[AskRequest] = []
-
-    def answer(request: AskRequest) -> AskReply:
-        seen.append(request)
-        if len(seen) == 1:
-            return AskReply(approve=True, allow_turn=True)
-        return AskReply(approve=False, reason="no")
-
-    first = f"touch {scratch / 'ok'}"
-    outcome = await attempt(config, first, command, cwd=cwd, answer=answer)
-    assert [(r.restricted, r.need_password) for r in outcome.asked] == [
-        (False, False),
-        (True, True),
-    ]
-    assert (scratch / "ok").exists()
+    asked = await after_allow_turn(config, scratch, command, cwd)
+    assert asked == [(False, False), (True, True)]
     assert not mark.exists()
 
 
