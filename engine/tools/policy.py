@@ -54,6 +54,7 @@ __all__ = [
     "Verdict",
     "classify",
     "is_read_only",
+    "program_name",
     "shell_words",
     "touches_restricted",
 ]
@@ -146,7 +147,7 @@ def shell_words(text: str) -> list[str]:
     return words
 
 
-def _program_name(program: str) -> str | None:
+def program_name(program: str) -> str | None:
     """The name a listed program goes by, or None if ``program`` is not a trusted copy."""
     if "/" not in program:
         return program
@@ -185,7 +186,7 @@ def _read_only_problem(
     argv: tuple[str, ...], config: ToolsConfig, cwd: str | None, hidden: Sequence[str]
 ) -> str:
     """Why the simple command ``argv`` is not read-only, or ``""`` when it is."""
-    name = _program_name(argv[0])
+    name = program_name(argv[0])
     if name is None:
         return f"runs {argv[0]!r}, which is not a program from a system directory"
     if name == "git":
@@ -332,6 +333,8 @@ def _restricted_hit(command: str | list[str], config: ToolsConfig, cwd: str | No
     if elevator:
         return f"runs {elevator}"
     roots = _roots(config)
+    if not roots:
+        return ""
     where = _absolute(cwd, None) if cwd is not None else None
     if where is not None:
         # Working inside a restricted directory: whatever the program writes without

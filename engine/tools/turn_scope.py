@@ -9,6 +9,8 @@ engine to exactly that: a later command of the turn is covered only when it is a
 - a simple command (`engine.tools.simple_command`: plain words, no shell syntax; the
   argv judged is the argv run), that touches no restricted path and raises no
   privileges (`engine.tools.policy`: those always ask, with the password);
+- whose program is a bare name (found on ``PATH``) or lives in a system ``bin``
+  directory: ``./build.sh`` is a file of the working tree, most likely a script;
 - whose program is not a shell (``sh``, ``bash``, ``busybox`` …, whatever it is given:
   a script is code the person never saw);
 - not an interpreter given code on its command line or on stdin (``python3 -c``,
@@ -31,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from engine.tools.policy import ELEVATORS
+from engine.tools.policy import ELEVATORS, program_name
 
 __all__ = ["INTERPRETERS", "RUNNERS", "SHELLS", "turn_refusal"]
 
@@ -78,7 +80,7 @@ RUNNERS: Final[frozenset[str]] = frozenset(
      "chrt", "ionice", "taskset", "prlimit", "runuser", "setpriv", "systemd-run", "exec",
      "command", "builtin", "eval", "source", ".", "ssh", "tmux", "screen", "awk", "gawk",
      "mawk", "nawk", "busybox", "sed", "vim", "vi", "nvim", "ex", "emacs", "less", "more",
-     "man", "make", "gmake", "rsync", "tar", "zip", "sqlite3", "dc", "bc", "m4", "jq",
+     "man", "make", "gmake", "rsync", "tar", "zip", "sqlite3", "dc", "m4",
      "doas", "sudo", "su", "pkexec", "run0", "sudoedit", "at", "batch", "crontab"}
 )  # fmt: skip
 """Programs that run other programs or code named in their arguments (``tar
@@ -126,6 +128,8 @@ def turn_refusal(argv: tuple[str, ...] | None, *, restricted: bool) -> str:
         return "it touches a restricted path or raises privileges"
     if any(_names(word) & ELEVATORS for word in argv):
         return "it raises privileges"
+    if program_name(argv[0]) is None:
+        return f"{argv[0][:64]!r} is a file, not a system program (it may be a script)"
     names, args = _names(argv[0]), argv[1:]
     program = posixpath.basename(argv[0])
     if names & SHELLS:

@@ -228,6 +228,7 @@ CODE_GIVEN = [
     "bash -c 'touch MARK'",
     "sh -c 'touch MARK'",
     "sh build.sh",
+    "./build.sh",
     "node -e \"require('fs').writeFileSync('MARK', '')\"",
     "perl -e 'open(F, \">MARK\")'",
     "python3 -",
@@ -248,7 +249,8 @@ async def test_allow_turn_never_covers_a_shell_or_code(
     interpreter code, sudo or restricted path)", and holds to it: after it, a shell,
     an interpreter given code (``-c``, ``-e``, stdin), or a program that runs what its
     arguments name asks again; denied, nothing ran (each would make MARK)."""
-    (scratch / "build.sh").write_text("touch MARK\n")
+    (scratch / "build.sh").write_text("#!/bin/sh\ntouch MARK\n")
+    (scratch / "build.sh").chmod(0o755)
     (scratch / "list").write_text("MARK\n")
 
     def answer(request: AskRequest) -> AskReply:
@@ -271,6 +273,8 @@ async def test_allow_turn_never_covers_a_shell_or_code(
         (("python3", "script.py"), True),
         (("python3", "-m", "pytest"), True),
         (("/usr/bin/node", "tool.js"), True),
+        (("./build.sh",), False),
+        (("tools/run", "x"), False),
         (("git", "commit", "-m", "x"), True),
         (("python3.12", "-c", "x"), False),
         (("python3", "-W", "ignore", "-c", "x"), False),
