@@ -73,7 +73,7 @@ async def run_command_leg(
                 except SandboxError as exc:
                     return "failed", f"not run: {exc}"
                 except OSError as exc:  # the approved program is not there
-                    return "failed", start_failure(leg.plan, exc)
+                    return "failed", start_failure(leg.plan, exc, leg.cwd)
                 finally:
                     # The watcher may be waiting on a decision check: stop it now.
                     watcher.close()

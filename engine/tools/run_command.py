@@ -131,10 +131,14 @@ def shown_args(args: dict[str, Any], cwd: str) -> dict[str, Any]:
     return {**args, "cwd": cwd}
 
 
-def start_failure(plan: CommandPlan, exc: OSError) -> str:
-    """What the model reads when an approved command could not be started."""
-    program = plan.argv[0] if plan.argv is not None else "/bin/sh"
+def start_failure(plan: CommandPlan, exc: OSError, cwd: str | None = None) -> str:
+    """What the model reads when an approved command could not be started: its
+    program is not there (or not runnable), or its directory ``cwd`` could not be
+    entered (gone since it was resolved, or no permission)."""
     why = exc.strerror or str(exc)
+    if cwd is not None and exc.filename == cwd:
+        return f"not run: the working directory {cwd!r} could not be entered: {why}"
+    program = plan.argv[0] if plan.argv is not None else "/bin/sh"
     return f"not run: the program {program!r} could not be started: {why}"
 
 
@@ -196,7 +200,7 @@ class RunCommandTool(ServiceTool):
         except SandboxError as exc:
             return ToolOutcome(ok=False, output="", skipped=f"not run: {exc}")
         except OSError as exc:  # the program (or, raced away, the directory) is not there
-            return ToolOutcome(ok=False, output=start_failure(plan, exc))
+            return ToolOutcome(ok=False, output=start_failure(plan, exc, where))
         ok = result.exit_code == 0 and not result.timed_out
         return ToolOutcome(ok=ok, output=format_command_result(result))
 

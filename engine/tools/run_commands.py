@@ -270,7 +270,8 @@ class RunCommandsTool(ServiceTool):
                 )
             except OSError as exc:  # the program or the cwd is not there
                 ok = False
-                parts.append(f"command {number}: {_named(proposal)}\n{start_failure(plan, exc)}")
+                why = start_failure(plan, exc, proposal.cwd)
+                parts.append(f"command {number}: {_named(proposal)}\n{why}")
                 continue
             ok = ok and result.exit_code == 0 and not result.timed_out
             parts.append(f"command {number}: {_named(proposal)}\n{format_command_result(result)}")

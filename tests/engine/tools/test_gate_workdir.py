@@ -23,6 +23,7 @@ from engine.models.base import ModelReply
 from engine.pending import AskReply, AskRequest, Offered
 from engine.runs import RunOrigin
 from engine.tools.policy import classify
+from engine.tools.run_command import CommandPlan, start_failure
 from engine.tools.turn_scope import turn_refusal
 from tests.engine.test_background_approvals import SESSION, WINDOW, Scene
 from tests.engine.tools.test_gate import (
@@ -332,3 +333,17 @@ async def test_an_approved_program_that_is_not_there_is_a_tool_error(
     assert _tool_results(model, 1) == [
         "not run: the program 'no-such-program-29' could not be started: No such file or directory"
     ]
+
+
+def test_a_directory_gone_before_the_start_is_named_as_such() -> None:
+    """Issue 29 finding 10: when the directory vanished between its resolution and the
+    start (the OSError names it), the model reads that, not "the program failed"."""
+    plan = CommandPlan(command="make", argv=("make",), sandboxed=False)
+    gone = FileNotFoundError(2, "No such file or directory", "/srv/gone")
+    assert start_failure(plan, gone, "/srv/gone") == (
+        "not run: the working directory '/srv/gone' could not be entered: No such file or directory"
+    )
+    missing = FileNotFoundError(2, "No such file or directory", "make")
+    assert start_failure(plan, missing, "/srv/here") == (
+        "not run: the program 'make' could not be started: No such file or directory"
+    )
