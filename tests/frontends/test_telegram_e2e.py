@@ -59,6 +59,22 @@ async def test_hostile_command_is_shown_escaped(fake: FakeTelegram, bot: Bot) ->
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
 
 
+async def test_the_confirmation_shows_where_and_every_hidden_character(
+    fake: FakeTelegram, bot: Bot
+) -> None:
+    """Issue 29 finding 5, R77: through the real daemon, the Telegram confirmation of a
+    command with a bidi override and a zero-width space shows each as its escape, and
+    names the real directory it would run in; stopped, nothing ran."""
+    fake.say("run: touch \u202egnp.exe\u200b")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    assert "<pre>command: touch ⟨\\u202e⟩gnp.exe⟨\\u200b⟩\ncwd: " + HERE + "</pre>" in confirm.text
+    assert "\u202e" not in confirm.text
+    assert "\u200b" not in confirm.text
+    fake.press(confirm, "Stop and discard")
+    await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
+    assert not (Path(HERE) / "\u202egnp.exe\u200b").exists()
+
+
 async def test_deny_with_reason(fake: FakeTelegram, bot: Bot, tmp_path: Path) -> None:
     """R82: "Deny with reason" asks for the reason as a reply; the command does not run
     and the model reads the reason."""
