@@ -73,11 +73,7 @@ async def test_a_remembered_command_covers_only_its_real_directory(
         ModelReply(text="4"),
     ]
     answers = iter([_approve(remember=True), deny, deny])
-
-    def answer(request: AskRequest) -> AskReply:
-        return next(answers)(request)
-
-    async with gate(config, turns, answer) as (engine, model, asked):
+    async with gate(config, turns, lambda r: next(answers)(r)) as (engine, model, asked):
         for number in range(4):
             if number == 3:
                 link.unlink()
