@@ -343,12 +343,14 @@ def _restricted_hit(command: str | list[str], config: ToolsConfig, cwd: str | No
             if place is not None and any(_under(place, root) for root in roots):
                 return f"runs in {place}"
     budget = [MAX_RESOLVED]
+    checked: set[str] = set()  # the same path, found twice, is judged (and read) once
     for words in _words(command):
         for word in words:
             for candidate in _candidates(word):
                 path = _absolute(candidate, where)
-                if path is None:
+                if path is None or path in checked:
                     continue
+                checked.add(path)
                 real = _real(path, budget)
                 for root in roots:
                     if _overlaps(path, root):
