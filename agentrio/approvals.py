@@ -8,7 +8,7 @@ readily as in a trusted one, so `RuleOfCommands` matches both: the command as on
 shell-readable string (an argv as ``shlex.join`` of it, so ``["rm", "a b"]`` never
 passes for ``rm a b``) fully matching a pattern, and the directory being one of the
 directories given (their real paths). A confirmation without a ``cwd`` (a daemon from
-before it said one) matches nothing. ``engine.testing.allow_commands`` and
+before it said one) matches nothing. ``agentrio.testing.allow_commands`` and
 examples/chat_frontend.py both judge with it.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterable
 
 import attrs
 
-from protocol.frames import Ask
+from agentrio.protocol.frames import Ask
 
 __all__ = ["RuleOfCommands", "confirmed_command"]
 

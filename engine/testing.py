@@ -1,6 +1,6 @@
 """agentrio's pytest plugin: fixtures for your own pytest-trio suites.
 
-Installed with agentrio (entry point ``pytest11``: ``agentrio = "engine.testing"``), so
+Installed with agentrio (entry point ``pytest11``: ``agentrio = "agentrio.testing"``), so
 its fixtures are available in every pytest run once agentrio is installed. See
 docs/testing.md for a tour. The fixtures:
 
@@ -8,7 +8,7 @@ docs/testing.md for a tour. The fixtures:
   model replays ``agentrio_turns`` (override that fixture; ``None``, the default,
   means the built-in offline model). ``agentrio_model`` is that model, so a test can
   read `ScriptedModel.calls`. ``agentrio_make_engine(turns=…)`` opens more engines.
-- ``agentrio_daemon`` — a real daemon: ``python -m engine daemon --port 0`` in a
+- ``agentrio_daemon`` — a real daemon: ``python -m agentrio.engine daemon --port 0`` in a
   subprocess with ``AGENTRIO_HOME`` set to a temporary home (``agentrio_daemon_home``;
   extra environment from ``agentrio_daemon_env``). Teardown sends SIGTERM and asserts
   the daemon exited 0 and removed ``daemon.json`` (R53, §7).
@@ -53,17 +53,17 @@ from agentrio import (
 )
 from agentrio.approvals import RuleOfCommands
 from agentrio.handles import Controls
-from engine.assembly import open_engine
-from engine.config import Config, load_config
-from engine.core import Engine
-from engine.errors import AlreadyResolved
-from engine.models.base import Model, ModelReply, ToolCallRequest
-from engine.models.builtin import BuiltinModel
-from engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
-from engine.pending import AskReply, Offered
-from engine.server.ws import ask_frame
-from engine.tools.sudo import PasswordVerifier
-from protocol.frames import Ask
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.config import Config, load_config
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import AlreadyResolved
+from agentrio.engine.models.base import Model, ModelReply, ToolCallRequest
+from agentrio.engine.models.builtin import BuiltinModel
+from agentrio.engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
+from agentrio.engine.pending import AskReply, Offered
+from agentrio.engine.server.ws import ask_frame
+from agentrio.engine.tools.sudo import PasswordVerifier
+from agentrio.protocol.frames import Ask
 
 __all__ = [
     "START_DEADLINE_S",
@@ -130,7 +130,7 @@ class RunningDaemon:
 
 
 class DaemonProcess:
-    """``python -m engine daemon --port 0 --home HOME`` as a subprocess.
+    """``python -m agentrio.engine daemon --port 0 --home HOME`` as a subprocess.
 
     The constructor returns once the daemon wrote ``daemon.json`` (polled: a subprocess
     start cannot be awaited) and raises `AssertionError` when it exits or takes longer
@@ -146,7 +146,7 @@ class DaemonProcess:
         environment = {**os.environ, "AGENTRIO_HOME": str(home), **(env or {})}
         self.log: IO[bytes] | None = (home / "stdout.log").open("ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "engine", "daemon", "--port", "0", "--home", str(home), *args],
+            [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0", "--home", str(home), *args],
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
@@ -265,7 +265,7 @@ def agentrio_config(agentrio_home: Path) -> Config:
 
 @pytest.fixture
 def agentrio_turns() -> list[Turn] | None:
-    """The turns the engine's model replays (see `engine.models.scripted`). Override
+    """The turns the engine's model replays (see `agentrio.engine.models.scripted`). Override
     in your module; ``None`` means the built-in offline model."""
     return None
 

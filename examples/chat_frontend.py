@@ -37,10 +37,10 @@ import trio
 
 from agentrio import Client, ClientError, Decision, Listener, Subscription, connect
 from agentrio.approvals import RuleOfCommands, confirmed_command
-from protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
-from protocol.faithful import line_pieces
-from protocol.frames import Ask
-from protocol.http import SendStarted
+from agentrio.protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
+from agentrio.protocol.faithful import line_pieces
+from agentrio.protocol.frames import Ask
+from agentrio.protocol.http import SendStarted
 
 DEFAULT_ALLOW = r"(touch|mkdir -p) [\w./-]+"
 DENY_REASON = "not on this front-end's allowlist"
@@ -49,7 +49,7 @@ DEADLINE_S = 30.0
 
 def one_line(text: str) -> str:
     """``text`` on one line, newlines and control characters escaped as a confirmation
-    shows them (`protocol.faithful`): a command cannot rewrite this log."""
+    shows them (`agentrio.protocol.faithful`): a command cannot rewrite this log."""
     return "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
 
 

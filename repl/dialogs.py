@@ -1,24 +1,24 @@
 """Modal pieces drawn between the live text and the input: confirmations and forms
-(the menus and popups they share are in `repl.menus`, re-exported here).
+(the menus and popups they share are in `agentrio.repl.menus`, re-exported here).
 
 Each is an object with ``__pt_container__`` (as ptpython's dialogs are) that calls back
 once with its answer; what the answer *means* (which frame goes out) is decided by
-`repl.state.ReplState` and `repl.commands`, so these classes only collect input.
+`agentrio.repl.state.ReplState` and `agentrio.repl.commands`, so these classes only collect input.
 
 Keys: Up/Down (or Tab/Shift+Tab) move, Enter picks, a digit picks that entry, Space
 toggles in multi-select. Esc in a popup picks its harmless first entry ("Keep running",
 "No"). Esc in a confirmation or question never answers it: it calls the dialog's
 ``on_escape``, which opens the stop popup of the task that asks (R47; choosing "Keep
 running" there comes back to the dialog untouched), except that Esc leaves the
-deny-reason field. Each dialog ends with a line of key hints (`repl.hints`).
+deny-reason field. Each dialog ends with a line of key hints (`agentrio.repl.hints`).
 
 Asks arrive unbidden, so a confirmation or question is *armed* before it takes a key
-(R77): `repl.app.ReplApp` keeps the keyboard on the input line until the dialog has
-been on screen for `repl.app.ARM_DELAY_S` with no key pressed, then calls `arm`. Until
+(R77): `agentrio.repl.app.ReplApp` keeps the keyboard on the input line until the dialog has
+been on screen for `agentrio.repl.app.ARM_DELAY_S` with no key pressed, then calls `arm`. Until
 then the dialog's own bindings are switched off as well, so no key typed for the prompt
 can answer it. A popup opens only on the person's own key and needs no arming.
 
-A confirmation shows its tool arguments through `protocol.faithful` in a `CommandView`:
+A confirmation shows its tool arguments through `agentrio.protocol.faithful` in a `CommandView`:
 line by line, invisible characters escaped, scrolled with PgUp/PgDn (Home/End) when
 longer than the view, with a line saying which rows are shown and how many characters
 are above and below — nothing is cut away.
@@ -52,13 +52,13 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Frame, TextArea
 
-from protocol.events import Question
-from protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
-from protocol.frames import Ask
-from repl.commands import ConfirmChoice
-from repl.hints import confirm_hint, question_hint
-from repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
-from repl.render import clip
+from agentrio.protocol.events import Question
+from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
+from agentrio.protocol.frames import Ask
+from agentrio.repl.commands import ConfirmChoice
+from agentrio.repl.hints import confirm_hint, question_hint
+from agentrio.repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
+from agentrio.repl.render import clip
 
 __all__ = [
     "COMMAND_ROWS",
@@ -76,7 +76,7 @@ COMMAND_ROWS: Final = 12
 #: frame, title, choices and hints, the input line, the toolbar); the view shrinks
 #: to fit a short terminal, down to 3 rows.
 _SCREEN_CHROME: Final = 20
-#: Style of each piece kind of a faithful rendering (see repl.layout.STYLE).
+#: Style of each piece kind of a faithful rendering (see agentrio.repl.layout.STYLE).
 _PIECE_STYLE: Final = {
     "text": "class:command",
     "escape": "class:command.escape",
@@ -86,7 +86,7 @@ _PIECE_STYLE: Final = {
 
 
 class CommandView(UIControl):
-    """A confirmation's arguments, faithfully (R77): rows of `protocol.faithful`, wrapped
+    """A confirmation's arguments, faithfully (R77): rows of `agentrio.protocol.faithful`, wrapped
     to the window's width, at most `max_rows` at a time, scrolled by `scroll`.
 
     The gutter shows line numbers (or argv indexes) with ``│``; a wrapped line's further

@@ -1,7 +1,7 @@
 """The session's lists as the REPL keeps and shows them: pending tasks, background legs,
 remembered commands and the task history.
 
-`SessionLists` is a part of `repl.state.ReplState`, split out because these lists
+`SessionLists` is a part of `agentrio.repl.state.ReplState`, split out because these lists
 change on their own schedule (a ``pending_list``, ``leg_list`` or ``allowed`` frame, an
 HTTP answer) and are printed only when the person asked (``/pending``, ``/legs``,
 ``/allowed``, ``/history``): a list arriving for the toolbar prints nothing. It keeps
@@ -15,10 +15,10 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from protocol.codec import structure
-from protocol.errors import FrameDecodeError
-from protocol.faithful import line_pieces
-from protocol.frames import (
+from agentrio.protocol.codec import structure
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.faithful import line_pieces
+from agentrio.protocol.frames import (
     AllowedList,
     AllowedRule,
     ForgetAllowed,
@@ -30,10 +30,10 @@ from protocol.frames import (
     PendingList,
     PendingTaskInfo,
 )
-from protocol.http import ErrorBody, HistoryList
-from protocol.wording import plural
-from repl.messages import HttpCall, HttpResult, Outgoing
-from repl.render import clip
+from agentrio.protocol.http import ErrorBody, HistoryList
+from agentrio.protocol.wording import plural
+from agentrio.repl.messages import HttpCall, HttpResult, Outgoing
+from agentrio.repl.render import clip
 
 __all__ = ["ListsHost", "SessionLists", "age_text", "origin_of"]
 
@@ -206,7 +206,7 @@ class SessionLists:
 
     def allowed_list(self, frame: AllowedList) -> None:
         """The session's remembered commands (R76), each shown as the confirmation
-        showed it: newlines and invisible characters escaped (`protocol.faithful`)."""
+        showed it: newlines and invisible characters escaped (`agentrio.protocol.faithful`)."""
         if frame.session_id != self._host.session_id:
             return
         self.allowed_rules = list(frame.rules)

@@ -5,10 +5,10 @@ language it knows, plain otherwise), ``#`` headings, ``-``/``*``/``+`` bullets (
 as ``•``), numbered items, ``**bold**``/``__bold__``, ``*emphasis*``/``_emphasis_``,
 ```inline code``` and ``---`` rules. Everything else is shown as it is.
 
-It stays faithful to the text, like the confirmation dialog (`protocol.faithful`): the
+It stays faithful to the text, like the confirmation dialog (`agentrio.protocol.faithful`): the
 rendering drops only markup characters (the ``*``, ``_``, `````, ``#`` and bullet
 characters it replaces by styles), never hides or reorders any other character, and
-shows control, invisible and bidi characters as escapes (`protocol.faithful.escape_char`)
+shows control, invisible and bidi characters as escapes (`agentrio.protocol.faithful.escape_char`)
 in the ``md.escape`` style. A fence line itself stays visible (dimmed), so a code block
 cut short by the end of a stream simply continues as code.
 
@@ -32,7 +32,7 @@ from pygments.styles import get_style_by_name
 from pygments.token import Token, _TokenType
 from pygments.util import ClassNotFound
 
-from protocol.faithful import escape_char, is_invisible
+from agentrio.protocol.faithful import escape_char, is_invisible
 
 __all__ = [
     "MARKUP_CHARS",

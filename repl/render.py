@@ -1,7 +1,7 @@
 """Events → short styled lines for the transcript (pure; no prompt_toolkit import).
 
 A line is ``(style, text)``: a prompt_toolkit style class string and one line of text
-with no newline — or, for a line of rendered Markdown (`repl.markdown`), ``("",
+with no newline — or, for a line of rendered Markdown (`agentrio.repl.markdown`), ``("",
 fragments)`` with the line's styled pieces. Tool calls and results are compact:
 arguments on one clipped line, long output folded to its first lines plus a count of
 what was left out, so a big ``cat`` never floods the terminal (the full output stays
@@ -18,8 +18,8 @@ import os
 import re
 from typing import Any, Final
 
-from protocol import wording
-from protocol.events import (
+from agentrio.protocol import wording
+from agentrio.protocol.events import (
     Canceled,
     Confirm,
     Done,
@@ -38,8 +38,8 @@ from protocol.events import (
     ToolResult,
     ToolSkipped,
 )
-from protocol.faithful import line_pieces
-from repl.markdown import Fragments, escaped, render_markdown
+from agentrio.protocol.faithful import line_pieces
+from agentrio.repl.markdown import Fragments, escaped, render_markdown
 
 __all__ = [
     "FOLD_LINES",
@@ -122,7 +122,7 @@ def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) 
 def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
     """Tool arguments on one line: a lone ``command`` shows as itself, else as JSON.
 
-    Newlines, control, invisible and bidi characters show as escapes (`protocol.faithful`,
+    Newlines, control, invisible and bidi characters show as escapes (`agentrio.protocol.faithful`,
     as in the confirmation dialog, R77), so the transcript never shows a two-line
     command as one; a cut says how much was left out."""
     if set(args) == {"command"} and isinstance(args["command"], str):
@@ -131,7 +131,7 @@ def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
 
 
 def _faithful(text: str, width: int = LINE_WIDTH) -> str:
-    """``text`` on one line, escaped (`protocol.faithful`), cut at ``width`` with a count."""
+    """``text`` on one line, escaped (`agentrio.protocol.faithful`), cut at ``width`` with a count."""
     shown = "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
     if len(shown) <= width:
         return shown
@@ -261,7 +261,7 @@ def render_event(event: Event) -> list[Line]:
             return [(style, f"⧗ background {leg} {status}"), *leg_result(status, result)]
         case JobSettled():
             # Each leg's end was shown; a follow-up task's answer comes as its own block
-            # (`repl.transcript`), whichever of the two events arrives first.
+            # (`agentrio.repl.transcript`), whichever of the two events arrives first.
             return []
         case Canceled(cause=cause):
             return [("class:warn", wording.ended_line(cause))]
@@ -293,7 +293,7 @@ def leg_result(status: str, result: str) -> list[Line]:
 
 
 def _markdown_fold(text: str, indent: str = "    ") -> list[Line]:
-    """`fold` for Markdown: the first lines rendered (`repl.markdown`)."""
+    """`fold` for Markdown: the first lines rendered (`agentrio.repl.markdown`)."""
     rendered = render_markdown(text.rstrip("\n")) if text.strip() else []
     shown = [markdown_line((("", indent), *line)) for line in rendered[:FOLD_LINES]]
     if len(rendered) > FOLD_LINES:

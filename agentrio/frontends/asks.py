@@ -17,9 +17,9 @@ import attrs
 from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
-from protocol import wording
-from protocol.faithful import faithful_lines, plain_text
-from protocol.frames import Ask
+from agentrio.protocol import wording
+from agentrio.protocol.faithful import faithful_lines, plain_text
+from agentrio.protocol.frames import Ask
 
 __all__ = [
     "CHOICES",
@@ -109,7 +109,7 @@ class ShownAsk:
 
 def command_text(ask: Ask) -> str:
     """Every argument of a confirmation, as the person must read it: the faithful
-    rendering every front-end shares (`protocol.faithful`, issue 29 finding 5) --
+    rendering every front-end shares (`agentrio.protocol.faithful`, issue 29 finding 5) --
     ``command``, ``cwd``, ``timeout_s`` and any other argument, each line numbered,
     control, invisible and bidi characters as ``⟨\\x1b⟩``-style escapes."""
     return plain_text(faithful_lines(ask.tool_args))

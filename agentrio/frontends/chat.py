@@ -59,7 +59,7 @@ from agentrio.frontends.presses import handle_press
 from agentrio.frontends.sessions import SessionBook
 from agentrio.frontends.streaming import EDIT_INTERVAL_S
 from agentrio.handles import Decision, Subscription
-from protocol.frames import Ask, Withdrawn
+from agentrio.protocol.frames import Ask, Withdrawn
 
 __all__ = ["ChatFrontend", "ChatSettings"]
 

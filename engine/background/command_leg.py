@@ -1,6 +1,6 @@
 """The runner of a command leg (``background_command``, R23, R28, R29, R48).
 
-One command, run as its confirmation decided (`engine.tools.run_command.CommandPlan`:
+One command, run as its confirmation decided (`agentrio.engine.tools.run_command.CommandPlan`:
 sandboxed when nobody was asked, R75), in its own process group with no timeout: it
 runs until it ends or its leg is cancelled, and then its whole group is ended (R48).
 Its output goes, as it comes, to the leg's log file (R23) and to a keyword `Watcher`
@@ -16,15 +16,15 @@ from pathlib import Path
 
 import trio
 
-from engine.background.jobs import Leg, LegState
-from engine.background.logs import LogWriter, open_log
-from engine.causes import Cause
-from engine.nursery_tasks import cancel_scope
-from engine.processes.sandbox import SandboxError
-from engine.snapshot import RESULT_LIMIT
-from engine.tools.base import Services
-from engine.tools.run_command import format_command_result, run_plan, start_failure
-from engine.watch import Checker, Watcher, WatchReport
+from agentrio.engine.background.jobs import Leg, LegState
+from agentrio.engine.background.logs import LogWriter, open_log
+from agentrio.engine.causes import Cause
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.processes.sandbox import SandboxError
+from agentrio.engine.snapshot import RESULT_LIMIT
+from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.run_command import format_command_result, run_plan, start_failure
+from agentrio.engine.watch import Checker, Watcher, WatchReport
 
 __all__ = ["run_command_leg"]
 

@@ -3,7 +3,7 @@
 A rule is exactly one command **in one working directory**, as the confirmation showed
 them: a string command is kept as its text, an argv as ``shlex.join`` of it (which
 ``/bin/sh`` reads back as the same argv), and the directory as the real path the
-command was resolved to run in (`engine.tools.workdir`; the confirmation shows that
+command was resolved to run in (`agentrio.engine.tools.workdir`; the confirmation shows that
 path as its ``cwd`` argument). A later command is covered only when it is that same
 command in that same real directory -- never when it merely starts with the same
 program (``touch a`` remembered does not admit ``touch b && rm c``), and never in
@@ -27,7 +27,7 @@ import shlex
 
 import attrs
 
-from protocol.frames import AllowedRule
+from agentrio.protocol.frames import AllowedRule
 
 __all__ = ["AllowedCommands", "rule_text"]
 

@@ -2,7 +2,7 @@
 
 Both exist only for ``cli-`` tasks that run for themselves (not for sub-agent child
 runs, R20) and return at once with the ids of the legs they started (R25); the legs'
-reports come later, routed by `engine.background`. Legs one task starts in one turn,
+reports come later, routed by `agentrio.engine.background`. Legs one task starts in one turn,
 through either tool, form one job; its ``objective`` and ``next`` are the first
 non-empty values given in that turn (R21).
 
@@ -14,7 +14,7 @@ is confirmed on its own, so one denial does not stop the others. Sub-agent objec
 need no confirmation: the sub-agent's own calls that would need one are not run (R30).
 
 The tools know the background machinery only through `BackgroundLegs`, the two calls
-they make; `engine.background.BackgroundManager` provides them.
+they make; `agentrio.engine.background.BackgroundManager` provides them.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
-from engine.messages import legs_started
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.tools.base import Services, ToolContext, ToolOutcome
-from engine.tools.run_command import CommandPlan, RunCommandTool
-from engine.tools.workdir import WorkdirError, real_workdir
+from agentrio.engine.messages import legs_started
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.tools.base import Services, ToolContext, ToolOutcome
+from agentrio.engine.tools.run_command import CommandPlan, RunCommandTool
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 
 __all__ = [
     "BackgroundCommandTool",

@@ -3,14 +3,14 @@
 Both checks fail closed: when in doubt a command needs confirmation, and when in doubt a
 command touches a restricted path. They read the command text and ``cwd`` -- which the
 caller gives as the real working directory the command will run in
-(`engine.tools.workdir`), so a relative path is judged where it really points (issue 29
+(`agentrio.engine.tools.workdir`), so a relative path is judged where it really points (issue 29
 finding 6). The restricted-path check also resolves the symlinks of the paths it finds
 (up to `MAX_RESOLVED` of them; this reads the file system, so callers run it off the
 Trio thread). A ``$VARIABLE`` that expands to a path is still not seen -- which is why a
 command that is not read-only is always confirmed by a person, and the restricted-path
 check only decides whether that person must also give the system password.
 
-- **Read-only** (`is_read_only`): a *simple* command (`engine.tools.simple_command`: plain
+- **Read-only** (`is_read_only`): a *simple* command (`agentrio.engine.tools.simple_command`: plain
   words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
   argv judged (R74), whose program is named on ``readonly_commands`` -- or ``git`` with a
   ``readonly_git`` subcommand -- and that names no hidden place (the agentrio home,
@@ -44,8 +44,8 @@ from typing import Final
 
 import attrs
 
-from engine.config import ToolsConfig
-from engine.tools.simple_command import simple_argv
+from agentrio.engine.config import ToolsConfig
+from agentrio.engine.tools.simple_command import simple_argv
 
 __all__ = [
     "ELEVATORS",

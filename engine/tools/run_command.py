@@ -1,20 +1,20 @@
 """The ``run_command`` tool: run unasked only what was judged, in the sandbox; ask the rest.
 
 How a command may run (R7, R8, R60, R74-R76), decided once per call by
-`RunCommandTool.plan` from one parse of the command (`engine.tools.policy.classify`):
+`RunCommandTool.plan` from one parse of the command (`agentrio.engine.tools.policy.classify`):
 
 - **Unasked**: a simple command (plain words, no shell syntax) of a read-only program
   runs as the exact argv judged (``execve``, no shell) inside the read-only sandbox
-  (`engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
+  (`agentrio.engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
   "Always allow" rule for exactly this command in exactly this real directory,
   "Allow this turn" (which covers only what its label says: plain programs,
-  `engine.tools.turn_scope`), or a session started with ``allow_all``. It runs as the
+  `agentrio.engine.tools.turn_scope`), or a session started with ``allow_all``. It runs as the
   person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
   outside the sandbox.
 - **Where**: the working directory is resolved once to its real path
-  (`engine.tools.workdir`); that path is what the checks judge, what the confirmation
+  (`agentrio.engine.tools.workdir`); that path is what the checks judge, what the confirmation
   shows as its ``cwd`` argument (added when the model gave none), what a remembered
   rule holds, and where the command runs. A directory that does not exist, and an
   approved program that cannot be started, are tool errors the model reads.
@@ -36,20 +36,20 @@ from typing import TYPE_CHECKING, Any
 import attrs
 import trio
 
-from engine.errors import AskFailed
-from engine.messages import subagent_needs_approval
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskReply, AskRequest
-from engine.processes.runner import CommandResult, run_in_group
-from engine.processes.sandbox import SandboxError
-from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
-from engine.tools.policy import Verdict, classify
-from engine.tools.turn_scope import turn_refusal
-from engine.tools.workdir import WorkdirError, real_workdir
-from protocol import events as ev
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.messages import subagent_needs_approval
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskReply, AskRequest
+from agentrio.engine.processes.runner import CommandResult, run_in_group
+from agentrio.engine.processes.sandbox import SandboxError
+from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.policy import Verdict, classify
+from agentrio.engine.tools.turn_scope import turn_refusal
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
+from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
-    from engine.pending import Entry
+    from agentrio.engine.pending import Entry
 
 __all__ = [
     "CommandPlan",

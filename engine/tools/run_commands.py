@@ -4,15 +4,15 @@ person in one confirmation (R84).
 A background sub-agent never asks (R30): a ``run_command`` call that needs a
 confirmation is not run, and its leg keeps it as a `Proposal`. When the job's follow-up
 task starts in the starting ``cli-`` session (R26), its first act -- before its model's
-first turn -- is one call of this tool (an `engine.runs.PreludeCall`, made by
-`engine.background.routing`). The model is never offered it (`available` is false).
+first turn -- is one call of this tool (an `agentrio.engine.runs.PreludeCall`, made by
+`agentrio.engine.background.routing`). The model is never offered it (`available` is false).
 
 **What the person sees is what runs.** The call's arguments (`proposal_args`) are
 ``command 1``, ``cwd 1`` (only when the sub-agent gave one), ``command 2``, … -- each
 command exactly as the sub-agent wrote it, a string or an argv list, in order. The
 call reads them back into the list it will run (`proposals_from_args`, strict: nothing
 else is a command), resolves each working directory to its real path
-(`engine.tools.workdir`; one that does not exist runs none and says so), and asks with
+(`agentrio.engine.tools.workdir`; one that does not exist runs none and says so), and asks with
 that list's arguments written afresh -- every ``cwd N`` the real directory -- so every
 front-end draws exactly what will run with its faithful renderer (R77). The list is
 never judged again into anything else. Approved, each runs in order, in the
@@ -28,7 +28,7 @@ remembers one (R76): never a program, never a pattern, never another directory.
 this call is the whole of its turn. Deny with reason runs none, and the model reads
 the reason. Stop and discard / Stop, keep to resume end the follow-up; none ran (a
 kept follow-up makes the offer again when it is resumed,
-`engine.background.routing.reoffers`). A command touching a restricted path marks the
+`agentrio.engine.background.routing.reoffers`). A command touching a restricted path marks the
 ask ``restricted`` and asks for the system password (R7) unless sudo's credentials are
 cached; a wrong password runs none. Nobody listening, a closed connection or any other
 failure of the ask runs none (R6, R8).
@@ -42,11 +42,11 @@ from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 
-from engine.errors import AskFailed
-from engine.models.base import ToolCallRequest, ToolSpec
-from engine.pending import AskReply, AskRequest
-from engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
-from engine.tools.run_command import (
+from agentrio.engine.errors import AskFailed
+from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskReply, AskRequest
+from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.run_command import (
     CommandPlan,
     format_command_result,
     judge,
@@ -54,11 +54,11 @@ from engine.tools.run_command import (
     run_plan,
     start_failure,
 )
-from engine.tools.workdir import WorkdirError, real_workdir
-from protocol import events as ev
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
+from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
-    from engine.pending import Entry
+    from agentrio.engine.pending import Entry
 
 __all__ = [
     "MAX_PROPOSALS",

@@ -2,13 +2,13 @@
 
 A person who picks "Allow this turn" approves one command and lets the model run more
 of the same kind, unasked, until its turn ends. The choice's label
-(`protocol.wording.ALLOW_TURN`) says what that kind is, and `turn_refusal` holds the
+(`agentrio.protocol.wording.ALLOW_TURN`) says what that kind is, and `turn_refusal` holds the
 engine to exactly that: a later command of the turn is covered only when it is a
 **plain program** --
 
-- a simple command (`engine.tools.simple_command`: plain words, no shell syntax; the
+- a simple command (`agentrio.engine.tools.simple_command`: plain words, no shell syntax; the
   argv judged is the argv run), that touches no restricted path and raises no
-  privileges (`engine.tools.policy`: those always ask, with the password);
+  privileges (`agentrio.engine.tools.policy`: those always ask, with the password);
 - whose program is a bare name (found on ``PATH``) or lives in a system ``bin``
   directory: ``./build.sh`` is a file of the working tree, most likely a script;
 - whose program is not a shell (``sh``, ``bash``, ``busybox`` …, whatever it is given:
@@ -33,7 +33,7 @@ import re
 from collections.abc import Sequence
 from typing import Final
 
-from engine.tools.policy import ELEVATORS, program_name
+from agentrio.engine.tools.policy import ELEVATORS, program_name
 
 __all__ = ["INTERPRETERS", "RUNNERS", "SHELLS", "turn_refusal"]
 

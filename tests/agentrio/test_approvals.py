@@ -1,5 +1,5 @@
 """A script's rule of commands judges the command and its directory (issue 29 finding
-4): `agentrio.approvals`, which ``engine.testing.allow_commands`` and
+4): `agentrio.approvals`, which ``agentrio.testing.allow_commands`` and
 examples/chat_frontend.py use."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agentrio.approvals import RuleOfCommands, confirmed_command
-from engine.testing import allow_commands
-from protocol.frames import Ask
+from agentrio.testing import allow_commands
+from agentrio.protocol.frames import Ask
 
 
 def _ask(tool_args: dict[str, Any], tool_name: str = "run_command") -> Ask:

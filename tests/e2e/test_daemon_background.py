@@ -15,9 +15,9 @@ from typing import TypeVar
 import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection
-from engine.processes.groups import group_alive
-from protocol import events as ev
-from protocol.frames import (
+from agentrio.engine.processes.groups import group_alive
+from agentrio.protocol import events as ev
+from agentrio.protocol.frames import (
     Ask,
     BackgroundCancel,
     DoneFrame,

@@ -10,9 +10,9 @@ import httpx
 import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection
-from protocol.codec import decode
-from protocol.events import Done, ToolCall, ToolResult
-from protocol.frames import (
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Done, ToolCall, ToolResult
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     Cancel,
@@ -26,7 +26,7 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
-from protocol.http import HistoryList, PendingTasks, SendStarted
+from agentrio.protocol.http import HistoryList, PendingTasks, SendStarted
 from tests.e2e.conftest import Daemon
 
 

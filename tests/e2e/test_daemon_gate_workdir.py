@@ -17,8 +17,8 @@ from pathlib import Path
 import trio
 
 from agentrio import Client, Decision
-from engine.testing import answer_asks
-from protocol.events import Confirm, ToolResult
+from agentrio.testing import answer_asks
+from agentrio.protocol.events import Confirm, ToolResult
 
 DEADLINE_S = 60
 HERE = os.path.realpath(os.getcwd())

@@ -2,7 +2,7 @@
 
 The builtin model's ``subs:`` verb starts one sub-agent per objective; each reads its
 objective as a verb. Through the plugin's daemon and client fixtures
-(`engine.testing`): a sub-agent's confirmation reaches the window that started the
+(`agentrio.testing`): a sub-agent's confirmation reaches the window that started the
 parent, labelled with the sub-agent; approving it runs the command; both results come
 back as one tool result. A cancel of the parent ends every sub-agent and withdraws
 their open confirmations, and the command never runs.
@@ -16,8 +16,8 @@ from pathlib import Path
 import trio
 
 from agentrio import Client
-from protocol.events import Canceled, ToolCall, ToolResult
-from protocol.frames import Ask, Withdrawn
+from agentrio.protocol.events import Canceled, ToolCall, ToolResult
+from agentrio.protocol.frames import Ask, Withdrawn
 
 
 async def _next_ask(run: object) -> Ask:

@@ -18,9 +18,9 @@ import pytest
 import trio
 
 from agentrio import Decision
-from engine.testing import RunningDaemon
-from protocol.events import ToolCall, ToolResult
-from protocol.frames import Ask
+from agentrio.testing import RunningDaemon
+from agentrio.protocol.events import ToolCall, ToolResult
+from agentrio.protocol.frames import Ask
 from tests.e2e.conftest import ROOT
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")

@@ -20,9 +20,9 @@ import trio
 
 from agentrio import Client
 from agentrio.handles import Listener, Subscription
-from engine.testing import RunningDaemon
-from protocol.events import Done, ToolResult, ToolSkipped
-from protocol.frames import Ask
+from agentrio.testing import RunningDaemon
+from agentrio.protocol.events import Done, ToolResult, ToolSkipped
+from agentrio.protocol.frames import Ask
 from tests.e2e.test_repl_tmux import ROOT, Tmux, wait_armed, wait_for
 
 DEADLINE_S = 60
@@ -119,7 +119,7 @@ def test_the_repl_shows_the_offer_in_its_ordinary_dialog(
     target = tmp_path / "made-in-the-repl"
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={agentrio_daemon.home} {sys.executable} -m repl; "
+        f"cd {ROOT} && AGENTRIO_HOME={agentrio_daemon.home} {sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)

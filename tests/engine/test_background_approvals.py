@@ -20,25 +20,25 @@ from typing import Any, cast
 import pytest
 import trio
 
-from engine.assembly import open_engine
-from engine.background.routing import reoffers
-from engine.causes import Cause
-from engine.config import Config, ToolsConfig
-from engine.core import Engine
-from engine.messages import FOLLOWUP_HEADER, PROPOSALS_TITLE
-from engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
-from engine.pending import AskReply, Entry, Listener, Offered, Verified, Withdrawn
-from engine.runs import RunOrigin, TaskRun
-from engine.snapshot import InterruptedCall, make_snapshot, snapshot_from_json
-from engine.tools.base import Services
-from engine.tools.run_commands import (
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.background.routing import reoffers
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config, ToolsConfig
+from agentrio.engine.core import Engine
+from agentrio.engine.messages import FOLLOWUP_HEADER, PROPOSALS_TITLE
+from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
+from agentrio.engine.pending import AskReply, Entry, Listener, Offered, Verified, Withdrawn
+from agentrio.engine.runs import RunOrigin, TaskRun
+from agentrio.engine.snapshot import InterruptedCall, make_snapshot, snapshot_from_json
+from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.run_commands import (
     MAX_PROPOSALS,
     Proposal,
     proposal_args,
     proposals_from_args,
 )
-from engine.tools.sudo import FakeVerifier
-from protocol import events as ev
+from agentrio.engine.tools.sudo import FakeVerifier
+from agentrio.protocol import events as ev
 
 SESSION = "cli-offer"
 WINDOW = "w-offer"

@@ -13,18 +13,18 @@ import pytest
 import trio
 import trio.testing
 
-from engine.assembly import open_engine
-from engine.causes import Cause
-from engine.config import Config
-from engine.markers import MARKER_TTL_S
-from engine.models.base import ModelError
-from engine.models.scripted import ScriptedModel
-from engine.pending import AskReply
-from engine.runs import RunOrigin
-from engine.sessions import MAX_SESSION_TASKS
-from engine.store.base import TaskRow, marker_key
-from engine.store.sqlite import SqliteStore
-from engine.tools.sudo import FakeVerifier
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config
+from agentrio.engine.markers import MARKER_TTL_S
+from agentrio.engine.models.base import ModelError
+from agentrio.engine.models.scripted import ScriptedModel
+from agentrio.engine.pending import AskReply
+from agentrio.engine.runs import RunOrigin
+from agentrio.engine.sessions import MAX_SESSION_TASKS
+from agentrio.engine.store.base import TaskRow, marker_key
+from agentrio.engine.store.sqlite import SqliteStore
+from agentrio.engine.tools.sudo import FakeVerifier
 from tests.engine.conftest import HangingModel
 
 SESSION = "chat-causes"
@@ -72,7 +72,7 @@ async def test_user_canceled_after_failure_keeps_last_error(
         await trio.sleep_forever()
         raise AssertionError("unreachable")
 
-    from engine.models.base import ModelReply, ToolCallRequest
+    from agentrio.engine.models.base import ModelReply, ToolCallRequest
 
     model = ScriptedModel(
         [

@@ -16,23 +16,23 @@ import pytest
 import trio
 import trio.testing
 
-from engine.assembly import open_engine
-from engine.causes import Cause
-from engine.config import Config, ServerConfig
-from engine.core import Engine
-from engine.models.base import Message, ModelReply, TextSink, ToolSpec
-from engine.nursery_tasks import Supervisor, TaskHandle
-from engine.pending import AskRequest
-from engine.sessions import SESSION_BYTES, SessionRegistry
-from protocol import events as ev
-from protocol.events import Question
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config, ServerConfig
+from agentrio.engine.core import Engine
+from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolSpec
+from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
+from agentrio.engine.pending import AskRequest
+from agentrio.engine.sessions import SESSION_BYTES, SessionRegistry
+from agentrio.protocol import events as ev
+from agentrio.protocol.events import Question
 
 IDLE_S = 10.0
 
 
 @attrs.define
 class _Run:
-    """A run as the session sees it (`engine.sessions.LiveRun`)."""
+    """A run as the session sees it (`agentrio.engine.sessions.LiveRun`)."""
 
     queued: bool = False
 

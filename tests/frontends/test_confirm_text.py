@@ -1,5 +1,5 @@
 """A chat confirmation shows every argument, faithfully (issue 29 finding 5): the one
-renderer every Python front-end shares (`protocol.faithful`), drawn in a chat's code
+renderer every Python front-end shares (`agentrio.protocol.faithful`), drawn in a chat's code
 block; too long for a chat, it says how much is left out and is refused there."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from agentrio.frontends.asks import (
     confirm_parts,
 )
 from agentrio.frontends.markup import DISCORD_MARKDOWN, TELEGRAM_HTML, paginate
-from protocol.frames import Ask
+from agentrio.protocol.frames import Ask
 
 
 def _ask(args: dict[str, Any]) -> Ask:

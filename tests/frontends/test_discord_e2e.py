@@ -14,7 +14,7 @@ import pytest
 import trio
 
 from agentrio import connect
-from engine.testing import DaemonProcess
+from agentrio.testing import DaemonProcess
 from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, eventually
 from tests.frontends.fake_discord import FakeDiscord, Sent, dm_channel
 

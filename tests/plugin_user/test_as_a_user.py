@@ -1,5 +1,5 @@
 """A suite written the way an agentrio user writes theirs: only the plugin's fixtures
-(`engine.testing`, loaded through its ``pytest11`` entry point — nothing is imported
+(`agentrio.testing`, loaded through its ``pytest11`` entry point — nothing is imported
 from this project's conftest files) and the public scripting client
 (`agentrio`)."""
 
@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from agentrio import Client, ClientError, Decision, Subscription
-from engine.testing import (
+from agentrio.testing import (
     Engine,
     EngineFactory,
     ModelReply,
@@ -25,8 +25,8 @@ from engine.testing import (
     answer_engine_asks,
     approve_next,
 )
-from protocol.events import Done, ToolCall, ToolResult, ToolSkipped
-from protocol.frames import EventFrame
+from agentrio.protocol.events import Done, ToolCall, ToolResult, ToolSkipped
+from agentrio.protocol.frames import EventFrame
 
 
 def touch_turns(target: Path) -> list[ModelReply]:

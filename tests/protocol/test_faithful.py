@@ -1,6 +1,6 @@
 """The faithful rendering of a confirmation's arguments (R77), and its JavaScript twin.
 
-`protocol.faithful` is what the REPL dialog and the chat bots draw (issue 29 finding 5:
+`agentrio.protocol.faithful` is what the REPL dialog and the chat bots draw (issue 29 finding 5:
 one renderer for every Python front-end); ``faithfulLines`` in
 engine/server/static/app.js is what the web page draws. The two must escape the same
 code points the same way: the JS section is run under node on one table of inputs
@@ -23,7 +23,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from protocol.faithful import (
+from agentrio.protocol.faithful import (
     INVISIBLE_RANGES,
     NEWLINE_MARK,
     SPACE_RUN,

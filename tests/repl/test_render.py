@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from protocol.events import LegFinished, LegReport, ToolResult
-from repl.markdown import CODE, CODE_BLOCK
-from repl.render import (
+from agentrio.protocol.events import LegFinished, LegReport, ToolResult
+from agentrio.repl.markdown import CODE, CODE_BLOCK
+from agentrio.repl.render import (
     LINE_WIDTH,
     call_lines,
     format_args,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.faithful import escape_char, is_invisible
-from repl.markdown import (
+from agentrio.protocol.faithful import escape_char, is_invisible
+from agentrio.repl.markdown import (
     BOLD,
     CODE,
     CODE_BLOCK,

@@ -10,12 +10,12 @@ import trio
 
 from agentrio import AuthRefused, Disconnected
 from agentrio.transport import FrameConnection, open_frame_connection, open_websocket
-from engine.causes import Cause
-from engine.pending import Verified
-from engine.server.ws import verify_frame
-from protocol.codec import decode
-from protocol.events import Confirm, Done, TaskStarted, ToolResult, ToolSkipped
-from protocol.frames import (
+from agentrio.engine.causes import Cause
+from agentrio.engine.pending import Verified
+from agentrio.engine.server.ws import verify_frame
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Confirm, Done, TaskStarted, ToolResult, ToolSkipped
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     BackgroundCancel,
@@ -38,7 +38,7 @@ from protocol.frames import (
     Verify,
     Withdrawn,
 )
-from protocol.http import SendStarted
+from agentrio.protocol.http import SendStarted
 from tests.engine.server.conftest import ALLOWED_ORIGIN, Served, receive_type, receive_until_done
 
 HASH = "0123456789abcdef0123456789abcdef"

@@ -12,14 +12,14 @@ from typing import Any, cast
 import attrs
 import pytest
 
-from engine.causes import Cause
-from engine.models.base import Message
-from engine.nursery_tasks import TaskHandle
-from engine.runs import RunOrigin, TaskRun
-from engine.sessions import Session
-from engine.snapshot import QA
-from engine.tools.base import Services, ToolContext
-from protocol import events as ev
+from agentrio.engine.causes import Cause
+from agentrio.engine.models.base import Message
+from agentrio.engine.nursery_tasks import TaskHandle
+from agentrio.engine.runs import RunOrigin, TaskRun
+from agentrio.engine.sessions import Session
+from agentrio.engine.snapshot import QA
+from agentrio.engine.tools.base import Services, ToolContext
+from agentrio.protocol import events as ev
 
 
 def _run(**changes: Any) -> TaskRun:

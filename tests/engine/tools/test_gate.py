@@ -19,13 +19,13 @@ import attrs
 import pytest
 import trio
 
-from engine.assembly import open_engine
-from engine.config import Config
-from engine.core import Engine
-from engine.models.base import ModelReply, ToolCallRequest
-from engine.models.scripted import ScriptedModel
-from engine.pending import AskReply, AskRequest, Offered
-from engine.tools.sudo import FakeVerifier
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.config import Config
+from agentrio.engine.core import Engine
+from agentrio.engine.models.base import ModelReply, ToolCallRequest
+from agentrio.engine.models.scripted import ScriptedModel
+from agentrio.engine.pending import AskReply, AskRequest, Offered
+from agentrio.engine.tools.sudo import FakeVerifier
 
 pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap missing")
 

@@ -17,14 +17,14 @@ import attrs
 import pytest
 import trio
 
-from engine.assembly import open_engine
-from engine.config import Config
-from engine.models.base import ModelReply
-from engine.pending import AskReply, AskRequest, Offered
-from engine.runs import RunOrigin
-from engine.tools.policy import classify
-from engine.tools.run_command import CommandPlan, start_failure
-from engine.tools.turn_scope import turn_refusal
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.config import Config
+from agentrio.engine.models.base import ModelReply
+from agentrio.engine.pending import AskReply, AskRequest, Offered
+from agentrio.engine.runs import RunOrigin
+from agentrio.engine.tools.policy import classify
+from agentrio.engine.tools.run_command import CommandPlan, start_failure
+from agentrio.engine.tools.turn_scope import turn_refusal
 from tests.engine.test_background_approvals import SESSION, WINDOW, Scene
 from tests.engine.tools.test_gate import (
     _approve,
