@@ -16,7 +16,8 @@ docs/testing.md for a tour. The fixtures:
 
 And helpers to answer asks by rule: `answer_asks` (a client `Listener`, a `RunHandle`
 or `Client.asks`), `approve_next`, `answer_engine_asks` (an in-process engine), and
-`allow_commands` (a rule approving ``run_command`` calls whose command matches).
+`allow_commands` (a rule approving ``run_command`` calls whose command matches, in the
+directory given: the working directory by default).
 
 Async fixtures work in ``trio_mode`` and in tests marked ``@pytest.mark.trio``; a test
 that needs them without either fails at once saying what to set (`pytest_runtest_setup`).
@@ -51,6 +52,7 @@ from agentrio import (
     RunHandle,
     connect,
 )
+from agentrio.approvals import RuleOfCommands
 from agentrio.engine.assembly import open_engine
 from agentrio.engine.config import Config, load_config
 from agentrio.engine.core import Engine
@@ -384,21 +386,31 @@ def agentrio_make_engine(agentrio_config: Config) -> EngineFactory:
 # ---------------------------------------------------------------------- asks
 
 
-def allow_commands(pattern: str | re.Pattern[str], *, reason: str = "") -> Rule:
-    """A rule: approve a ``run_command`` whose command (``argv`` joined by spaces)
-    fully matches ``pattern``; deny every other confirmation with ``reason`` (default:
-    names the pattern). Questions and secrets are denied: answer those yourself."""
-    regex = re.compile(pattern)
-    why = reason or f"not allowed: only commands matching {regex.pattern!r} run"
+def allow_commands(
+    pattern: str | re.Pattern[str],
+    *,
+    cwd: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | None = None,
+    reason: str = "",
+) -> Rule:
+    """A rule: approve a ``run_command`` whose command (an argv as ``shlex.join`` of it)
+    fully matches ``pattern`` and whose working directory is ``cwd`` (one directory or
+    several; default: this process's working directory, where a daemon started by the
+    test runs commands that name none) -- compared as real paths, as the confirmation
+    shows them (`agentrio.approvals`). Every other confirmation is denied with
+    ``reason`` (default: names the pattern). Questions and secrets are denied: answer
+    those yourself."""
+    if cwd is None:
+        places: list[str | os.PathLike[str]] = [os.getcwd()]
+    elif isinstance(cwd, (str, os.PathLike)):
+        places = [cwd]
+    else:
+        places = list(cwd)
+    judge = RuleOfCommands.of(pattern, places)
+    where = ", ".join(sorted(judge.directories))
+    why = reason or f"not allowed: only commands matching {judge.pattern.pattern!r} in {where} run"
 
     def rule(ask: Ask) -> Decision:
-        if ask.kind == "tool_confirm" and ask.tool_name == "run_command":
-            command = ask.tool_args.get("command", "")
-            if isinstance(command, list):
-                command = " ".join(str(part) for part in command)
-            if isinstance(command, str) and regex.fullmatch(command):
-                return Decision.allow()
-        return Decision.deny(why)
+        return Decision.allow() if judge.allows(ask) else Decision.deny(why)
 
     return rule
 

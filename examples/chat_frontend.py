@@ -3,8 +3,11 @@
 A chat front-end (a web page, a bot) starts tasks with ``POST /v1/send`` in ``chat-``
 sessions; when a task wants to run a command, someone has to confirm it (R8). This
 script is that someone: it listens on a session prefix (R2), approves ``run_command``
-calls whose command fully matches an allowlist regex, and denies everything else with
-a reason the model gets to read.
+calls whose command fully matches an allowlist regex **and** that run in an allowed
+directory (``--cwd``, default: this script's working directory; compared as the real
+path the confirmation shows), and denies everything else with a reason the model gets
+to read. An argv command is judged as ``shlex.join`` of it, so ``["touch", "a b"]``
+never passes for ``touch a b`` (`agentrio.approvals`).
 
     python examples/chat_frontend.py                  # self-check, then exit
     python examples/chat_frontend.py --serve          # answer chat- asks until Ctrl+C
@@ -22,7 +25,7 @@ The daemon is found through the home (``--home``, else ``$AGENTRIO_HOME``, else
 from __future__ import annotations
 
 import argparse
-import re
+import os
 import secrets
 import shutil
 import sys
@@ -33,7 +36,9 @@ from pathlib import Path
 import trio
 
 from agentrio import Client, ClientError, Decision, Listener, Subscription, connect
+from agentrio.approvals import RuleOfCommands, confirmed_command
 from agentrio.protocol.events import Canceled, Done, Failed, ToolResult, ToolSkipped
+from agentrio.protocol.faithful import line_pieces
 from agentrio.protocol.frames import Ask
 from agentrio.protocol.http import SendStarted
 
@@ -42,26 +47,30 @@ DENY_REASON = "not on this front-end's allowlist"
 DEADLINE_S = 30.0
 
 
-def decide(ask: Ask, allow: re.Pattern[str]) -> Decision:
-    """The rule: only allowlisted commands run; questions are declined too (a real
-    chat front-end would show them to its user)."""
+def one_line(text: str) -> str:
+    """``text`` on one line, newlines and control characters escaped as a confirmation
+    shows them (`agentrio.protocol.faithful`): a command cannot rewrite this log."""
+    return "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
+
+
+def decide(ask: Ask, allow: RuleOfCommands) -> Decision:
+    """The rule: only allowlisted commands in allowed directories run; questions are
+    declined too (a real chat front-end would show them to its user)."""
     if ask.kind == "tool_confirm" and ask.tool_name == "run_command":
-        command = ask.tool_args.get("command", "")
-        if isinstance(command, list):
-            command = " ".join(str(part) for part in command)
-        if isinstance(command, str) and allow.fullmatch(command):
+        if allow.allows(ask):
             return Decision.allow()
-        return Decision.deny(f"{DENY_REASON} ({allow.pattern})")
+        return Decision.deny(f"{DENY_REASON} ({allow.pattern.pattern})")
     return Decision.deny("this front-end answers only command confirmations")
 
 
-async def answer(client: Client, listener: Listener, allow: re.Pattern[str]) -> None:
+async def answer(client: Client, listener: Listener, allow: RuleOfCommands) -> None:
     """Answer every ask the listener gets, printing each decision."""
     async for notice in listener:
         if not isinstance(notice, Ask):
             continue
         decision = decide(notice, allow)
-        what = notice.tool_args.get("command", notice.tool_name or notice.kind)
+        found = confirmed_command(notice)
+        what = f"{one_line(found[0])}  (in {one_line(found[1])})" if found else notice.kind
         verdict = "approved" if decision.approve else "denied"
         print(f"{verdict:9}{notice.session_id}  {what}", flush=True)
         try:
@@ -84,7 +93,7 @@ async def until_end(subscription: Subscription, task_hash: str) -> list[object]:
     return seen
 
 
-async def self_check(client: Client, allow: re.Pattern[str], workdir: Path) -> bool:
+async def self_check(client: Client, allow: RuleOfCommands, workdir: Path) -> bool:
     tag = f"chat-demo-{secrets.token_hex(3)}-"
     allowed_file = workdir / "allowed.txt"
     kept_file = workdir / "keep.txt"
@@ -119,9 +128,10 @@ async def self_check(client: Client, allow: re.Pattern[str], workdir: Path) -> b
 
 
 async def main(args: argparse.Namespace) -> int:
-    allow = re.compile(args.allow)
+    allow = RuleOfCommands.of(args.allow, args.cwd or [os.getcwd()])
     async with connect(args.url, args.token, home=args.home) as client:
-        print(f"connected to {client.base_url}; allowlist: {allow.pattern}")
+        where = ", ".join(sorted(allow.directories))
+        print(f"connected to {client.base_url}; allowlist: {allow.pattern.pattern} in {where}")
         if args.serve:
             listener = await client.listen(args.prefix)
             print(f"answering asks of sessions {args.prefix}* (Ctrl+C stops)")
@@ -148,6 +158,11 @@ def parse(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--url", help="daemon address, e.g. http://127.0.0.1:17990")
     parser.add_argument("--token", help="bearer token (default: <home>/token)")
     parser.add_argument("--allow", default=DEFAULT_ALLOW, help="allowlist regex (full match)")
+    parser.add_argument(
+        "--cwd",
+        action="append",
+        help="a directory allowed commands may run in (repeatable; default: this one)",
+    )
     parser.add_argument("--prefix", default="chat-", help="session prefix to serve")
     parser.add_argument("--serve", action="store_true", help="answer asks until Ctrl+C")
     parser.add_argument("--workdir", help="where the self-check makes its files")

@@ -411,11 +411,14 @@ class LegList:
 
 @attrs.frozen(kw_only=True)
 class AllowedRule:
-    """One remembered command: exactly this text runs without asking again (R76)."""
+    """One remembered command: exactly this text, run in exactly this real directory,
+    runs without asking again (R76). ``cwd`` is empty only in a frame of a daemon from
+    before rules had a directory; such a rule covers nothing."""
 
     id: str
     command: str
     added_at: float
+    cwd: str = ""
 
 
 @attrs.frozen(kw_only=True)

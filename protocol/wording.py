@@ -29,10 +29,15 @@ __all__ = [
 APPROVE: Final = "Approve"
 #: Refuse the call; the reason goes to the model.
 DENY: Final = "Deny with reason"
-#: Remember this exact command for the session (R76).
-ALWAYS_ALLOW: Final = "Always allow this exact command"
-#: Approve simple commands for the rest of this model turn.
-ALLOW_TURN: Final = "Allow this turn"
+#: Remember this exact command, in the directory shown (its ``cwd``), for the session
+#: (R76; issue 29 finding 4).
+ALWAYS_ALLOW: Final = "Always allow this exact command in this directory"
+#: Approve this call and, for the rest of this model turn, what the words say: plain
+#: programs, never a shell, an interpreter given code, sudo or a restricted path
+#: (engine/tools/turn_scope.py holds the engine to it; issue 29 finding 6).
+ALLOW_TURN: Final = (
+    "Allow this turn: plain programs only (no shell, interpreter code, sudo or restricted path)"
+)
 #: Stop the task and delete it (cause ``user_canceled``, R40).
 STOP_DISCARD: Final = "Stop and discard"
 #: Stop the task and keep it resumable in /pending (cause ``paused``/``aborted``, R41).

@@ -18,7 +18,7 @@ been on screen for `agentrio.repl.app.ARM_DELAY_S` with no key pressed, then cal
 then the dialog's own bindings are switched off as well, so no key typed for the prompt
 can answer it. A popup opens only on the person's own key and needs no arming.
 
-A confirmation shows its tool arguments through `agentrio.repl.faithful` in a `CommandView`:
+A confirmation shows its tool arguments through `agentrio.protocol.faithful` in a `CommandView`:
 line by line, invisible characters escaped, scrolled with PgUp/PgDn (Home/End) when
 longer than the view, with a line saying which rows are shown and how many characters
 are above and below — nothing is cut away.
@@ -53,9 +53,9 @@ from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Frame, TextArea
 
 from agentrio.protocol.events import Question
+from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from agentrio.protocol.frames import Ask
 from agentrio.repl.commands import ConfirmChoice
-from agentrio.repl.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from agentrio.repl.hints import confirm_hint, question_hint
 from agentrio.repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
 from agentrio.repl.render import clip
@@ -86,7 +86,7 @@ _PIECE_STYLE: Final = {
 
 
 class CommandView(UIControl):
-    """A confirmation's arguments, faithfully (R77): rows of `agentrio.repl.faithful`, wrapped
+    """A confirmation's arguments, faithfully (R77): rows of `agentrio.protocol.faithful`, wrapped
     to the window's width, at most `max_rows` at a time, scrolled by `scroll`.
 
     The gutter shows line numbers (or argv indexes) with ``│``; a wrapped line's further

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from agentrio.protocol.codec import structure
 from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.faithful import line_pieces
 from agentrio.protocol.frames import (
     AllowedList,
     AllowedRule,
@@ -31,7 +32,6 @@ from agentrio.protocol.frames import (
 )
 from agentrio.protocol.http import ErrorBody, HistoryList
 from agentrio.protocol.wording import plural
-from agentrio.repl.faithful import line_pieces
 from agentrio.repl.messages import HttpCall, HttpResult, Outgoing
 from agentrio.repl.render import clip
 
@@ -206,7 +206,7 @@ class SessionLists:
 
     def allowed_list(self, frame: AllowedList) -> None:
         """The session's remembered commands (R76), each shown as the confirmation
-        showed it: newlines and invisible characters escaped (`agentrio.repl.faithful`)."""
+        showed it: newlines and invisible characters escaped (`agentrio.protocol.faithful`)."""
         if frame.session_id != self._host.session_id:
             return
         self.allowed_rules = list(frame.rules)
@@ -218,13 +218,15 @@ class SessionLists:
             write("no remembered commands: every command that needs one asks", "class:dim")
             return
         write(
-            "always allowed in this session (exactly these commands; "
-            "/allowed forget N removes one, /allowed forget all every one):",
+            "always allowed in this session (exactly these commands, each only in its "
+            "directory; /allowed forget N removes one, /allowed forget all every one):",
             "class:dim",
         )
         for number, rule in enumerate(frame.rules, 1):
             shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
+            where = "".join(p.text for p in line_pieces(rule.cwd, escape_newlines=True))
             write(f"  {number}. {shown}")
+            write(f"       in {where}" if where else "       (no directory: covers nothing)")
 
     def leg_list(self, frame: LegList) -> None:
         if frame.session_id != self._host.session_id:

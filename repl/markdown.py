@@ -5,10 +5,10 @@ language it knows, plain otherwise), ``#`` headings, ``-``/``*``/``+`` bullets (
 as ``•``), numbered items, ``**bold**``/``__bold__``, ``*emphasis*``/``_emphasis_``,
 ```inline code``` and ``---`` rules. Everything else is shown as it is.
 
-It stays faithful to the text, like the confirmation dialog (`agentrio.repl.faithful`): the
+It stays faithful to the text, like the confirmation dialog (`agentrio.protocol.faithful`): the
 rendering drops only markup characters (the ``*``, ``_``, `````, ``#`` and bullet
 characters it replaces by styles), never hides or reorders any other character, and
-shows control, invisible and bidi characters as escapes (`agentrio.repl.faithful.escape_char`)
+shows control, invisible and bidi characters as escapes (`agentrio.protocol.faithful.escape_char`)
 in the ``md.escape`` style. A fence line itself stays visible (dimmed), so a code block
 cut short by the end of a stream simply continues as code.
 
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Final
 
 import attrs
@@ -31,13 +32,14 @@ from pygments.styles import get_style_by_name
 from pygments.token import Token, _TokenType
 from pygments.util import ClassNotFound
 
-from agentrio.repl.faithful import escape_char, is_invisible
+from agentrio.protocol.faithful import escape_char, is_invisible
 
 __all__ = [
     "MARKUP_CHARS",
     "Fence",
     "Fragment",
     "Fragments",
+    "escaped",
     "plain",
     "render_line",
     "render_markdown",
@@ -113,11 +115,11 @@ def render_line(line: str, fence: Fence | None) -> tuple[Fragments, Fence | None
     line = line.replace("\t", TAB)
     if fence is not None:
         if fence.closes(line):
-            return _escaped([(FENCE, line)]), None
-        return _escaped(_highlight(line, fence.language)), fence
+            return escaped([(FENCE, line)]), None
+        return escaped(_highlight(line, fence.language)), fence
     if match := _FENCE_RE.match(line):
-        return _escaped([(FENCE, line)]), Fence(match.group(1), match.group(2).lower())
-    return _escaped(_block(line)), None
+        return escaped([(FENCE, line)]), Fence(match.group(1), match.group(2).lower())
+    return escaped(_block(line)), None
 
 
 def _block(line: str) -> list[Fragment]:
@@ -164,7 +166,7 @@ def _join(base: str, style: str) -> str:
     return f"{base} {style}" if base else style
 
 
-def _escaped(fragments: list[Fragment]) -> Fragments:
+def escaped(fragments: Iterable[Fragment]) -> Fragments:
     """``fragments`` with every invisible character shown as its escape, and empty
     fragments dropped."""
     out: list[Fragment] = []

@@ -38,8 +38,8 @@ from agentrio.protocol.events import (
     ToolResult,
     ToolSkipped,
 )
-from agentrio.repl.faithful import line_pieces
-from agentrio.repl.markdown import Fragments, render_markdown
+from agentrio.protocol.faithful import line_pieces
+from agentrio.repl.markdown import Fragments, escaped, render_markdown
 
 __all__ = [
     "FOLD_LINES",
@@ -51,6 +51,7 @@ __all__ = [
     "line_fragments",
     "line_text",
     "markdown_line",
+    "output_line",
     "render_done_status",
     "render_event",
 ]
@@ -97,10 +98,22 @@ def clip(text: str, width: int = LINE_WIDTH) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def output_line(style: str, text: str) -> Line:
+    """One line of a command's (or a report's) output as the transcript prints it:
+    control, invisible and bidi characters as escapes in their own style, like a
+    command's (issue 29 finding 10: a backspace, ``\\r`` or an ANSI sequence in a file
+    must not repaint ``3 failed`` into ``passed``). Tabs were expanded by `clip`."""
+    fragments = escaped([(style, text)])
+    if len(fragments) == 1 and fragments[0][0] == style:
+        return (style, fragments[0][1])
+    return ("", fragments or ((style, ""),))
+
+
 def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) -> list[Line]:
-    """The first ``limit`` lines of ``text`` (clipped), then ``… N more lines (folded)``."""
+    """The first ``limit`` lines of ``text`` (clipped, escaped: `output_line`), then
+    ``… N more lines (folded)``."""
     lines = text.rstrip("\n").split("\n") if text.strip() else []
-    shown: list[Line] = [(style, indent + clip(line)) for line in lines[:limit]]
+    shown: list[Line] = [output_line(style, indent + clip(line)) for line in lines[:limit]]
     if len(lines) > limit:
         shown.append(("class:dim", f"{indent}… {len(lines) - limit} more lines (folded)"))
     return shown
@@ -109,7 +122,7 @@ def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) 
 def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
     """Tool arguments on one line: a lone ``command`` shows as itself, else as JSON.
 
-    Newlines, control, invisible and bidi characters show as escapes (`agentrio.repl.faithful`,
+    Newlines, control, invisible and bidi characters show as escapes (`agentrio.protocol.faithful`,
     as in the confirmation dialog, R77), so the transcript never shows a two-line
     command as one; a cut says how much was left out."""
     if set(args) == {"command"} and isinstance(args["command"], str):
@@ -118,7 +131,8 @@ def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
 
 
 def _faithful(text: str, width: int = LINE_WIDTH) -> str:
-    """``text`` on one line, escaped (`agentrio.repl.faithful`), cut at ``width`` with a count."""
+    """``text`` on one line, escaped (`agentrio.protocol.faithful`), cut at ``width``
+    with a count."""
     shown = "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
     if len(shown) <= width:
         return shown

@@ -10,7 +10,6 @@ the bot — gets `NO_LONGER_OPEN` and nothing is sent to agentrio: no fault ever
 from __future__ import annotations
 
 import itertools
-import json
 from typing import Final, Literal
 
 import attrs
@@ -19,15 +18,19 @@ from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
 from agentrio.protocol import wording
+from agentrio.protocol.faithful import faithful_lines, plain_text
 from agentrio.protocol.frames import Ask
 
 __all__ = [
     "CHOICES",
+    "HEAD_LINES",
+    "MAX_CONFIRM_CHARS",
     "NO_LONGER_OPEN",
     "RESTRICTED_REFUSAL",
     "ShownAsk",
     "Tokens",
     "command_text",
+    "command_too_long",
     "confirm_buttons",
     "confirm_parts",
     "decision_of",
@@ -36,6 +39,11 @@ __all__ = [
 ]
 
 NO_LONGER_OPEN: Final = "This question is no longer open."
+#: The longest confirmation text (every argument, rendered) a chat shows and takes an
+#: answer for: about three Telegram messages, six Discord ones.
+MAX_CONFIRM_CHARS: Final = 12_000
+#: Lines of a longer one shown before saying how much more there is.
+HEAD_LINES: Final = 40
 #: Why a restricted-path confirmation is refused in a chat (docs/frontends.md).
 RESTRICTED_REFUSAL: Final = (
     "restricted path: the system password is never asked in a chat; "
@@ -100,24 +108,47 @@ class ShownAsk:
 
 
 def command_text(ask: Ask) -> str:
-    """The whole command a confirmation asks about, as the person must read it."""
-    args = ask.tool_args
-    command = args.get("command")
-    if isinstance(command, str):
-        return command
-    commands = args.get("commands")
-    if isinstance(commands, list) and all(isinstance(c, str) for c in commands):
-        return "\n".join(commands)
-    return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
+    """Every argument of a confirmation, as the person must read it: the faithful
+    rendering every front-end shares (`agentrio.protocol.faithful`, issue 29 finding 5) --
+    ``command``, ``cwd``, ``timeout_s`` and any other argument, each line numbered,
+    control, invisible and bidi characters as ``⟨\\x1b⟩``-style escapes."""
+    return plain_text(faithful_lines(ask.tool_args))
+
+
+def command_too_long(text: str) -> str:
+    """Why a confirmation showing ``text`` is not taken in a chat, or ``""``: one
+    longer than `MAX_CONFIRM_CHARS` would take more messages than a person reads
+    before pressing a button (the REPL and the web page scroll through any length)."""
+    if len(text) <= MAX_CONFIRM_CHARS:
+        return ""
+    return (
+        f"the command is too long to show in a chat ({len(text):,} characters); "
+        "run it from the REPL (agentrio) or the web page, which show it in full"
+    )
 
 
 def confirm_parts(ask: Ask) -> list[Part]:
-    """Title, who asks (a sub-agent), and the whole command as a code block."""
+    """Title, who asks (a sub-agent), and every argument as a code block -- in full,
+    or, past `MAX_CONFIRM_CHARS`, its first `HEAD_LINES` lines and how many more lines
+    there are (such an ask is refused: `command_too_long`)."""
     restricted = ask.restricted or ask.need_password
     parts = [prose(wording.confirm_title(ask.tool_name, restricted=restricted) + "\n")]
     if ask.subagent:
         parts.append(prose(f"from {ask.subagent}\n"))
-    parts.append(code(command_text(ask)))
+    text = command_text(ask)
+    if not command_too_long(text):
+        parts.append(code(text))
+        return parts
+    lines = text.split("\n")
+    head = "\n".join(lines[:HEAD_LINES])[:MAX_CONFIRM_CHARS]
+    rest = len(lines) - min(len(lines), HEAD_LINES)
+    parts.append(code(head))
+    parts.append(
+        prose(
+            f"\n… {rest:,} more line{'' if rest == 1 else 's'} and "
+            f"{len(text) - len(head):,} more characters not shown here"
+        )
+    )
     return parts
 
 

@@ -36,6 +36,8 @@ from agentrio.frontends.asks import (
     RESTRICTED_REFUSAL,
     ShownAsk,
     Tokens,
+    command_text,
+    command_too_long,
     confirm_buttons,
     confirm_parts,
     question_buttons,
@@ -360,11 +362,14 @@ class ChatFrontend:
 
     async def _show_confirm(self, shown: ShownAsk) -> None:
         ask = shown.ask
-        if ask.restricted or ask.need_password:
-            await self.say_parts(
-                shown.chat, [*confirm_parts(ask), prose("\nRefused: " + RESTRICTED_REFUSAL)]
-            )
-            await self._refuse(ask, RESTRICTED_REFUSAL)
+        refusal = (
+            RESTRICTED_REFUSAL
+            if ask.restricted or ask.need_password
+            else command_too_long(command_text(ask))
+        )
+        if refusal:
+            await self.say_parts(shown.chat, [*confirm_parts(ask), prose("\nRefused: " + refusal)])
+            await self._refuse(ask, refusal)
             return
         await self._register(shown, confirm_parts(ask), confirm_buttons(shown.token))
 

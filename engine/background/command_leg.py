@@ -23,7 +23,7 @@ from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.sandbox import SandboxError
 from agentrio.engine.snapshot import RESULT_LIMIT
 from agentrio.engine.tools.base import Services
-from agentrio.engine.tools.run_command import format_command_result, run_plan
+from agentrio.engine.tools.run_command import format_command_result, run_plan, start_failure
 from agentrio.engine.watch import Checker, Watcher, WatchReport
 
 __all__ = ["run_command_leg"]
@@ -72,6 +72,8 @@ async def run_command_leg(
                     )
                 except SandboxError as exc:
                     return "failed", f"not run: {exc}"
+                except OSError as exc:  # the approved program is not there
+                    return "failed", start_failure(leg.plan, exc, leg.cwd)
                 finally:
                     # The watcher may be waiting on a decision check: stop it now.
                     watcher.close()

@@ -28,6 +28,7 @@ from agentrio.engine.messages import legs_started
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.tools.base import Services, ToolContext, ToolOutcome
 from agentrio.engine.tools.run_command import CommandPlan, RunCommandTool
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 
 __all__ = [
     "BackgroundCommandTool",
@@ -143,6 +144,10 @@ class BackgroundCommandTool:
         cwd = call.args.get("cwd")
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError("argument 'cwd' must be a string")
+        try:
+            where = await real_workdir(cwd)
+        except WorkdirError as exc:
+            return ToolOutcome(ok=False, output=f"not run: {exc}; no command was started")
         approved: list[CommandPlan] = []
         refused: list[str] = []
         for command in commands:
@@ -150,7 +155,7 @@ class BackgroundCommandTool:
             if cwd is not None:
                 args["cwd"] = cwd
             one = ToolCallRequest(id=call.id, name=self.name, args=args)
-            plan = await self._confirmer.plan(ctx, one, command, cwd)
+            plan = await self._confirmer.plan(ctx, one, command, where)
             if isinstance(plan, CommandPlan):
                 approved.append(plan)
             else:
@@ -165,7 +170,7 @@ class BackgroundCommandTool:
             [str(plan.command) for plan in approved],
             objective=objective,
             next_step=next_step,
-            cwd=cwd,
+            cwd=where,
             plans=approved,
         )
         output = legs_started(started.job_id, started.legs)

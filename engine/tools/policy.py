@@ -1,12 +1,15 @@
 """Which commands run without asking (R60), and which confirmations need the password (R7).
 
 Both checks fail closed: when in doubt a command needs confirmation, and when in doubt a
-command touches a restricted path. They read the command text (and ``cwd``); only the
-hidden-place check looks at the file system, to judge real paths (`_hidden_hit`). So a
-symlink into ``/etc`` or a ``$VARIABLE`` that expands to one is not seen by the
-restricted-path check -- which is why a command that is not read-only is always
-confirmed by a person, and the restricted-path check only decides whether that person
-must also give the system password.
+command touches a restricted path. They read the command text and ``cwd`` -- which the
+caller gives as the real working directory the command will run in
+(`agentrio.engine.tools.workdir`), so a relative path is judged where it really points
+(issue 29 finding 6). The hidden-place check resolves real paths (`_hidden_hit`), and
+the restricted-path check resolves the symlinks of the paths it finds (up to
+`MAX_RESOLVED` of them): both read the file system, so callers run them off the Trio
+thread. A ``$VARIABLE`` that expands to a path is still not seen -- which is why a
+command that is not read-only is always confirmed by a person, and the restricted-path
+check only decides whether that person must also give the system password.
 
 - **Read-only** (`is_read_only`): a *simple* command (`agentrio.engine.tools.simple_command`: plain
   words, no shell syntax of any kind, at most 16 KiB), so that what runs is exactly the
@@ -23,8 +26,10 @@ must also give the system password.
 - **Restricted** (`touches_restricted`): some path in the command is a restricted path,
   lies under one, or is an ancestor of one (``rm -rf /`` touches ``/etc``); relative paths
   count once resolved against ``cwd``; globs match component by component (``/e*/hosts``
-  touches ``/etc``); ``~`` expands to a home directory. A privilege-raising program
-  (`ELEVATORS`: ``sudo`` and friends) anywhere in the command counts too. The program
+  touches ``/etc``); ``~`` expands to a home directory; a path that is a symlink into
+  one counts. A privilege-raising program (`ELEVATORS`: ``sudo`` and friends) anywhere
+  in the command counts too, found in the words as the shell reads them (``s''udo`` is
+  ``sudo``). The program
   being run (the first word) is not a path it touches: running ``/usr/bin/python3``
   reads ``/usr`` but changes nothing there.
 """
@@ -47,10 +52,12 @@ from agentrio.engine.tools.simple_command import simple_argv
 
 __all__ = [
     "ELEVATORS",
+    "MAX_RESOLVED",
     "SHELL_OPERATORS",
     "Verdict",
     "classify",
     "is_read_only",
+    "program_name",
     "shell_words",
     "touches_restricted",
 ]
@@ -60,9 +67,12 @@ SHELL_OPERATORS: Final[tuple[str, ...]] = (";", "&", "|", "<", ">", "$(", "`", "
 shown. The decision itself does not rest on this list: `simple_argv` admits only plain
 words."""
 
-ELEVATORS: Final[frozenset[str]] = frozenset({"sudo", "su", "doas", "pkexec"})
+ELEVATORS: Final[frozenset[str]] = frozenset({"sudo", "sudoedit", "su", "doas", "pkexec", "run0"})
 """Programs that run something with another user's rights (R7)."""
 
+MAX_RESOLVED: Final = 4096
+"""Paths of one command whose symlinks the restricted-path check resolves; the text of
+every further path is still checked."""
 _SYSTEM_BIN_DIRS: Final = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin"})
 _GIT_SAFE_GLOBAL_OPTIONS: Final = frozenset(
     {"--no-pager", "-P", "--no-optional-locks", "--literal-pathspecs", "--no-replace-objects"}
@@ -141,7 +151,7 @@ def shell_words(text: str) -> list[str]:
     return words
 
 
-def _program_name(program: str) -> str | None:
+def program_name(program: str) -> str | None:
     """The name a listed program goes by, or None if ``program`` is not a trusted copy."""
     if "/" not in program:
         return program
@@ -180,7 +190,7 @@ def _read_only_problem(
     argv: tuple[str, ...], config: ToolsConfig, cwd: str | None, hidden: Sequence[str]
 ) -> str:
     """Why the simple command ``argv`` is not read-only, or ``""`` when it is."""
-    name = _program_name(argv[0])
+    name = program_name(argv[0])
     if name is None:
         return f"runs {argv[0]!r}, which is not a program from a system directory"
     if name == "git":
@@ -279,35 +289,82 @@ def _overlaps(path: str, root: str) -> bool:
     )
 
 
+def _under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or lies under it (no globs: ``path`` is a directory)."""
+    theirs = _components(root)
+    return _components(path)[: len(theirs)] == theirs
+
+
 def _roots(config: ToolsConfig) -> list[str]:
     roots = (_absolute(root, None) for root in config.restricted_paths)
     return [root for root in roots if root is not None]
 
 
+def _elevator_in(command: str | list[str]) -> str:
+    """The privilege-raising program ``command`` runs, or ``""`` (issue 29 finding 6).
+
+    Every word is looked at as the shell will see it: the parsed argv of a simple
+    command, the shell words of any other (quotes joined and removed: ``s''udo`` and
+    ``\\sudo`` are ``sudo``; ``$'sudo'`` too), and the text split at operators. The
+    program's basename counts wherever it stands (``env sudo``, ``xargs doas``)."""
+    parts = [command] if isinstance(command, str) else command
+    words = [word for part in parts for word in _WORD_SPLIT.split(part)]
+    parsed = simple_argv(command).argv
+    words.extend(parsed if parsed is not None else ())
+    if isinstance(command, str):
+        spoken = shell_words(command)
+        words.extend(spoken)
+        words.extend(word.replace("$", "") for word in spoken)
+    for word in words:
+        name = posixpath.basename(word)
+        if name in ELEVATORS:
+            return name
+    return ""
+
+
+def _real(path: str, budget: list[int]) -> str | None:
+    """``path`` with its symlinks resolved (``link/x`` where ``link -> /etc`` is
+    ``/etc/x``), or None once ``budget`` (a one-item countdown) ran out or the path
+    cannot be read. Reads the file system."""
+    if budget[0] <= 0:
+        return None
+    budget[0] -= 1
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return None
+
+
 def _restricted_hit(command: str | list[str], config: ToolsConfig, cwd: str | None) -> str:
     """The first reason ``command`` touches a restricted path, or ``""``."""
-    parts = [command] if isinstance(command, str) else command
-    for part in parts:
-        for word in _WORD_SPLIT.split(part):
-            if posixpath.basename(word) in ELEVATORS:
-                return f"runs {posixpath.basename(word)}"
+    elevator = _elevator_in(command)
+    if elevator:
+        return f"runs {elevator}"
     roots = _roots(config)
+    if not roots:
+        return ""
     where = _absolute(cwd, None) if cwd is not None else None
     if where is not None:
         # Working inside a restricted directory: whatever the program writes without
         # naming a path (make, tar x, a build) lands there.
-        for root in roots:
-            if _components(where)[: len(_components(root))] == _components(root):
-                return f"runs in {where}"
+        for place in dict.fromkeys((where, _real(where, [1]))):
+            if place is not None and any(_under(place, root) for root in roots):
+                return f"runs in {place}"
+    budget = [MAX_RESOLVED]
+    checked: set[str] = set()  # the same path, found twice, is judged (and read) once
     for words in _words(command):
         for word in words:
             for candidate in _candidates(word):
                 path = _absolute(candidate, where)
-                if path is None:
+                if path is None or path in checked:
                     continue
+                checked.add(path)
+                real = _real(path, budget)
                 for root in roots:
                     if _overlaps(path, root):
                         return f"touches {path}"
+                    if real is not None and real != path and _overlaps(real, root):
+                        return f"touches {real} (through {path})"
     return ""
 
 

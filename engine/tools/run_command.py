@@ -8,10 +8,16 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
   (`agentrio.engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
-  "Always allow" rule for exactly this command, "Allow this turn" (which covers only
-  simple commands that touch no restricted path), or a session started with
-  ``allow_all``. It runs as the person saw it: a simple command as its argv, anything
-  else through ``/bin/sh -c``, outside the sandbox.
+  "Always allow" rule for exactly this command in exactly this real directory,
+  "Allow this turn" (which covers only what its label says: plain programs,
+  `agentrio.engine.tools.turn_scope`), or a session started with ``allow_all``. It runs as the
+  person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
+  outside the sandbox.
+- **Where**: the working directory is resolved once to its real path
+  (`agentrio.engine.tools.workdir`); that path is what the checks judge, what the confirmation
+  shows as its ``cwd`` argument (added when the model gave none), what a remembered
+  rule holds, and where the command runs. A directory that does not exist, and an
+  approved program that cannot be started, are tool errors the model reads.
 - A command touching a restricted path asks for the system password unless sudo
   credentials are cached, whatever was remembered or allowed for the turn; a wrong
   password denies the call. When no listener can take the question the call is
@@ -39,6 +45,8 @@ from agentrio.engine.processes.runner import CommandResult, run_in_group
 from agentrio.engine.processes.sandbox import SandboxError
 from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.policy import Verdict, classify
+from agentrio.engine.tools.turn_scope import turn_refusal
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
@@ -51,6 +59,8 @@ __all__ = [
     "judge",
     "refusal_of_reply",
     "run_plan",
+    "shown_args",
+    "start_failure",
 ]
 
 
@@ -107,10 +117,10 @@ async def run_plan(
     )
 
 
-async def judge(services: Services, command: str | list[str], cwd: str | None) -> Verdict:
-    """`classify` against the hidden places as they are now (real paths, issue 29),
-    off the Trio thread: the hidden-place check resolves each word's path, and the
-    restricted-path scan of a megabyte of words takes a while too.
+async def judge(services: Services, command: str | list[str], cwd: str) -> Verdict:
+    """`classify` in the real directory ``cwd`` against the hidden places as they are now
+    (real paths, issue 29), off the Trio thread: the hidden-place and restricted-path
+    checks resolve paths (file system reads), and a megabyte of words takes a while too.
 
     A hidden file with a second name somewhere (`Hidden.linked`) lets nothing run
     unasked: the verdict then asks, whatever the command."""
@@ -126,6 +136,23 @@ async def judge(services: Services, command: str | list[str], cwd: str | None) -
         return attrs.evolve(verdict, needs_confirm=True, reason=reason)
 
     return await trio.to_thread.run_sync(judged, abandon_on_cancel=True)
+
+
+def shown_args(args: dict[str, Any], cwd: str) -> dict[str, Any]:
+    """The arguments a confirmation shows: the call's own, with ``cwd`` the real
+    directory the command runs in (added when the model named none)."""
+    return {**args, "cwd": cwd}
+
+
+def start_failure(plan: CommandPlan, exc: OSError, cwd: str | None = None) -> str:
+    """What the model reads when an approved command could not be started: its
+    program is not there (or not runnable), or its directory ``cwd`` could not be
+    entered (gone since it was resolved, or no permission)."""
+    why = exc.strerror or str(exc)
+    if cwd is not None and exc.filename == cwd:
+        return f"not run: the working directory {cwd!r} could not be entered: {why}"
+    program = plan.argv[0] if plan.argv is not None else "/bin/sh"
+    return f"not run: the program {program!r} could not be started: {why}"
 
 
 class RunCommandTool(ServiceTool):
@@ -168,26 +195,33 @@ class RunCommandTool(ServiceTool):
             or timeout <= 0
         ):
             raise ValueError("argument 'timeout_s' must be a positive finite number")
-        plan = await self.plan(ctx, call, command, cwd)
+        try:
+            where = await real_workdir(cwd)
+        except WorkdirError as exc:
+            return ToolOutcome(ok=False, output=f"not run: {exc}")
+        plan = await self.plan(ctx, call, command, where)
         if isinstance(plan, ToolOutcome):
             return plan
         try:
             result = await run_plan(
                 self._services,
                 plan,
-                cwd=cwd,
+                cwd=where,
                 timeout_s=min(float(timeout), tools.command_timeout_s),
                 keep_bytes=tools.max_result_bytes,
             )
         except SandboxError as exc:
             return ToolOutcome(ok=False, output="", skipped=f"not run: {exc}")
+        except OSError as exc:  # the program (or, raced away, the directory) is not there
+            return ToolOutcome(ok=False, output=start_failure(plan, exc, where))
         ok = result.exit_code == 0 and not result.timed_out
         return ToolOutcome(ok=ok, output=format_command_result(result))
 
     async def plan(
-        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str | None
+        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str
     ) -> CommandPlan | ToolOutcome:
-        """How ``command`` may run (see the module docstring), or the denial to report."""
+        """How ``command`` may run in the real directory ``cwd`` (see the module
+        docstring), or the denial to report."""
         services = self._services
         verdict = await judge(services, command, cwd)
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
@@ -196,15 +230,16 @@ class RunCommandTool(ServiceTool):
         if ctx.allow_all:
             return approved
         if not verdict.restricted:
-            if ctx.allowed.covers(command):
+            if ctx.allowed.covers(command, cwd):
                 return approved
-            if self.name in ctx.allow_turn and verdict.argv is not None:
+            if self.name in ctx.allow_turn and not turn_refusal(verdict.argv, restricted=False):
                 return approved
         if ctx.subagent_of is not None:
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
             shown = command if isinstance(command, str) else shlex.join(command)
             return ToolOutcome(ok=False, output="", skipped=subagent_needs_approval(shown))
+        args = shown_args(call.args, cwd)
         need_password = verdict.restricted and not await services.verifier.credentials_cached()
         request = AskRequest(
             kind="tool_confirm",
@@ -212,7 +247,7 @@ class RunCommandTool(ServiceTool):
             task_hash=ctx.task_hash,
             window_hash=ctx.window_hash,
             tool_name=self.name,
-            tool_args=call.args,
+            tool_args=args,
             restricted=verdict.restricted,
             need_password=need_password,
             subagent=ctx.subagent,
@@ -235,7 +270,7 @@ class RunCommandTool(ServiceTool):
                 ev.Confirm,
                 confirm_hash=entry.id,
                 tool_name=self.name,
-                args=call.args,
+                args=args,
                 restricted=verdict.restricted,
                 subagent=ctx.subagent,
             )
@@ -244,7 +279,7 @@ class RunCommandTool(ServiceTool):
             reply = await services.registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             return ToolOutcome(ok=False, output="", skipped=f"denied: {exc}")
-        denial = await self._apply_reply(ctx, reply, need_password, command, entry_box)
+        denial = await self._apply_reply(ctx, reply, need_password, command, cwd, entry_box)
         return approved if denial is None else denial
 
     async def _apply_reply(
@@ -253,13 +288,14 @@ class RunCommandTool(ServiceTool):
         reply: AskReply,
         need_password: bool,
         command: str | list[str],
+        cwd: str,
         entry_box: list[Entry],
     ) -> ToolOutcome | None:
         refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
         if refusal is not None:
             return ToolOutcome(ok=False, output="", skipped=refusal)
         if reply.remember:
-            ctx.allowed.add(command, at=self._services.clock())
+            ctx.allowed.add(command, cwd, at=self._services.clock())
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
         return None

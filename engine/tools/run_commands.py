@@ -11,7 +11,9 @@ first turn -- is one call of this tool (an `agentrio.engine.runs.PreludeCall`, m
 ``command 1``, ``cwd 1`` (only when the sub-agent gave one), ``command 2``, … -- each
 command exactly as the sub-agent wrote it, a string or an argv list, in order. The
 call reads them back into the list it will run (`proposals_from_args`, strict: nothing
-else is a command) and asks with that list's arguments written afresh, so every
+else is a command), resolves each working directory to its real path
+(`agentrio.engine.tools.workdir`; one that does not exist runs none and says so), and asks with
+that list's arguments written afresh -- every ``cwd N`` the real directory -- so every
 front-end draws exactly what will run with its faithful renderer (R77). The list is
 never judged again into anything else. Approved, each runs in order, in the
 starting session, the way `run_command` runs an approved command (`run_plan`): a
@@ -20,8 +22,9 @@ as shown, outside the sandbox, bounded by ``[tools] command_timeout_s``. A comma
 fails does not stop the later ones; the result lists each command with how it ended.
 
 **The choices.** Approve runs them all. "Always allow this exact command" runs them
-all and remembers each command exactly, as `run_command` remembers one (R76): never a
-program, never a pattern. "Allow this turn" runs them all and allows nothing more:
+all and remembers each command exactly, in its real directory, as `run_command`
+remembers one (R76): never a program, never a pattern, never another directory.
+"Allow this turn" runs them all and allows nothing more:
 this call is the whole of its turn. Deny with reason runs none, and the model reads
 the reason. Stop and discard / Stop, keep to resume end the follow-up; none ran (a
 kept follow-up makes the offer again when it is resumed,
@@ -49,7 +52,9 @@ from agentrio.engine.tools.run_command import (
     judge,
     refusal_of_reply,
     run_plan,
+    start_failure,
 )
+from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 from agentrio.protocol import events as ev
 
 if TYPE_CHECKING:
@@ -165,8 +170,18 @@ class RunCommandsTool(ServiceTool):
         )
 
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
-        proposals = proposals_from_args(call.args)
-        verdicts = [await judge(self._services, p.command, p.cwd) for p in proposals]
+        asked = proposals_from_args(call.args)
+        proposals: list[Proposal] = []
+        verdicts = []
+        for number, proposal in enumerate(asked, 1):
+            try:
+                where = await real_workdir(proposal.cwd)
+            except WorkdirError as exc:
+                return ToolOutcome(
+                    ok=False, output=f"not run: command {number}: {exc}; none of the commands ran"
+                )
+            proposals.append(Proposal(proposal.command, where))
+            verdicts.append(await judge(self._services, proposal.command, where))
         restricted = any(verdict.restricted for verdict in verdicts)
         denial = await self._confirm(ctx, proposals, restricted=restricted)
         if denial is not None:
@@ -232,7 +247,8 @@ class RunCommandsTool(ServiceTool):
             return _none_run(refusal)
         if reply.remember:  # each command exactly (R76); allow_turn adds nothing here
             for proposal in proposals:
-                ctx.allowed.add(proposal.command, at=self._services.clock())
+                assert proposal.cwd is not None  # resolved in `execute`
+                ctx.allowed.add(proposal.command, proposal.cwd, at=self._services.clock())
         return None
 
     async def _run_all(
@@ -254,7 +270,8 @@ class RunCommandsTool(ServiceTool):
                 )
             except OSError as exc:  # the program or the cwd is not there
                 ok = False
-                parts.append(f"command {number}: {_named(proposal)}\ncould not start: {exc}")
+                why = start_failure(plan, exc, proposal.cwd)
+                parts.append(f"command {number}: {_named(proposal)}\n{why}")
                 continue
             ok = ok and result.exit_code == 0 and not result.timed_out
             parts.append(f"command {number}: {_named(proposal)}\n{format_command_result(result)}")

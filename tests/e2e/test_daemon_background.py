@@ -81,7 +81,11 @@ async def test_bg_command_job_file_logs_and_follow_up(daemon: Daemon) -> None:
             ask = await conn.receive()
             while not isinstance(ask, Ask):
                 ask = await conn.receive()
-            assert (ask.tool_name, ask.tool_args) == ("background_command", {"command": "sleep 1"})
+            here = os.path.realpath(os.getcwd())
+            assert (ask.tool_name, ask.tool_args) == (
+                "background_command",
+                {"command": "sleep 1", "cwd": here},
+            )
             await conn.send(Reply(id=ask.id, approve=True))
             _, sleeper = await next_event(watch, ev.LegStarted)
             _, echo = await next_event(watch, ev.LegStarted)

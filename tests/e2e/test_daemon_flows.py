@@ -3,6 +3,7 @@ concurrent resumes, a ``chat-`` script listener (R5, R8, R37, R40, R41, R46, R60
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import httpx
@@ -81,7 +82,7 @@ async def test_run_confirm_result_done(daemon: Daemon, tmp_path: Path) -> None:
             assert (ask.kind, ask.tool_name, ask.tool_args) == (
                 "tool_confirm",
                 "run_command",
-                {"command": f"touch {target}"},
+                {"command": f"touch {target}", "cwd": os.path.realpath(os.getcwd())},
             )
             await conn.send(Reply(id=ask.id, approve=True))
             frames = await until_done(conn, "r1")

@@ -10,6 +10,7 @@ their open confirmations, and the command never runs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import trio
@@ -43,7 +44,10 @@ async def test_subagent_confirmation_is_labelled_and_results_return_together(
             assert ask.task_hash == run.task_hash
             labels.append(ask.subagent)
             await agentrio_client.reply(ask.id, approve=True)
-            if ask.tool_args == {"command": f"touch {target}"}:
+            if ask.tool_args == {
+                "command": f"touch {target}",
+                "cwd": os.path.realpath(os.getcwd()),
+            }:
                 break
         done = await run.wait_done()
     assert labels[-1] == f"sub-agent 1/2: run: touch {target}"

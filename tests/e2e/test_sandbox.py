@@ -7,6 +7,7 @@ to read the home -- three commands, three refusals from inside the sandbox (R75)
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -146,7 +147,12 @@ async def test_remembered_commands_end_to_end(
         assert remembered.command == f"mkdir {first}"
         listed = (await http.get(f"{base}/v1/session/{session}/allowed", headers=headers)).json()
         assert listed["rules"] == [
-            {"id": remembered.id, "command": f"mkdir {first}", "added_at": remembered.added_at}
+            {
+                "id": remembered.id,
+                "command": f"mkdir {first}",
+                "added_at": remembered.added_at,
+                "cwd": os.path.realpath(os.getcwd()),
+            }
         ]
         first.rmdir()
         run = await client.run(session, f"run: mkdir {first}", window_hash=window, on_ask=rule)

@@ -10,6 +10,7 @@ tmux, skipped without it) shows it in its ordinary confirmation dialog.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -25,6 +26,8 @@ from agentrio.testing import RunningDaemon
 from tests.e2e.test_repl_tmux import ROOT, Tmux, wait_armed, wait_for
 
 DEADLINE_S = 60
+#: The real directory the daemon (started from here) runs commands that name none in.
+HERE = os.path.realpath(os.getcwd())
 
 
 async def _next_ask(listener: Listener) -> Ask:
@@ -72,7 +75,7 @@ async def test_approving_the_followups_confirmation_runs_the_command(
             agentrio_client, session, f"sub: run: touch {target}"
         )
         assert (ask.kind, ask.tool_name) == ("tool_confirm", "run_commands")
-        assert ask.tool_args == {"command 1": f"touch {target}"}
+        assert ask.tool_args == {"command 1": f"touch {target}", "cwd 1": HERE}
         assert (ask.session_id, ask.restricted, ask.need_password) == (session, False, False)
         assert ask.task_hash != started
         assert ask.subagent.startswith("background sub-agent sub_")

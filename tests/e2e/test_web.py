@@ -25,7 +25,7 @@ import trio
 from trio_websocket import open_websocket_url
 
 from agentrio.protocol import wording
-from agentrio.repl.faithful import escape_char, is_invisible
+from agentrio.protocol.faithful import escape_char, is_invisible
 from tests.e2e.cdp import Chromium, Page, connect, find_chromium
 from tests.e2e.conftest import Daemon
 
@@ -203,7 +203,8 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
 
     echo = await send(page, "run: echo web-ok")
     await page.wait_present(in_task(echo, ".confirm[data-open]"), "the echo confirmation")
-    assert await page.text(in_task(echo, ".confirm .command")) == "echo web-ok"
+    shown = await page.text(in_task(echo, ".confirm .command"))
+    assert shown == f"command: echo web-okcwd: {HERE}"  # one row a line (no newline in the text)
     await page.wait_present(armed(echo, "approve"), "the armed confirmation")
     target = os.environ.get(SCREENSHOT_ENV)
     shot = await page.screenshot()
@@ -253,7 +254,8 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
         })()""",
         "the resumed sleep's confirmation",
     )
-    assert await page.text(in_task(str(again), ".confirm[data-open] .command")) == "sleep 30"
+    again_shown = await page.text(in_task(str(again), ".confirm[data-open] .command"))
+    assert again_shown == f"command: sleep 30cwd: {HERE}"
     starts = await page.evaluate(
         f"[...document.querySelectorAll('{in_task(str(again), '.note')}')]"
         ".map((n) => n.textContent)"
@@ -345,7 +347,7 @@ async def test_dashboard_refuses_without_token_and_escapes_text(page: Page, daem
                     break
     assert frame["status"] == "finished"
     assert [(a["session_id"], a["tool_args"]) for a in asks] == [
-        (cli_session, {"command": "echo cli-only"})
+        (cli_session, {"command": "echo cli-only", "cwd": HERE})
     ]
 
     await page.click(approve)
@@ -421,7 +423,10 @@ async def test_dashboard_confirm_shows_the_whole_command(page: Page, daemon: Dae
         ".map((line) => [line.querySelector('.gutter')?.textContent ?? '',"
         " [...line.querySelector('.code').children].map((s) => [s.className, s.textContent])])"
     )
-    assert len(lines) == 63
+    assert len(lines) == 65  # the command's 63, its heading and the cwd
+    assert lines[0] == ["", [["key", "command"], ["key", ": (63 lines)"]]]
+    assert lines[-1] == ["", [["key", "cwd"], ["key", ": "], ["", HERE]]]
+    lines = lines[1:-1]
     assert lines[0] == ["1", [["", "echo safe"], ["mark", "⏎"]]]
     assert lines[1] == [
         "2",
@@ -432,13 +437,13 @@ async def test_dashboard_confirm_shows_the_whole_command(page: Page, daemon: Dae
 
     box = in_task(task, ".command")
     size = in_task(task, ".command-size")
-    total = f"{len(command)} characters"
+    total = f"{len(command) + len(HERE):,} characters"
     status = await page.wait_for(
         f"(() => {{ const s = document.querySelector({json.dumps(size)});"
         " return !s.hidden && s.textContent; })()",
         "the hidden-length line",
     )
-    assert status.startswith(f"63 lines, {total} · ")
+    assert status.startswith(f"65 lines, {total} · ")
     assert "more characters below" in status
     assert "above" not in status
     await page.evaluate(
@@ -742,6 +747,9 @@ async def test_secret_ask_takes_the_value_in_a_hidden_field(
 #: The reviewed text of the page after the tour (tests/e2e/golden/web_tour.txt); set
 #: this variable to 1 to write it anew from a run, then review the diff.
 GOLDEN_ENV = "AGENTRIO_UPDATE_GOLDEN"
+#: The real directory the daemon (started from here) runs commands that name none in;
+#: every confirmation shows it as its ``cwd`` (issue 29 finding 4).
+HERE = os.path.realpath(os.getcwd())
 WEB_TOUR_GOLDEN = Path(__file__).parent / "golden" / "web_tour.txt"
 
 
@@ -752,6 +760,7 @@ def masked(text: str) -> str:
     text = re.sub(r"\b[0-9a-f]{8}(?:[0-9a-f]{24})?\b", "<hash>", text)
     text = re.sub(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?", "<date>", text)
     text = re.sub(r"\b\d{1,2}:\d{2}:\d{2}(?: [AP]M)?", "<time>", text)
+    text = text.replace(HERE, "<cwd>")
     return re.sub(r"/tmp/[^\s'\"`]+/agentrio-demo", "<tmp>/agentrio-demo", text)
 
 

@@ -12,6 +12,7 @@ subprocesses, so these tests use real time, bounded by ``trio.fail_after``.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -80,8 +81,14 @@ async def test_the_confirmation_lists_every_command_whole_and_approve_runs_them(
                 request = entry.request
                 job = engine.background.jobs()[0]
                 assert (request.kind, request.tool_name) == ("tool_confirm", "run_commands")
-                assert request.tool_args == {"command 1": f"touch {a}", "command 2": two_lines}
-                assert list(request.tool_args) == ["command 1", "command 2"]
+                here = os.path.realpath(os.getcwd())
+                assert request.tool_args == {
+                    "command 1": f"touch {a}",
+                    "cwd 1": here,
+                    "command 2": two_lines,
+                    "cwd 2": here,
+                }
+                assert list(request.tool_args) == ["command 1", "cwd 1", "command 2", "cwd 2"]
                 assert (request.session_id, request.window_hash) == (SESSION, WINDOW)
                 assert request.subagent == (
                     f"background sub-agents {job.legs[0].id}, {job.legs[1].id} of job {job.id}"
@@ -339,8 +346,9 @@ async def test_an_argv_command_and_its_cwd_are_shown_and_run_as_proposed(
                 followup, entry = await offered(engine, listener, "go")
                 assert entry.request.tool_args == {
                     "command 1": argv,
-                    "cwd 1": str(work),
+                    "cwd 1": os.path.realpath(work),
                     "command 2": "true",
+                    "cwd 2": os.path.realpath(os.getcwd()),
                 }
                 assert entry.request.subagent.startswith("background sub-agent sub_")
                 assert entry.request.subagent.endswith(": child")
@@ -396,7 +404,10 @@ async def test_the_commands_are_offered_even_when_the_report_reached_the_running
                 assert (await run.wait_done()).status == "finished"
                 notice = await listener.next_notice()
                 assert isinstance(notice, Offered)
-                assert notice.entry.request.tool_args == {"command 1": f"touch {target}"}
+                assert notice.entry.request.tool_args == {
+                    "command 1": f"touch {target}",
+                    "cwd 1": os.path.realpath(os.getcwd()),
+                }
                 job = engine.background.jobs()[0]
                 followup = engine.find_run(notice.entry.request.task_hash, SESSION)
                 assert followup is not None

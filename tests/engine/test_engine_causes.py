@@ -6,6 +6,7 @@ history; queued tasks visible and cancellable; liveness by TTL marker.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pytest
@@ -176,7 +177,10 @@ async def test_abort_task_from_a_confirmation_keeps_it(
             )
             notice = await listener.next_notice()
             entry = notice.entry  # type: ignore[union-attr]
-            assert entry.request.tool_args == {"command": f"touch {target}"}
+            assert entry.request.tool_args == {
+                "command": f"touch {target}",
+                "cwd": os.path.realpath(os.getcwd()),
+            }
             await engine.answer(entry.id, AskReply(action="abort_task"), by=listener)
             outcome = await run.wait_done()
         assert (outcome.status, outcome.cause) == ("aborted", Cause.USER_ABORTED)

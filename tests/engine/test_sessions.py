@@ -95,7 +95,7 @@ def test_a_dropped_session_hands_its_rules_to_the_next() -> None:
     """R76: remembered commands live as long as the daemon: a dropped session's rules
     are kept (and listed) and come back with the session made for the same id."""
     sessions = _registry()
-    rule = sessions.session("cli-a").allowed.add("touch x", at=1.0)
+    rule = sessions.session("cli-a").allowed.add("touch x", "/srv/work", at=1.0)
     sessions.session("chat-b")
     sessions.sweep(0.0)
     sessions.sweep(IDLE_S)
@@ -106,7 +106,7 @@ def test_a_dropped_session_hands_its_rules_to_the_next() -> None:
     assert sessions.allowed("chat-b") is None  # nothing kept for a session without rules
     assert sessions.statistics().kept_rules == 1
     rebuilt = sessions.session("cli-a")
-    assert rebuilt.allowed.covers("touch x")
+    assert rebuilt.allowed.covers("touch x", "/srv/work")
     assert sessions.statistics().kept_rules == 0
 
 
@@ -114,7 +114,7 @@ def test_forgetting_the_last_kept_rule_forgets_the_session() -> None:
     """R76: removing a dropped session's last remembered command leaves nothing of the
     session in memory."""
     sessions = _registry()
-    sessions.session("cli-a").allowed.add("touch x", at=1.0)
+    sessions.session("cli-a").allowed.add("touch x", "/srv/work", at=1.0)
     sessions.sweep(0.0)
     sessions.sweep(IDLE_S)
     kept = sessions.allowed("cli-a")
@@ -257,7 +257,7 @@ async def test_a_dropped_session_is_rebuilt_losing_nothing_promised(
     async with open_engine(idle_config, model=_Model(), clock=wall_clock) as engine:
         session_id = "chat-owner"
         paused, finished = await _paused_then_finished(engine, session_id)
-        rule = engine.session(session_id).allowed.add("touch x", at=wall_clock())
+        rule = engine.session(session_id).allowed.add("touch x", "/srv/work", at=wall_clock())
         assert engine.statistics()["sessions"] == 1
         await _idle_until_dropped(engine, session_id)
         statistics = engine.statistics()
@@ -270,7 +270,7 @@ async def test_a_dropped_session_is_rebuilt_losing_nothing_promised(
         assert resumed.task_hash != paused  # R36: not the latest task, no jobs
         assert resumed.resumed_from == paused
         assert (await resumed.wait_done()).status == "finished"
-        assert engine.session(session_id).allowed.covers("touch x")
+        assert engine.session(session_id).allowed.covers("touch x", "/srv/work")
         first = engine.session(session_id).hub.events_of(resumed.task_hash)[0]
         assert isinstance(first, ev.TaskStarted)
         assert first.seq == 1  # numbered afresh, as after a restart

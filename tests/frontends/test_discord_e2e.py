@@ -79,10 +79,11 @@ async def test_message_task_confirm_approve_result(
     target = tmp_path / "made-by-discord"
     fake.say(f"run: touch {target}")
     confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
-    assert f"```\ntouch {target}\n```" in confirm.text
+    here = os.path.realpath(os.getcwd())
+    assert f"```\ncommand: touch {target}\ncwd: {here}\n```" in confirm.text
     assert confirm.rows == [
         ["Approve", "Deny with reason"],
-        ["Always allow this exact command"],
+        ["Always allow this exact command in this directory"],
         ["Stop, keep to resume", "Stop and discard"],
     ]
     assert confirm.allowed_mentions == {"parse": []}
@@ -101,7 +102,11 @@ async def test_hostile_command_is_shown_escaped(fake: FakeDiscord, bot: Bot) -> 
     fake.say(f"run: {hostile}")
     confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
     assert confirm.text.count("```") == 2
-    assert hostile in confirm.plain
+    here = os.path.realpath(os.getcwd())
+    assert confirm.plain.endswith(
+        f" │ command: (2 lines)\n1│ printf '%s' '```⏎\n"
+        f"2│ **bold** @everyone <@111> [x](https://e.x)'\n │ cwd: {here}"
+    )
     assert all(m.allowed_mentions == {"parse": []} for m in fake.messages())
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")

@@ -4,6 +4,7 @@ Real time throughout (three processes): every wait polls with a deadline."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import trio
 from agentrio import connect
 from tests.frontends.conftest import STRANGER, Bot, Daemon, eventually
 from tests.frontends.fake_telegram import FakeTelegram, Sent
+
+#: The real directory a command runs in when none is named (the daemon's, the tests').
+HERE = os.path.realpath(os.getcwd())
 
 
 def _open_ask(fake: FakeTelegram, needle: str) -> Sent | None:
@@ -28,11 +32,11 @@ async def test_message_task_confirm_approve_result(
     target = tmp_path / "made-by-telegram"
     fake.say(f"run: touch {target}")
     confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
-    assert f"<pre>touch {target}</pre>" in confirm.text
+    assert f"<pre>command: touch {target}\ncwd: {HERE}</pre>" in confirm.text
     assert [label for label, _ in confirm.buttons] == [
         "Approve",
         "Deny with reason",
-        "Always allow this exact command",
+        "Always allow this exact command in this directory",
         "Stop, keep to resume",
         "Stop and discard",
     ]
@@ -53,6 +57,22 @@ async def test_hostile_command_is_shown_escaped(fake: FakeTelegram, bot: Bot) ->
     assert re.findall(r"<[^>]+>", confirm.text) == ["<pre>", "</pre>"]
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
+
+
+async def test_the_confirmation_shows_where_and_every_hidden_character(
+    fake: FakeTelegram, bot: Bot
+) -> None:
+    """Issue 29 finding 5, R77: through the real daemon, the Telegram confirmation of a
+    command with a bidi override and a zero-width space shows each as its escape, and
+    names the real directory it would run in; stopped, nothing ran."""
+    fake.say("run: touch \u202egnp.exe\u200b")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    assert "<pre>command: touch ⟨\\u202e⟩gnp.exe⟨\\u200b⟩\ncwd: " + HERE + "</pre>" in confirm.text
+    assert "\u202e" not in confirm.text
+    assert "\u200b" not in confirm.text
+    fake.press(confirm, "Stop and discard")
+    await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
+    assert not (Path(HERE) / "\u202egnp.exe\u200b").exists()
 
 
 async def test_deny_with_reason(fake: FakeTelegram, bot: Bot, tmp_path: Path) -> None:
@@ -273,7 +293,7 @@ async def test_long_command_is_shown_whole_over_messages(fake: FakeTelegram, bot
     assert all(m.text.count("<pre>") == m.text.count("</pre>") == 1 for m in pages)
     assert [bool(m.buttons) for m in pages] == [False] * (len(pages) - 1) + [True]
     shown = "".join(m.plain for m in pages)
-    assert f"printf '%s' {words}" == shown
+    assert f"command: printf '%s' {words}\ncwd: {HERE}" == shown
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
 

@@ -5,6 +5,7 @@ from this project's conftest files) and the public scripting client
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -116,7 +117,7 @@ async def test_daemon_confirmation_with_approve_next(
     assert (ask.kind, ask.tool_name, ask.tool_args) == (
         "tool_confirm",
         "run_command",
-        {"command": f"touch {target}"},
+        {"command": f"touch {target}", "cwd": os.path.realpath(os.getcwd())},
     )
     assert done.status == "finished"
     assert target.exists()

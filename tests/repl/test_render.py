@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from agentrio.protocol.events import LegFinished, ToolResult
+from agentrio.protocol.events import LegFinished, LegReport, ToolResult
 from agentrio.repl.markdown import CODE, CODE_BLOCK
 from agentrio.repl.render import (
     LINE_WIDTH,
@@ -22,6 +22,51 @@ def test_a_two_line_command_never_reads_as_one() -> None:
     """R77: newlines, bidi and control characters in a tool call show as escapes."""
     assert format_args({"command": "echo safe\ntouch x"}) == "echo safe\\ntouch x"
     assert format_args({"command": "echo \u202egnp.exe\x1b[2J"}) == "echo \\u202egnp.exe\\x1b[2J"
+
+
+#: A file that, printed raw, repaints "3 failed" into "passed, 0 failed": carriage
+#: return, backspaces, an ANSI erase-line and a bidi override.
+REPAINTING = (
+    "ran 9 tests: 3 failed\r\x1b[2Kran 9 tests: passed\x08\x08\x08\x08\x08\x08, 0 failed\u202e"
+)
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        ToolResult(seq=1, at=0.0, call_id="c", tool_name="run_command", ok=True, output=REPAINTING),
+        LegReport(seq=1, at=0.0, job_id="j", leg_id="cmd_0000000a", text=REPAINTING),
+        LegFinished(
+            seq=1, at=0.0, job_id="j", leg_id="cmd_0000000a", status="finished", result=REPAINTING
+        ),
+    ],
+)
+def test_command_output_is_escaped_like_commands(event: Any) -> None:
+    """Issue 29 finding 10: command output (a result, a report, a finished leg) prints
+    its control, invisible and bidi characters as escapes in their own style, never
+    raw: the line reads exactly what the file holds, and no fragment carries a
+    character a terminal would act on."""
+    lines = render_event(event)
+    (line,) = [line for line in lines if "ran 9 tests" in line_text(line)]
+    assert line_text(line).strip() == (
+        "ran 9 tests: 3 failed\\r\\x1b[2Kran 9 tests: passed"
+        "\\x08\\x08\\x08\\x08\\x08\\x08, 0 failed\\u202e"
+    )
+    fragments = line_fragments([line])
+    assert not [text for _, text in fragments if any(c in text for c in "\r\x1b\x08\u202e")]
+    escapes = [text for style, text in fragments if "escape" in style]
+    assert escapes == ["\\r", "\\x1b", *["\\x08"] * 6, "\\u202e"]
+
+
+def test_output_keeps_its_columns_and_plain_lines() -> None:
+    """Issue 29 finding 10: escaping output changes nothing else: a plain line stays
+    one plain styled line, tabs and runs of spaces keep a table's columns."""
+    output = "name        size\nlog.txt\t12"
+    event = ToolResult(seq=1, at=0.0, call_id="c", tool_name="run_command", ok=True, output=output)
+    assert render_event(event)[1:] == [
+        ("class:result", "    name        size"),
+        ("class:result", "    log.txt    12"),
+    ]
 
 
 def test_a_long_call_says_how_much_was_left_out() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentrio.repl.faithful import escape_char, is_invisible
+from agentrio.protocol.faithful import escape_char, is_invisible
 from agentrio.repl.markdown import (
     BOLD,
     CODE,

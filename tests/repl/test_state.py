@@ -672,8 +672,9 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
 
 
 def test_allowed_lists_and_forgets_remembered_commands() -> None:
-    """R76: /allowed lists the session's remembered commands exactly, newlines escaped;
-    /allowed forget N sends the rule's id, forget all every one."""
+    """R76, issue 29 finding 4: /allowed lists the session's remembered commands
+    exactly, each with the real directory it covers, newlines escaped; /allowed forget
+    N sends the rule's id, forget all every one."""
     from agentrio.protocol.frames import AllowedList, AllowedRule, ForgetAllowed, ListAllowed
 
     state, sent = connected_state()
@@ -681,19 +682,26 @@ def test_allowed_lists_and_forgets_remembered_commands() -> None:
     state.submit("/allowed")
     assert sent == [ListAllowed(session_id=SESSION)]
     rules = [
-        AllowedRule(id="rule_0000000a", command="touch notes.txt", added_at=1.0),
-        AllowedRule(id="rule_0000000b", command="echo safe\ntouch x", added_at=2.0),
+        AllowedRule(id="rule_0000000a", command="touch notes.txt", cwd="/srv/a", added_at=1.0),
+        AllowedRule(
+            id="rule_0000000b", command="echo safe\ntouch x", cwd="/srv/\u202eb", added_at=2.0
+        ),
+        AllowedRule(id="rule_0000000c", command="make", added_at=3.0),
     ]
     state.handle(AllowedList(session_id=SESSION, rules=rules))
-    assert [text for _, text in state.output[-2:]] == [
+    assert [text for _, text in state.output[-6:]] == [
         "  1. touch notes.txt",
+        "       in /srv/a",
         "  2. echo safe\\ntouch x",
+        "       in /srv/\\u202eb",
+        "  3. make",
+        "       (no directory: covers nothing)",
     ]
     sent.clear()
     state.submit("/allowed forget 2")
     assert sent == [ForgetAllowed(session_id=SESSION, rule_id="rule_0000000b")]
     state.handle(AllowedList(session_id=SESSION, rules=rules[:1]))
-    assert state.output[-1][1] == "  1. touch notes.txt"
+    assert state.output[-2][1] == "  1. touch notes.txt"
     sent.clear()
     state.submit("/allowed forget all")
     assert sent == [ForgetAllowed(session_id=SESSION, rule_id="all")]

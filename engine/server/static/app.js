@@ -54,13 +54,13 @@ function short(hash) {
 
 // ---- faithful: begin ------------------------------------------------------------
 // A confirmation's tool arguments drawn faithfully (R77): the same rules as
-// repl/faithful.py (read its docstring), so the page and the REPL show one truth;
-// tests/repl/test_faithful.py runs this section under node on one table of inputs and
+// protocol/faithful.py (read its docstring), so the page and the REPL show one truth;
+// tests/protocol/test_faithful.py runs this section under node on one table of inputs and
 // compares it with the Python. Pure: no DOM. A piece is [kind, text, source]: kind
 // "text" | "escape" | "mark" | "key", source = characters of the original it stands for.
 
 /** Code points shown as an escape (inclusive, sorted): INVISIBLE_RANGES of
- *  repl/faithful.py, which says what each range is. */
+ *  protocol/faithful.py, which says what each range is. */
 const INVISIBLE_RANGES = [
   [0x0000, 0x0009],
   [0x000B, 0x001F],
@@ -198,7 +198,7 @@ function pyJson(value) {
   return `{${Object.entries(value).map(([k, v]) => `${pyJsonString(k)}: ${pyJson(v)}`).join(", ")}}`;
 }
 
-/** Every argument of a tool call as lines [{label, pieces}]: repl/faithful.py's
+/** Every argument of a tool call as lines [{label, pieces}]: protocol/faithful.py's
  *  faithful_lines. */
 function faithfulLines(args) {
   const names = Object.keys(args);
@@ -236,8 +236,8 @@ function faithfulLines(args) {
 
 const APPROVE = "Approve";
 const DENY = "Deny with reason";
-const ALWAYS_ALLOW = "Always allow this exact command";
-const ALLOW_TURN = "Allow this turn";
+const ALWAYS_ALLOW = "Always allow this exact command in this directory";
+const ALLOW_TURN = "Allow this turn: plain programs only (no shell, interpreter code, sudo or restricted path)";
 const STOP_DISCARD = "Stop and discard";
 const STOP_KEEP = "Stop, keep to resume";
 // The page has no Esc popup; kept so this twin of protocol/wording.py is whole.
@@ -995,9 +995,9 @@ function confirmCard(sessionId, taskHash, event) {
   const deny = button(DENY, "deny", () => answer({ approve: false, reason: reason.value }, "denied"),
     { title: "Refuse the call; the reason (optional) goes to the model" });
   const always = button(ALWAYS_ALLOW, "remember", () => answer({ approve: true, remember: true }, "approved and remembered"),
-    { title: "Run it, and run exactly this command again without asking in this session" });
+    { title: "Run it, and run exactly this command again in this same directory without asking in this session" });
   const turn = button(ALLOW_TURN, "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn"),
-    { title: "Run it, and simple commands for the rest of this model turn" });
+    { title: "Run it, and plain programs for the rest of this model turn: never a shell, an interpreter given code, sudo or a restricted path" });
   const answers = [approve, deny, always, turn];
   const stops = [
     button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),

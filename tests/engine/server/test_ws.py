@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -129,7 +130,7 @@ async def test_confirmation_goes_to_the_starting_connection(served: Served, tmp_
         )
         ask = await next_ask(conn)
         assert (ask.kind, ask.session_id, ask.tool_name) == ("tool_confirm", "cli-b", "run_command")
-        assert ask.tool_args == {"command": f"touch {target}"}
+        assert ask.tool_args == {"command": f"touch {target}", "cwd": os.path.realpath(os.getcwd())}
         assert not target.exists()
         await conn.send(Reply(id=ask.id, approve=True))
         frames = await receive_until_done(conn, "r")

@@ -59,11 +59,12 @@ def test_the_context_is_frozen_and_fresh_each_turn() -> None:
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
         first.allow_all = True  # type: ignore[misc]
     first.allow_turn.add("run_command")
-    first.allowed.add("touch x", at=0.0)
+    first.allowed.add("touch x", "/srv/work", at=0.0)
     second = run.tool_context()
     assert second.allow_turn == set()
     assert second.allowed is run.session.allowed
-    assert run.session.allowed.covers("touch x")
+    assert run.session.allowed.covers("touch x", "/srv/work")
+    assert not run.session.allowed.covers("touch x", "/srv/other")
 
 
 def test_the_context_acts_on_the_task_through_narrow_calls() -> None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -33,15 +32,6 @@ pytestmark = pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewra
 ROOT = Path(__file__).resolve().parents[3]
 PASSWORD = "correct horse"
 _HARDENING = ["--no-ext-diff", "--no-textconv"]
-
-
-@pytest.fixture
-def scratch() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="gate-scratch-", dir=ROOT))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder)
 
 
 @attrs.define

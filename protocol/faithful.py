@@ -1,10 +1,12 @@
 """A confirmation's tool arguments drawn faithfully: every character the person approves
-is one they can see (R77). Pure; no prompt_toolkit import.
+is one they can see (R77). Pure; no prompt_toolkit import: every Python front-end (the
+REPL's dialog, the Telegram and Discord bots, scripts) draws a confirmation from these
+lines (issue 29 finding 5), and the web page's twin is held equal by a test.
 
 A confirmation is a security boundary: the person approves exactly what they are shown,
 so the rendering must not hide, join or reorder anything the command contains. The
 rules (the web page's ``faithfulLines`` in engine/server/static/app.js applies the same
-ones; tests/repl/test_faithful.py runs both on one table and compares):
+ones; tests/protocol/test_faithful.py runs both on one table and compares):
 
 - **Lines.** A string splits at ``\\n`` only (the one line break ``sh`` knows). Each line
   of a multi-line value gets a number in the gutter and ends with ``⏎``, so
@@ -29,6 +31,11 @@ ones; tests/repl/test_faithful.py runs both on one table and compares):
   strings) shows one word per line, labelled ``[0]``, ``[1]``…, where a newline inside
   a word is the escape ``\\n``; any other value is its JSON (``ensure_ascii=False``),
   escaped by the same rules.
+
+`plain_text` draws the lines where no style can mark a piece (a chat's code block, a
+log): a gutter ``label│`` on numbered lines, each escape inside ``⟨…⟩`` (``⟨\\x1b⟩``, so a
+literal backslash never passes for one), and the mark characters ``⟨ ⟩ ⏎`` escaped
+where the command itself holds them, so nothing in the command can forge a mark.
 
 `wrap_rows` then cuts lines to a terminal width (the REPL scrolls the rows; nothing is
 ever cut away — the web page lets CSS wrap instead). Each piece keeps how many
@@ -59,6 +66,7 @@ __all__ = [
     "faithful_lines",
     "is_invisible",
     "line_pieces",
+    "plain_text",
     "source_length",
     "wrap_rows",
 ]
@@ -251,6 +259,29 @@ def faithful_lines(args: Mapping[str, Any]) -> list[FaithfulLine]:
                 )
             )
     return lines
+
+
+#: Characters a `plain_text` rendering escapes in text, since its marks use them.
+_MARK_CHARS: Final = frozenset("⟨⟩" + NEWLINE_MARK)
+
+
+def _plain_piece(piece: Piece) -> str:
+    if piece.kind == "escape":
+        return f"⟨{piece.text}⟩"
+    if piece.kind == "text" and _MARK_CHARS & set(piece.text):
+        return "".join(f"⟨{escape_char(c)}⟩" if c in _MARK_CHARS else c for c in piece.text)
+    return piece.text
+
+
+def plain_text(lines: Sequence[FaithfulLine]) -> str:
+    """``lines`` as unstyled text, one row per line (see the module docstring):
+    ``label│ `` before each line when any line has a label, escapes as ``⟨\\x1b⟩``."""
+    width = max((len(line.label) for line in lines), default=0)
+    rows = []
+    for line in lines:
+        gutter = line.label.rjust(width) + "│ " if width else ""
+        rows.append(gutter + "".join(_plain_piece(piece) for piece in line.pieces))
+    return "\n".join(rows)
 
 
 def source_length(pieces: Iterable[Piece]) -> int:

@@ -1,6 +1,7 @@
 """The faithful rendering of a confirmation's arguments (R77), and its JavaScript twin.
 
-`agentrio.repl.faithful` is what the REPL dialog draws; ``faithfulLines`` in
+`agentrio.protocol.faithful` is what the REPL dialog and the chat bots draw (issue 29 finding 5:
+one renderer for every Python front-end); ``faithfulLines`` in
 engine/server/static/app.js is what the web page draws. The two must escape the same
 code points the same way: the JS section is run under node on one table of inputs
 (fixed cases plus seeded random strings) and compared piece by piece with the Python.
@@ -22,7 +23,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from agentrio.repl.faithful import (
+from agentrio.protocol.faithful import (
     INVISIBLE_RANGES,
     NEWLINE_MARK,
     SPACE_RUN,
@@ -31,6 +32,7 @@ from agentrio.repl.faithful import (
     cell_width,
     faithful_lines,
     is_invisible,
+    plain_text,
     source_length,
     wrap_rows,
 )
@@ -290,3 +292,23 @@ def test_piece_is_what_it_says() -> None:
         Piece("escape", "\\x1b", 1),
         Piece("mark", "⟨9 spaces⟩", 9),
     )
+
+
+def test_plain_text_marks_every_escape_and_cannot_be_forged() -> None:
+    """Issue 29 finding 5: where no style marks a piece (a chat's code block), every
+    argument still shows, each escape sits in ``⟨…⟩`` so a literal backslash never
+    passes for one, and the command's own ``⟨ ⟩ ⏎`` are escaped so it cannot forge a
+    mark (a fake ``⟨5000 spaces⟩`` or line end)."""
+    args = {
+        "command": "echo \\x1b \x1b[2J ⟨5000 spaces⟩⏎\nrm -rf x",
+        "cwd": "/srv/a\u202eb",
+        "timeout_s": 30,
+    }
+    assert plain_text(faithful_lines(args)).split("\n") == [
+        " │ command: (2 lines)",
+        "1│ echo \\x1b ⟨\\x1b⟩[2J ⟨\\u27e8⟩5000 spaces⟨\\u27e9⟩⟨\\u23ce⟩⏎",
+        "2│ rm -rf x",
+        " │ cwd: /srv/a⟨\\u202e⟩b",
+        " │ timeout_s: 30",
+    ]
+    assert plain_text(faithful_lines({"command": "ls"})) == "ls"

@@ -1,0 +1,67 @@
+"""A chat confirmation shows every argument, faithfully (issue 29 finding 5): the one
+renderer every Python front-end shares (`agentrio.protocol.faithful`), drawn in a chat's code
+block; too long for a chat, it says how much is left out and is refused there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrio.frontends.asks import (
+    HEAD_LINES,
+    MAX_CONFIRM_CHARS,
+    command_text,
+    command_too_long,
+    confirm_parts,
+)
+from agentrio.frontends.markup import DISCORD_MARKDOWN, TELEGRAM_HTML, paginate
+from agentrio.protocol.frames import Ask
+
+
+def _ask(args: dict[str, Any]) -> Ask:
+    return Ask(
+        id="a", kind="tool_confirm", session_id="tg-1", task_hash="t", tool_name="run_command",
+        tool_args=args,
+    )  # fmt: skip
+
+
+HOSTILE = {
+    "command": "sh build.sh\u202e hs.dliub",
+    "cwd": "/home/ada/src/hostile-checkout",
+    "timeout_s": 600,
+}
+
+
+def test_telegram_and_discord_show_cwd_timeout_and_escapes() -> None:
+    """Issue 29 finding 5: the confirmation a Telegram or Discord user approves names
+    the real cwd and the timeout, and a bidi override shows as its escape -- the
+    command cannot read backwards or hide where it runs."""
+    shown = command_text(_ask(HOSTILE))
+    assert shown == (
+        "command: sh build.sh⟨\\u202e⟩ hs.dliub\n"
+        "cwd: /home/ada/src/hostile-checkout\n"
+        "timeout_s: 600"
+    )
+    for dialect in (TELEGRAM_HTML, DISCORD_MARKDOWN):
+        [page] = paginate(confirm_parts(_ask(HOSTILE)), dialect)
+        assert "\u202e" not in page
+        assert "hostile-checkout" in page
+        assert "timeout_s: 600" in page
+
+
+def test_a_confirmation_too_long_for_a_chat_says_how_much_is_left_out() -> None:
+    """Issue 29 finding 5: past `MAX_CONFIRM_CHARS` the chat shows the first lines and
+    says exactly how many lines and characters are not shown; such an ask is refused
+    in the chat (`command_too_long` names where to read it whole)."""
+    command = "\n".join(f"echo line {n:05d}" for n in range(2000))
+    ask = _ask({"command": command, "cwd": "/srv"})
+    text = command_text(ask)
+    assert len(text) > MAX_CONFIRM_CHARS
+    assert "REPL" in command_too_long(text)
+    parts = confirm_parts(ask)
+    head, tail = parts[-2].text, parts[-1].text
+    assert head.split("\n") == text.split("\n")[:HEAD_LINES]
+    assert tail == (
+        f"\n… {len(text.split(chr(10))) - HEAD_LINES:,} more lines and "
+        f"{len(text) - len(head):,} more characters not shown here"
+    )
+    assert not command_too_long(command_text(_ask({"command": "ls", "cwd": "/"})))
