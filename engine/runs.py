@@ -338,9 +338,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
             run.emit(ev.Text, text=reply.text)
         if reply.reasoning:
             run.reasoning = reply.reasoning
-        run.messages.append(
-            Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
-        )
+        run.messages.append(reply.to_message())  # provider items ride along (base.py)
         if reply.text:
             run.record.append(f"assistant: {reply.text}")
         if not reply.tool_calls:

@@ -57,13 +57,12 @@ class AnthropicModel(SdkModel):
         self._thinking_tokens = thinking_tokens
 
     def make_client(self, sdk: ModuleType) -> Any:
+        # Without a key a placeholder (as for openai): the SDK must not read one itself.
         return sdk.AsyncAnthropic(
-            api_key=self._api_key or None,
-            auth_token=None,
+            api_key=self._api_key or "unused",
             base_url=self._base_url,
             timeout=self._timeout_s,
             max_retries=0,
-            default_headers={} if self._api_key else {"X-Api-Key": sdk.Omit()},
         )
 
     async def attempt(

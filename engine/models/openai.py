@@ -54,14 +54,11 @@ async def resolve_api_key(
 
 
 def openai_client(sdk: ModuleType, *, base_url: str, api_key: str, timeout_s: float) -> Any:
-    """An ``AsyncOpenAI`` client for one endpoint, its own retries off. A missing key is
-    sent as no key at all (local servers need none; the SDK insists on a string)."""
+    """An ``AsyncOpenAI`` client for one endpoint, its own retries off. Without a key
+    a placeholder is sent (local servers ignore it; the SDK insists on one, and must
+    not fall back to reading ``OPENAI_API_KEY`` itself)."""
     return sdk.AsyncOpenAI(
-        api_key=api_key or "unused",
-        base_url=base_url,
-        timeout=timeout_s,
-        max_retries=0,
-        default_headers={} if api_key else {"Authorization": sdk.Omit()},
+        api_key=api_key or "unused", base_url=base_url, timeout=timeout_s, max_retries=0
     )
 
 

@@ -22,6 +22,7 @@ HTTP 408, 409, 5xx, 529; stream ``error``   `Transient` "server error N" / "over
 a refusal for context length (400 / 413)    `ContextLengthError` with the provider's text
 any other HTTP status                       `ModelError` "model provider returned HTTP N"
 an unreadable reply (bad JSON, bad events)  `ModelError` "model sent an unreadable reply"
+anything else the SDK raises                `ModelError` "model request failed: …"
 ==========================================  ===========================================
 
 A failure after text has already been streamed to the person is not retried (the
@@ -251,13 +252,12 @@ def classify(exc: BaseException, sdk: ModuleType, *, base_url: str, timeout_s: f
             retry_after = parse_retry_after(dict(exc.response.headers))
             return Transient(message, reason=reason, retry_after_s=retry_after)
         return ModelError(message)
-    if isinstance(exc, ValueError | KeyError | TypeError | AttributeError | sdk.APIError):
-        # The SSE decoder's json.loads, pydantic's validation, or an event of a shape
-        # the SDK did not expect: the server sent something that is not the dialect.
+    if isinstance(exc, ValueError | sdk.APIError):
+        # The SSE decoder's json.loads, pydantic's validation, an error event: the
+        # server sent something that is not the dialect.
         return ModelError(f"model sent an unreadable reply: {_describe(exc)}")
-    if isinstance(exc, httpx2.HTTPError):
-        return ModelError(f"model request failed: {_describe(exc)}")
-    raise exc
+    # httpx2's other errors, and an event of a shape the SDK did not expect.
+    return ModelError(f"model request failed: {_describe(exc)}")
 
 
 def is_context_length(status: int, detail: str, body: dict[str, Any]) -> bool:

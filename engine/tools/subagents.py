@@ -172,9 +172,7 @@ class SubagentsTool(ServiceTool):
                 )
                 tools = self._tools.available(ctx)
                 reply = await self._services.model.complete(messages, [t.spec() for t in tools])
-                messages.append(
-                    Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
-                )
+                messages.append(reply.to_message())
                 if not reply.tool_calls:
                     return SubagentResult(label, "finished", reply.text, calls=tuple(calls))
                 for request in reply.tool_calls:
