@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -52,11 +53,17 @@ class Aimock:
 
 
 def require_aimock() -> None:
-    """Skip the calling test when node or the installed aimock is missing."""
+    """Skip the calling test when node or the installed aimock is missing (fail
+    instead under ``make test``, which installs both: ``AGENTRIO_REQUIRE_AIMOCK``)."""
+    missing = ""
     if shutil.which("node") is None:
-        pytest.skip("node is not installed (make sysdeps)")
-    if not CLI.is_file():
-        pytest.skip("aimock is not installed: run `npm ci` (make test does)")
+        missing = "node is not installed (make sysdeps)"
+    elif not CLI.is_file():
+        missing = "aimock is not installed: run `npm ci` (make test does)"
+    if missing and os.environ.get("AGENTRIO_REQUIRE_AIMOCK"):
+        pytest.fail(missing)
+    if missing:
+        pytest.skip(missing)
 
 
 async def start_aimock(nursery: trio.Nursery, fixture: Path | str) -> Aimock:
