@@ -201,6 +201,9 @@ class _Sink:
             return
         self.sent = True
         await self._on_text(text)
+        # A reply already buffered is read without I/O, so without this a cancel made
+        # while handling the text would land only after the whole reply.
+        await trio.lowlevel.checkpoint_if_cancelled()
 
 
 async def close_quietly(stream: Any) -> None:
