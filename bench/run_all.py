@@ -40,6 +40,7 @@ BENCHES = [
     ("B9", "bench.b9_scale_growth"),
     ("B11", "bench.b11_redis_daemons"),
     ("B12", "bench.b12_frontends"),
+    ("B13", "bench.b13_model_turn"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"
