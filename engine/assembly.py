@@ -123,7 +123,10 @@ async def _engine_with(
         if model is None:
             # The [models.NAME] tables too: built (and checked) now, so a mistake in
             # one stops the daemon at start; the default's fallback chain uses them.
-            model, _named, built = await make_models(config, get_secret=get_secret)
+            from engine.models.catalog import ModelCatalog
+
+            default, named, built = await make_models(config, get_secret=get_secret)
+            model = ModelCatalog(default, named)
         if own_decision and config.decision_model is not None:
             decision_model = await make_model(config.decision_model, get_secret=get_secret)
         services = Services(

@@ -37,6 +37,7 @@ from engine.causes import Cause
 from engine.markers import MARKER_TTL_S, keep_marker_alive
 from engine.messages import CANCELED_REPLY, resume_message, resume_said
 from engine.models.base import Message, ModelError, ToolCallRequest
+from engine.models.catalog import session_model
 from engine.nursery_tasks import TaskHandle, cancel_scope
 from engine.pending import AskRequest
 from engine.sessions import Session
@@ -331,7 +332,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
             streamed.append(delta)
             run.emit(ev.Text, text=delta)
 
-        reply = await services.model.complete(
+        reply = await session_model(services.model, run.session_id).complete(
             run.messages, [tool.spec() for tool in tools], on_text=on_text
         )
         if reply.text and not streamed:
@@ -426,7 +427,7 @@ def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **ext
         state=state,
         objective=run.objective,
         origin=run.session.origin,
-        model=run.services.model.name,
+        model=session_model(run.services.model, run.session_id).name,
         created_at=run.created_at or now,
         updated_at=now,
         snapshot=extra.pop("snapshot", None),
@@ -565,7 +566,7 @@ async def _end_in_history(
         task_hash=run.task_hash,
         end_at=run.services.clock(),
         objective=run.objective,
-        model=run.services.model.name,
+        model=session_model(run.services.model, run.session_id).name,
         reasoning=run.reasoning,
         status=status,
         content=content,

@@ -52,6 +52,7 @@ from engine.messages import (
     subagent_system_prompt,
 )
 from engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
+from engine.models.catalog import session_model
 from engine.snapshot import clamp
 from engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
 
@@ -171,7 +172,8 @@ class SubagentsTool(ServiceTool):
                     allow_turn=set(),
                 )
                 tools = self._tools.available(ctx)
-                reply = await self._services.model.complete(messages, [t.spec() for t in tools])
+                model = session_model(self._services.model, ctx.session_id)
+                reply = await model.complete(messages, [t.spec() for t in tools])
                 messages.append(reply.to_message())
                 if not reply.tool_calls:
                     return SubagentResult(label, "finished", reply.text, calls=tuple(calls))
