@@ -36,7 +36,7 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.sdk import SdkModel, closing, parse_tool_call
+from engine.models.sdk import SdkModel, create_and_read, parse_tool_call
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DIALECT", "AnthropicModel", "to_wire"]
 
@@ -85,15 +85,14 @@ class AnthropicModel(SdkModel):
         if self._thinking_tokens:
             body["thinking"] = {"type": "enabled", "budget_tokens": self._thinking_tokens}
             body["max_tokens"] = max(max_tokens, self._thinking_tokens + 1024)
-        if not self._stream:
-            message = await client.messages.create(**body)
-            reply = _reply_of_message(message)
-            if on_text is not None and reply.text:
-                await on_text(reply.text)
-            return reply
-        stream = await client.messages.create(**body, stream=True)
-        async with closing(stream):
-            return await _read_stream(stream, on_text)
+        return await create_and_read(
+            client.messages.create,
+            body,
+            stream=self._stream,
+            parse=_reply_of_message,
+            read=_read_stream,
+            on_text=on_text,
+        )
 
 
 @attrs.define

@@ -28,7 +28,7 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.sdk import SdkModel, call_arguments, closing, parse_tool_call
+from engine.models.sdk import SdkModel, call_arguments, create_and_read, parse_tool_call
 
 __all__ = ["OpenAIModel", "resolve_api_key", "to_wire"]
 
@@ -96,17 +96,15 @@ class OpenAIModel(SdkModel):
             body["max_completion_tokens"] = self._max_output_tokens
         if self._reasoning:
             body["reasoning_effort"] = self._reasoning
-        if not self._stream:
-            response = await client.chat.completions.create(**body)
-            reply = _parse_reply(response)
-            if on_text is not None and reply.text:
-                await on_text(reply.text)
-            return reply
-        stream = await client.chat.completions.create(
-            **body, stream=True, stream_options={"include_usage": True}
+        return await create_and_read(
+            client.chat.completions.create,
+            body,
+            stream=self._stream,
+            parse=_parse_reply,
+            read=_read_stream,
+            on_text=on_text,
+            stream_options={"include_usage": True},
         )
-        async with closing(stream):
-            return await _read_stream(stream, on_text)
 
 
 def _parse_reply(response: Any) -> ModelReply:

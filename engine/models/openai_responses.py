@@ -20,7 +20,6 @@ from ``response.completed`` (or ``response.incomplete``). A ``response.failed`` 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any, Final
 
 from engine.models.base import (
@@ -34,23 +33,17 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.openai import openai_client
-from engine.models.sdk import SdkModel, call_arguments, closing, is_context_length, parse_tool_call
+from engine.models.openai import OpenAIModel
+from engine.models.sdk import call_arguments, create_and_read, is_context_length, parse_tool_call
 
 __all__ = ["DIALECT", "ResponsesModel", "to_input"]
 
 DIALECT: Final = "openai-responses"
 
 
-class ResponsesModel(SdkModel):
-    """A Responses API client for one model at one endpoint (module docstring)."""
-
-    sdk_module = "openai"
-
-    def make_client(self, sdk: ModuleType) -> Any:
-        return openai_client(
-            sdk, base_url=self._base_url, api_key=self._api_key, timeout_s=self._timeout_s
-        )
+class ResponsesModel(OpenAIModel):
+    """A Responses API client for one model at one endpoint (module docstring); the
+    client is Chat Completions' (`OpenAIModel`), the call is not."""
 
     async def attempt(
         self,
@@ -79,15 +72,14 @@ class ResponsesModel(SdkModel):
             body["max_output_tokens"] = self._max_output_tokens
         if self._reasoning:
             body["reasoning"] = {"effort": self._reasoning, "summary": "auto"}
-        if not self._stream:
-            response = await client.responses.create(**body)
-            reply = _reply_of(response, list(response.output or []))
-            if on_text is not None and reply.text:
-                await on_text(reply.text)
-            return reply
-        stream = await client.responses.create(**body, stream=True)
-        async with closing(stream):
-            return await _read_stream(stream, on_text)
+        return await create_and_read(
+            client.responses.create,
+            body,
+            stream=self._stream,
+            parse=lambda response: _reply_of(response, list(response.output or [])),
+            read=_read_stream,
+            on_text=on_text,
+        )
 
 
 async def _read_stream(stream: Any, on_text: TextSink | None) -> ModelReply:

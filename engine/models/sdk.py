@@ -57,6 +57,7 @@ __all__ = [
     "MAX_DETAIL",
     "SdkModel",
     "classify",
+    "create_and_read",
     "is_context_length",
     "parse_tool_call",
 ]
@@ -220,6 +221,30 @@ async def closing(stream: Any) -> AsyncIterator[Any]:
         yield stream
     finally:
         await close_quietly(stream)
+
+
+async def create_and_read(
+    create: Callable[..., Awaitable[Any]],
+    body: dict[str, Any],
+    *,
+    stream: bool,
+    parse: Callable[[Any], ModelReply],
+    read: Callable[[Any, TextSink | None], Awaitable[ModelReply]],
+    on_text: TextSink | None,
+    **stream_options: Any,
+) -> ModelReply:
+    """One SDK call, the way every dialect makes it: without ``stream``, ``create`` and
+    ``parse`` the whole reply (its text then goes to ``on_text`` in one piece); with
+    it, ``create(stream=True)`` and ``read`` the events, the stream closed however
+    that ends."""
+    if not stream:
+        reply = parse(await create(**body))
+        if on_text is not None and reply.text:
+            await on_text(reply.text)
+        return reply
+    events = await create(**body, stream=True, **stream_options)
+    async with closing(events):
+        return await read(events, on_text)
 
 
 def classify(exc: BaseException, sdk: ModuleType, *, base_url: str, timeout_s: float) -> ModelError:

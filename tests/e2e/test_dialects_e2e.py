@@ -71,7 +71,7 @@ def fixtures(tmp: Path) -> list[dict[str, Any]]:
                             "questions": [{"text": "Which colour?", "options": ["red", "blue"]}]
                         },
                     }
-                ]
+                ],
             },
         },
         {
