@@ -149,6 +149,19 @@ def garbage(body: dict[str, Any]) -> Response:
     return StreamingResponse(chunks(), media_type="text/event-stream")
 
 
+async def failure(
+    provider: FakeProvider, dialect: str, kind: type[ModelError] = ModelError, **options: Any
+) -> ModelError:
+    """The error one call of a ``dialect`` model to ``provider`` fails with."""
+    model = await model_for(provider, dialect, **options)
+    try:
+        with pytest.raises(kind) as info:
+            await model.complete(USER, [])
+    finally:
+        await close_model(model)
+    return info.value
+
+
 USER = [Message(role="user", content="go")]
 
 
@@ -248,13 +261,8 @@ async def test_garbage_stream_is_a_model_error(provider: FakeProvider, dialect: 
     """Issue 31 (6), R62: an event stream that is not JSON fails the call clearly,
     without retrying a server that does not speak the dialect."""
     provider.answers = [garbage]
-    model = await model_for(provider, dialect)
-    try:
-        with pytest.raises(ModelError) as info:
-            await model.complete(USER, [])
-    finally:
-        await close_model(model)
-    assert str(info.value).startswith("model sent an unreadable reply")
+    error = await failure(provider, dialect)
+    assert str(error).startswith("model sent an unreadable reply")
     assert len(provider.received) == 1
 
 
@@ -265,13 +273,8 @@ async def test_context_length_refusal_is_context_length_error(
     """Issue 31 (6): a refusal for length is `ContextLengthError` (the loop compacts),
     never retried."""
     provider.answers = [status(400, "prompt is too long: 210000 tokens > 200000 maximum")]
-    model = await model_for(provider, dialect)
-    try:
-        with pytest.raises(ContextLengthError) as info:
-            await model.complete(USER, [])
-    finally:
-        await close_model(model)
-    assert "prompt is too long" in str(info.value)
+    error = await failure(provider, dialect, ContextLengthError)
+    assert "prompt is too long" in str(error)
     assert len(provider.received) == 1
 
 
@@ -282,13 +285,8 @@ async def test_other_4xx_fail_at_once_and_scrub_the_key(
     """R62: a 401 is not retried; the key never appears in the error."""
     monkeypatch.setenv("AGENTRIO_TEST_KEY", "sk-secret-123")
     provider.answers = [status(401, "bad key sk-secret-123")]
-    model = await model_for(provider, dialect)
-    try:
-        with pytest.raises(ModelError) as info:
-            await model.complete(USER, [])
-    finally:
-        await close_model(model)
-    assert str(info.value) == "model provider returned HTTP 401: bad key ***"
+    error = await failure(provider, dialect)
+    assert str(error) == "model provider returned HTTP 401: bad key ***"
     assert len(provider.received) == 1
     sent = provider.headers[0]
     assert "sk-secret-123" in (sent.get("authorization", "") + sent.get("x-api-key", ""))
