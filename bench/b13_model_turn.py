@@ -36,8 +36,8 @@ import trio
 
 from agentrio.transport import open_frame_connection
 from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main, profiling
-from engine.models.base import Message
-from engine.models.openai import OpenAIModel
+from engine.config import ModelConfig
+from engine.models import Message, Model, close_model, make_model
 from protocol.events import Text
 from protocol.frames import DoneFrame, EventFrame, Run
 from tests.aimock import start_aimock, write_fixture
@@ -118,7 +118,7 @@ async def _direct(client: Any) -> int:
     return time.perf_counter_ns() - start
 
 
-async def _layer(model: OpenAIModel) -> int:
+async def _layer(model: Model) -> int:
     pieces: list[str] = []
 
     async def on_text(text: str) -> None:
@@ -178,7 +178,9 @@ async def _measure(args: BenchArgs) -> dict[str, list[int]]:
             daemon = DaemonProcess(Path(tmp) / "home", config=config)
             await trio.to_thread.run_sync(daemon.wait_ready)
             client = AsyncOpenAI(base_url=f"{aimock.url}/v1", api_key="bench", max_retries=0)
-            model = OpenAIModel(name="gpt-4o", base_url=f"{aimock.url}/v1")
+            model = await make_model(
+                ModelConfig(provider="openai", name="gpt-4o", base_url=f"{aimock.url}/v1")
+            )
             try:
                 async with open_frame_connection(daemon.ws_url, daemon.token) as conn:
                     # Warm every path (imports, pools) before measuring.
@@ -199,7 +201,7 @@ async def _measure(args: BenchArgs) -> dict[str, list[int]]:
                     for n in range(3 if args.quick else 10):
                         samples["text"] += await _text_lags(conn, tap, n)
             finally:
-                await model.aclose()
+                await close_model(model)
                 await client.close()
                 daemon.process.terminate()
                 await trio.to_thread.run_sync(daemon.process.wait)

@@ -71,5 +71,7 @@ PUBLIC_MODULES: Final = frozenset(
         "engine.server",
         # Running commands in process groups, the sandbox, orphans (R48, R75).
         "engine.processes",
+        # The model protocol and building a configured model (bench/b13_model_turn.py).
+        "engine.models",
     }
 )
