@@ -14,13 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import tomli_w
 import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection
+from protocol.codec import decode
 from protocol.events import Text, ToolCall
-from protocol.frames import Ask, DoneFrame, EventFrame, Reply, Run, ServerFrame
+from protocol.frames import Ask, DoneFrame, EventFrame, PendingFrame, Reply, Run, ServerFrame
+from protocol.http import PendingTasks
 from tests.aimock import Aimock, start_aimock, write_fixture
 from tests.e2e.conftest import DaemonProcess
 
@@ -34,6 +37,11 @@ DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
 def fixtures(tmp: Path) -> list[dict[str, Any]]:
     made, refused = tmp / "made", tmp / "refused"
     return [
+        {
+            # First: a resume message quotes the task's objective.
+            "match": {"userMessage": "[Resumed Task — ask_user response received]"},
+            "response": {"content": "Resumed: you picked blue."},
+        },
         {
             "match": {"userMessage": "make two files", "hasToolResult": False},
             "response": {
@@ -198,3 +206,59 @@ async def test_ask_user_answer_reaches_the_model(
     (answer,) = [m for m in journal[-1]["body"]["messages"] if m["role"] == "tool"]
     assert answer["tool_call_id"] == "call_ask"
     assert "blue" in answer["content"]
+
+
+async def test_a_closed_window_keeps_the_question_and_resume_reaches_the_model(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (5), R13, R43: the window closes while ``ask_user`` waits; the task is
+    kept; resumed in a new window it asks again, and the answer reaches the model as
+    the resume message, in each dialect."""
+    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures(tmp_path)))
+    daemon = await start_daemon(tmp_path / "home", aimock, dialect)
+    info = daemon.info
+    try:
+        with trio.fail_after(60):
+            async with open_frame_connection(info.ws_url, info.token) as conn:
+                await conn.send(
+                    Run(
+                        request_id="q",
+                        session_id="cli-resume",
+                        input="pick a colour",
+                        window_hash="w1",
+                    )
+                )
+                assert isinstance((await until_done(conn, "q"))[-1], Ask)
+            headers = {"Authorization": f"Bearer {info.token}"}
+            async with httpx.AsyncClient(base_url=info.base_url, headers=headers) as http:
+                while True:
+                    response = await http.get("/v1/session/cli-resume/task")
+                    tasks = decode(response.content, PendingTasks).tasks
+                    if tasks:
+                        break
+                    await trio.sleep(0.05)
+            async with open_frame_connection(info.ws_url, info.token) as conn:
+                await conn.send(
+                    PendingFrame(
+                        request_id="p",
+                        session_id="cli-resume",
+                        task_hash=tasks[0].task_hash,
+                        window_hash="w2",
+                    )
+                )
+                frames = await until_done(conn, "p")
+                ask = frames[-1]
+                assert isinstance(ask, Ask)
+                assert ask.kind == "ask_user"
+                await conn.send(Reply(id=ask.id, answers=["blue"]))
+                frames += await until_done(conn, "p")
+    finally:
+        assert await trio.to_thread.run_sync(daemon.stop) == 0
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    assert (done.status, done.error) == ("finished", "")
+    journal = [e for e in await aimock.journal() if e["response"]["status"] == 200]
+    assert len(journal) == 2
+    last_user = [m for m in journal[-1]["body"]["messages"] if m["role"] == "user"][-1]
+    assert last_user["content"].startswith("[Resumed Task — ask_user response received]")
+    assert "blue" in last_user["content"]
