@@ -34,9 +34,43 @@ DIALECTS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+#: How the engine heads a leg's report to the model (engine/messages.py).
+REPORTS = ("[Resumed Task — background group finished]", "[Background Report")
+
+
 def fixtures(tmp: Path) -> list[dict[str, Any]]:
     made, refused = tmp / "made", tmp / "refused"
     return [
+        {
+            "match": {"userMessage": "[Resumed Task — background group finished]"},
+            "response": {"content": "The background work finished."},
+        },
+        {
+            # A leg that ends before the task's next turn is reported into that turn.
+            "match": {"userMessage": "[Background Report"},
+            "response": {"content": "The background work finished."},
+        },
+        {
+            "match": {"userMessage": "work in the background", "hasToolResult": False},
+            "response": {
+                "reasoning": "Long work goes to a background leg.",
+                "toolCalls": [
+                    {
+                        "id": "call_bg",
+                        "name": "background_command",
+                        "arguments": {
+                            "commands": ["echo bg-output-42"],
+                            "objective": "echo in the background",
+                            "next": "say it finished",
+                        },
+                    }
+                ],
+            },
+        },
+        {
+            "match": {"userMessage": "work in the background", "hasToolResult": True},
+            "response": {"content": "Started in the background."},
+        },
         {
             # First: a resume message quotes the task's objective.
             "match": {"userMessage": "[Resumed Task — ask_user response received]"},
@@ -262,3 +296,44 @@ async def test_a_closed_window_keeps_the_question_and_resume_reaches_the_model(
     last_user = [m for m in journal[-1]["body"]["messages"] if m["role"] == "user"][-1]
     assert last_user["content"].startswith("[Resumed Task — ask_user response received]")
     assert "blue" in last_user["content"]
+
+
+async def test_a_background_report_reaches_the_model(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (5), R26: a ``background_command`` call starts a leg; when the leg
+    finishes, the model is sent its report: by the follow-up task once the task has
+    ended, or inside the task's next turn when the leg was quicker."""
+    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures(tmp_path)))
+    daemon = await start_daemon(tmp_path / "home", aimock, dialect)
+    info = daemon.info
+    try:
+        with trio.fail_after(60):
+            async with open_frame_connection(info.ws_url, info.token) as conn:
+                await conn.send(
+                    Run(
+                        request_id="b",
+                        session_id="cli-bg",
+                        input="work in the background",
+                        window_hash="w",
+                        allow_all=True,
+                    )
+                )
+                done = (await until_done(conn, "b"))[-1]
+                assert isinstance(done, DoneFrame)
+                assert (done.status, done.error) == ("finished", "")
+                while True:
+                    answered = [
+                        e
+                        for e in await aimock.journal()
+                        if e["response"]["status"] == 200
+                        and str(e["body"]["messages"][-1].get("content")).startswith(REPORTS)
+                    ]
+                    if answered:
+                        break
+                    await trio.sleep(0.1)
+    finally:
+        assert await trio.to_thread.run_sync(daemon.stop) == 0
+    report = answered[0]["body"]["messages"][-1]
+    assert report["role"] == "user"
+    assert "echo bg-output-42" in report["content"] or "cmd_" in report["content"]
