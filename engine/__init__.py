@@ -6,7 +6,7 @@ of `PUBLIC_MODULES`; everything else under ``engine/`` is internal and may chang
 shape without notice (``tests/test_layering.py`` holds the line). An in-process
 engine::
 
-    from engine import Config, open_engine
+    from agentrio.engine import Config, open_engine
 
     async with open_engine(Config(home="/tmp/agentrio-demo")) as engine:
         run = await engine.start_task("chat-demo", "run: echo hi")
@@ -22,17 +22,17 @@ from __future__ import annotations
 
 from typing import Final
 
-from engine.assembly import open_engine as open_engine
-from engine.causes import Cause as Cause
-from engine.config import Config as Config
-from engine.config import load_config as load_config
-from engine.core import Engine as Engine
-from engine.core import SendResult as SendResult
-from engine.pending import AskReply as AskReply
-from engine.pending import AskRequest as AskRequest
-from engine.runs import RunOrigin as RunOrigin
-from engine.runs import TaskOutcome as TaskOutcome
-from engine.runs import TaskRun as TaskRun
+from agentrio.engine.assembly import open_engine as open_engine
+from agentrio.engine.causes import Cause as Cause
+from agentrio.engine.config import Config as Config
+from agentrio.engine.config import load_config as load_config
+from agentrio.engine.core import Engine as Engine
+from agentrio.engine.core import SendResult as SendResult
+from agentrio.engine.pending import AskReply as AskReply
+from agentrio.engine.pending import AskRequest as AskRequest
+from agentrio.engine.runs import RunOrigin as RunOrigin
+from agentrio.engine.runs import TaskOutcome as TaskOutcome
+from agentrio.engine.runs import TaskRun as TaskRun
 
 __all__ = [
     "PUBLIC_MODULES",
@@ -54,24 +54,24 @@ __all__ = [
 PUBLIC_MODULES: Final = frozenset(
     {
         "engine",
-        # ``agentrio daemon`` / ``python -m engine``: the daemon's command line.
-        "engine.cli",
+        # ``agentrio daemon`` / ``python -m agentrio.engine``: the daemon's command line.
+        "agentrio.engine.cli",
         # Config, its parts, load_config / save_config (docs/configuration.md).
-        "engine.config",
+        "agentrio.engine.config",
         # The errors the facade raises (NotFound, Conflict, …).
-        "engine.errors",
+        "agentrio.engine.errors",
         # What session ids and task hashes look like, and how new ones are made.
-        "engine.ids",
+        "agentrio.engine.ids",
         # The pytest plugin (docs/testing.md).
-        "engine.testing",
+        "agentrio.testing",
         # The store's interface and the SQLite store, which the store benches measure
         # without a daemon (bench/b10_store_scale.py).
-        "engine.store",
+        "agentrio.engine.store",
         # The daemon's server: serve, open_server, run_daemon, create_app.
-        "engine.server",
+        "agentrio.engine.server",
         # Running commands in process groups, the sandbox, orphans (R48, R75).
-        "engine.processes",
+        "agentrio.engine.processes",
         # The model protocol and building a configured model (bench/b13_model_turn.py).
-        "engine.models",
+        "agentrio.engine.models",
     }
 )

@@ -20,9 +20,9 @@ import tomli_w
 from cattrs.gen import make_mapping_structure_fn
 from cattrs.preconf.tomllib import make_converter
 
-from engine.errors import ConfigError
-from protocol.codec import format_problem, install_strict_hooks
-from protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
+from agentrio.engine.errors import ConfigError
+from agentrio.protocol.codec import format_problem, install_strict_hooks
+from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
 __all__ = [
     "BackgroundConfig",
@@ -378,7 +378,7 @@ def _check_models(config: Config, path: Path, text: str) -> None:
 
 def save_config(config: Config, home: Path | None = None) -> Path:
     """Write ``config`` (without ``home``) to ``<home>/config.toml`` atomically."""
-    from engine.store.files import make_home, write_private_atomic
+    from agentrio.engine.store.files import make_home, write_private_atomic
 
     home = home or config.home_path
     make_home(home)

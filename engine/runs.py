@@ -33,15 +33,15 @@ from typing import Any, Literal, TypeVar
 import attrs
 import trio
 
-from engine.causes import Cause
-from engine.markers import MARKER_TTL_S, keep_marker_alive
-from engine.messages import CANCELED_REPLY, resume_message, resume_said
-from engine.models.base import Message, ModelError, ToolCallRequest
-from engine.models.catalog import session_model
-from engine.nursery_tasks import TaskHandle, cancel_scope
-from engine.pending import AskRequest
-from engine.sessions import Session
-from engine.snapshot import (
+from agentrio.engine.causes import Cause
+from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
+from agentrio.engine.messages import CANCELED_REPLY, resume_message, resume_said
+from agentrio.engine.models.base import Message, ModelError, ToolCallRequest
+from agentrio.engine.models.catalog import session_model
+from agentrio.engine.nursery_tasks import TaskHandle, cancel_scope
+from agentrio.engine.pending import AskRequest
+from agentrio.engine.sessions import Session
+from agentrio.engine.snapshot import (
     QA,
     CompletedCall,
     InterruptedCall,
@@ -50,12 +50,12 @@ from engine.snapshot import (
     make_snapshot,
     snapshot_to_json,
 )
-from engine.store.base import HistoryRow, TaskRow
-from engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
-from engine.tools.base import Services, Tool, ToolContext, ToolOutcome
-from protocol import events as ev
-from protocol.events import Question
-from protocol.frames import DoneStatus
+from agentrio.engine.store.base import HistoryRow, TaskRow
+from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
+from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome
+from agentrio.protocol import events as ev
+from agentrio.protocol.events import Question
+from agentrio.protocol.frames import DoneStatus
 
 __all__ = [
     "PreludeCall",
@@ -85,7 +85,7 @@ class RunOrigin:
 class PreludeCall:
     """A call a run makes before its model's first turn, for someone other than its
     model: a job's follow-up offers the commands its background sub-agents could not
-    run (R84, `engine.tools.run_commands`).
+    run (R84, `agentrio.engine.tools.run_commands`).
 
     It runs through ``tool`` (which need not be offered to the model), inside the run's
     scope, announced and recorded like any call (so a stop while it runs leaves it

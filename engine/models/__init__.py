@@ -6,14 +6,14 @@ model layer, a plugin's own model): `Model`, its messages, `make_model` and
 
 from __future__ import annotations
 
-from engine.models.base import ContextLengthError as ContextLengthError
-from engine.models.base import Message as Message
-from engine.models.base import Model as Model
-from engine.models.base import ModelError as ModelError
-from engine.models.base import ModelReply as ModelReply
-from engine.models.base import ToolSpec as ToolSpec
-from engine.models.factory import close_model as close_model
-from engine.models.factory import make_model as make_model
+from agentrio.engine.models.base import ContextLengthError as ContextLengthError
+from agentrio.engine.models.base import Message as Message
+from agentrio.engine.models.base import Model as Model
+from agentrio.engine.models.base import ModelError as ModelError
+from agentrio.engine.models.base import ModelReply as ModelReply
+from agentrio.engine.models.base import ToolSpec as ToolSpec
+from agentrio.engine.models.factory import close_model as close_model
+from agentrio.engine.models.factory import make_model as make_model
 
 __all__ = [
     "ContextLengthError",

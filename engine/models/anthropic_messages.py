@@ -1,7 +1,7 @@
 """The ``anthropic`` provider: the Anthropic Messages API (R61, issue 31).
 
 One ``POST {base_url}/v1/messages`` per try through the official ``anthropic`` SDK
-(engine.models.sdk). ``base_url`` is the server's root (``https://api.anthropic.com``,
+(agentrio.engine.models.sdk). ``base_url`` is the server's root (``https://api.anthropic.com``,
 Ollama's ``http://127.0.0.1:11434``); a trailing ``/v1`` is dropped, as the SDK adds it.
 
 The conversation maps as: system messages joined into ``system``; user text as a user
@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import attrs
 
-from engine.models.base import (
+from agentrio.engine.models.base import (
     Message,
     ModelReply,
     ProviderItem,
@@ -36,7 +36,7 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.sdk import SdkModel, create_and_read, parse_tool_call
+from agentrio.engine.models.sdk import SdkModel, create_and_read, parse_tool_call
 
 __all__ = ["DEFAULT_MAX_TOKENS", "DIALECT", "AnthropicModel", "to_wire"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from engine.models.base import Message, Model, ModelReply, RetrySink, TextSink, ToolSpec
+from agentrio.engine.models.base import Message, Model, ModelReply, RetrySink, TextSink, ToolSpec
 
 __all__ = ["DEFAULT", "ModelCatalog", "session_model"]
 

@@ -6,7 +6,7 @@ daemon refuses to start instead of failing the first task.
 
 Each provider's module is imported only when that provider is built, and the SDK it
 speaks through (``openai``, ``anthropic``: about 1.5 s of imports together) only at its
-first call (engine.models.sdk): a daemon's cold start (bench B7) pays for neither.
+first call (agentrio.engine.models.sdk): a daemon's cold start (bench B7) pays for neither.
 
 `make_models` builds the default model and every ``[models.NAME]`` table once, and
 wraps each one that has a ``fallback`` list in a `FallbackModel` over the named
@@ -21,21 +21,21 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from engine.config import Config, ModelConfig
-from engine.errors import ConfigError
-from engine.models.base import Model
+from agentrio.engine.config import Config, ModelConfig
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import Model
 
 if TYPE_CHECKING:
-    from engine.models.scripted import ScriptedModel
+    from agentrio.engine.models.scripted import ScriptedModel
 
 __all__ = ["close_model", "make_model", "make_models"]
 
 PROVIDERS = ("builtin", "openai", "openai-responses", "anthropic", "scripted")
 #: The providers spoken through an official SDK, by module and class.
 _SDK_PROVIDERS = {
-    "openai": ("engine.models.openai", "OpenAIModel"),
-    "openai-responses": ("engine.models.openai_responses", "ResponsesModel"),
-    "anthropic": ("engine.models.anthropic_messages", "AnthropicModel"),
+    "openai": ("agentrio.engine.models.openai", "OpenAIModel"),
+    "openai-responses": ("agentrio.engine.models.openai_responses", "ResponsesModel"),
+    "anthropic": ("agentrio.engine.models.anthropic_messages", "AnthropicModel"),
 }
 
 
@@ -54,7 +54,7 @@ async def make_model(
     """
     provider: str = config.provider
     if provider == "builtin":
-        from engine.models.builtin import BuiltinModel  # only when configured (module doc)
+        from agentrio.engine.models.builtin import BuiltinModel  # only when configured (module doc)
 
         await trio.lowlevel.checkpoint()
         return BuiltinModel()
@@ -83,8 +83,8 @@ async def _make_sdk_model(
         raise ConfigError(f"{where}.base_url: expected an http(s) URL, got {config.base_url!r}")
     if config.timeout_s <= 0:
         raise ConfigError(f"{where}.timeout_s: expected a number of seconds > 0")
-    from engine.models.openai import resolve_api_key
-    from engine.models.retry import RetryPolicy
+    from agentrio.engine.models.openai import resolve_api_key
+    from agentrio.engine.models.retry import RetryPolicy
 
     module_name, class_name = _SDK_PROVIDERS[config.provider]
     cls = getattr(importlib.import_module(module_name), class_name)  # only when configured
@@ -118,7 +118,7 @@ async def make_models(
     """``(default, named, owned)``: the ``[model]`` model (a `FallbackModel` when it has
     a fallback list), each ``[models.NAME]`` model the same way, and every model built,
     to close with `close_model` (the chains own nothing)."""
-    from engine.models.fallback import FallbackModel
+    from agentrio.engine.models.fallback import FallbackModel
 
     owned: list[Model] = []
     try:
@@ -145,7 +145,7 @@ async def make_models(
 
 def _load_script(script: str, where: str) -> ScriptedModel:
     """Blocking: runs in a worker thread."""
-    from engine.models.scripted import ScriptedModel  # only when configured (module doc)
+    from agentrio.engine.models.scripted import ScriptedModel  # only when configured (module doc)
 
     path = Path(script).expanduser()
     if not path.is_file():

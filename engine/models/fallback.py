@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import attrs
 import trio
 
-from engine.models.base import (
+from agentrio.engine.models.base import (
     ContextLengthError,
     Message,
     Model,

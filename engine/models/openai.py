@@ -1,7 +1,7 @@
 """The ``openai`` provider: any OpenAI-compatible Chat Completions endpoint (R61).
 
 One ``POST {base_url}/chat/completions`` per try through the official ``openai`` SDK
-(engine.models.sdk: lazily imported, its retries replaced by ours, its errors mapped to
+(agentrio.engine.models.sdk: lazily imported, its retries replaced by ours, its errors mapped to
 `ModelError`). With ``stream`` on, text deltas go to ``on_text`` as they arrive, tool
 calls are gathered from their deltas by ``index`` (several in one reply: parallel
 calls), and the final usage chunk is asked for (``stream_options.include_usage``).
@@ -19,8 +19,8 @@ from typing import Any
 
 import attrs
 
-from engine.config import ModelConfig
-from engine.models.base import (
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,
@@ -28,7 +28,7 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.sdk import SdkModel, call_arguments, create_and_read, parse_tool_call
+from agentrio.engine.models.sdk import SdkModel, call_arguments, create_and_read, parse_tool_call
 
 __all__ = ["OpenAIModel", "resolve_api_key", "to_wire"]
 

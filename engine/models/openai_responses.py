@@ -1,7 +1,7 @@
 """The ``openai-responses`` provider: the OpenAI Responses API (R61, issue 31).
 
 One ``POST {base_url}/responses`` per try through the official ``openai`` SDK
-(engine.models.sdk). Requests are stateless (``store: false``): the whole conversation
+(agentrio.engine.models.sdk). Requests are stateless (``store: false``): the whole conversation
 is sent each time, as with the other dialects, so a daemon restart or a fallback loses
 nothing a provider kept. Reasoning models think in ``reasoning`` items that must go
 back, with their ``encrypted_content`` (asked for through ``include``), on the next
@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from engine.models.base import (
+from agentrio.engine.models.base import (
     ContextLengthError,
     Message,
     ModelError,
@@ -33,8 +33,8 @@ from engine.models.base import (
     ToolSpec,
     Usage,
 )
-from engine.models.openai import OpenAIModel
-from engine.models.sdk import call_arguments, create_and_read, is_context_length, parse_tool_call
+from agentrio.engine.models.openai import OpenAIModel
+from agentrio.engine.models.sdk import call_arguments, create_and_read, is_context_length, parse_tool_call
 
 __all__ = ["DIALECT", "ResponsesModel", "to_input"]
 

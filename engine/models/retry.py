@@ -27,7 +27,7 @@ from typing import Final, TypeVar
 import attrs
 import trio
 
-from engine.models.base import ModelError, Retrying, RetrySink
+from agentrio.engine.models.base import ModelError, Retrying, RetrySink
 
 __all__ = [
     "RetryPolicy",

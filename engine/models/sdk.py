@@ -7,7 +7,7 @@ call closes its connection. Both are imported the first time a call is made, in 
 worker thread: together they cost about 1.5 s of imports (and the client's TLS
 context some more), which neither the daemon's cold start (bench B7) nor the Trio
 thread should pay. Both SDKs' own retries are off (``max_retries=0``): retries are
-ours (`engine.models.retry`), so each one is reported and a cancel during the wait
+ours (`agentrio.engine.models.retry`), so each one is reported and a cancel during the wait
 lands at once.
 
 Both SDKs are generated from one template and raise the same family of exceptions;
@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import trio
 
-from engine.models.base import (
+from agentrio.engine.models.base import (
     ContextLengthError,
     Message,
     ModelError,
@@ -51,7 +51,7 @@ from engine.models.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from engine.models.retry import RetryPolicy, Transient, call_with_retries, parse_retry_after
+from agentrio.engine.models.retry import RetryPolicy, Transient, call_with_retries, parse_retry_after
 
 __all__ = [
     "MAX_DETAIL",
@@ -299,7 +299,7 @@ def is_context_length(status: int, detail: str, body: dict[str, Any]) -> bool:
 
 def parse_tool_call(call_id: str, name: str, arguments: object, *, index: int) -> ToolCallRequest:
     """One tool call from the wire, never raising: arguments that are not a JSON object
-    (or a call without a name) give a call with ``args_error`` set (engine.models.base).
+    (or a call without a name) give a call with ``args_error`` set (agentrio.engine.models.base).
     An empty string counts as ``{}``, as several servers send for argument-less tools;
     a missing id becomes ``call_<index>``."""
     ident = call_id or f"call_{index}"

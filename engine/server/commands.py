@@ -1,6 +1,6 @@
 """The daemon's one command layer: what each request does, whichever transport carried it.
 
-HTTP routes (`engine.server.app`) and WebSocket frames (`engine.server.ws`) used to
+HTTP routes (`agentrio.engine.server.app`) and WebSocket frames (`agentrio.engine.server.ws`) used to
 each hold their own copy of the commands, and the copies drifted apart (a cancel of a
 task not running here was a stale cancel over HTTP and ``not_found`` over WS). Now a
 transport only **decodes** its input into protocol objects, **authorizes** the caller
@@ -10,7 +10,7 @@ here, so the same request gets the same outcome and the same error on both.
 
 Every method takes decoded protocol objects (a frame, a body, ids from a path),
 validates the ids it is given, and returns a protocol result object, or raises one of
-`engine.errors` — each with one error code, which the transports report as they
+`agentrio.engine.errors` — each with one error code, which the transports report as they
 report any error (HTTP status + body, or an ``error`` frame).
 
 | command | HTTP | WebSocket | result |
@@ -39,14 +39,14 @@ import re
 from collections.abc import Callable, Collection
 from typing import Final
 
-from engine.causes import Cause
-from engine.core import Engine
-from engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
-from engine.ids import check_session_id, check_task_hash
-from engine.pending import AskReply, Entry, Listener
-from engine.runs import RunOrigin, TaskRun
-from engine.server.cluster import Cluster
-from protocol.frames import (
+from agentrio.engine.causes import Cause
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
+from agentrio.engine.ids import check_session_id, check_task_hash
+from agentrio.engine.pending import AskReply, Entry, Listener
+from agentrio.engine.runs import RunOrigin, TaskRun
+from agentrio.engine.server.cluster import Cluster
+from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
     ForgetAllowed,
@@ -59,7 +59,7 @@ from protocol.frames import (
     SetModel,
     Steer,
 )
-from protocol.http import (
+from agentrio.protocol.http import (
     AllowedRules,
     CancelResult,
     HistoryList,
@@ -303,7 +303,7 @@ class Commands:
     def model(self, frame: SetModel) -> SessionModel:
         """The session's model after choosing ``frame.name`` (none: just report it);
         `BadRequest` naming the choices for a name that is no model (issue 31)."""
-        from engine.models.catalog import DEFAULT, ModelCatalog
+        from agentrio.engine.models.catalog import DEFAULT, ModelCatalog
 
         session_id = check_session_id(frame.session_id)
         model = self.engine.services.model

@@ -1,5 +1,5 @@
 """What a ``/v1/ws`` connection answers, kept apart from the socket handling in
-`engine.server.ws`: the frames of command results, asks and password checks, and the
+`agentrio.engine.server.ws`: the frames of command results, asks and password checks, and the
 ``ref`` of an error.
 
 The frames a connection needs no state of its own to answer — ``cancel`` (its id is
@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from engine.server.ask_frames import ask_frame, verify_frame
-from engine.server.commands import Commands
-from protocol.frames import (
+from agentrio.engine.server.ask_frames import ask_frame, verify_frame
+from agentrio.engine.server.commands import Commands
+from agentrio.protocol.frames import (
     AllowedList,
     BackgroundCancel,
     Cancel,

@@ -4,7 +4,7 @@ The model gives several objectives at once; each gets a sub-agent -- a small age
 loop (model call, tool calls, results) with its own conversation -- and they all run
 concurrently in a nursery opened *inside this tool call*, so inside the calling task's
 cancel scope. That placement is the whole cancel story: a cancel, pause or abort of the
-parent (`engine.nursery_tasks.TaskHandle.cancel`, with its `Cause`) cancels every
+parent (`agentrio.engine.nursery_tasks.TaskHandle.cancel`, with its `Cause`) cancels every
 sub-agent at once, and the parent's exit path reads that one cause. Nothing here keeps
 a handle or cancels a scope of its own.
 
@@ -15,7 +15,7 @@ A sub-agent works through a `ToolContext` derived from the parent's:
   inside the parent's scope, they are withdrawn the moment the parent is cancelled
   (R3);
 * ``parent_task`` set, which gives it a deliver target
-  (`engine.tools.base.ToolContext.deliver_to`): its result goes to the parent, so it
+  (`agentrio.engine.tools.base.ToolContext.deliver_to`): its result goes to the parent, so it
   gets no background tools and no ``subagents`` (R20) -- and the toolbox it is given
   holds neither anyway;
 * ``subagent``, its label (``sub-agent N/M: <objective>``), carried by its asks and
@@ -43,7 +43,7 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
-from engine.messages import (
+from agentrio.engine.messages import (
     SUBAGENT_CANNOT_PARK,
     SUBAGENTS_RESULT_HEADER,
     SUBAGENTS_TOOL,
@@ -51,10 +51,10 @@ from engine.messages import (
     subagent_section,
     subagent_system_prompt,
 )
-from engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
-from engine.models.catalog import session_model
-from engine.snapshot import clamp
-from engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
+from agentrio.engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
+from agentrio.engine.models.catalog import session_model
+from agentrio.engine.snapshot import clamp
+from agentrio.engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
 
 __all__ = ["MAX_SUBAGENTS", "SubagentResult", "SubagentTools", "SubagentsTool"]
 
@@ -69,7 +69,7 @@ _CALL_LINE_CHARS: Final = 160
 
 
 class SubagentTools(Protocol):
-    """The tools a sub-agent may call (`engine.runs.Toolbox` is one): offered by
+    """The tools a sub-agent may call (`agentrio.engine.runs.Toolbox` is one): offered by
     availability, executed in one place."""
 
     def available(self, ctx: ToolContext) -> list[Tool]: ...

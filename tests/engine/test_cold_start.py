@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 _START_PATH = """
 import json, sys
 import trio
-import engine.cli, engine.server.lifecycle, engine.server.sse, engine.server.ws
-from engine.config import ModelConfig
-from engine.models.factory import close_model, make_model
+import agentrio.engine.cli, agentrio.engine.server.lifecycle, agentrio.engine.server.sse, agentrio.engine.server.ws
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.models.factory import close_model, make_model
 
 PROVIDER = "builtin"
 
@@ -57,9 +57,9 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
     nor the client transport's trio-websocket (the daemon serves WebSockets with
     hypercorn), nor coredis (~0.2 s of imports, needed only on the Redis store)."""
     watched = (
-        "engine.models.builtin",
-        "engine.models.openai",
-        "engine.models.scripted",
+        "agentrio.engine.models.builtin",
+        "agentrio.engine.models.openai",
+        "agentrio.engine.models.scripted",
         "openai",
         "anthropic",
         "httpx",
@@ -73,7 +73,7 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
     )
     assert _run_start_path(*watched) == {
         "model": "BuiltinModel",
-        "loaded": ["engine.models.builtin"],
+        "loaded": ["agentrio.engine.models.builtin"],
     }
 
 
@@ -82,8 +82,8 @@ def test_an_sdk_provider_imports_its_sdk_only_at_the_first_call() -> None:
     daemon does at start) imports its small module but neither SDK (~1-3 s of
     imports): that waits for the first call, in a worker thread."""
     for provider, module, cls in [
-        ("openai-responses", "engine.models.openai_responses", "ResponsesModel"),
-        ("anthropic", "engine.models.anthropic_messages", "AnthropicModel"),
+        ("openai-responses", "agentrio.engine.models.openai_responses", "ResponsesModel"),
+        ("anthropic", "agentrio.engine.models.anthropic_messages", "AnthropicModel"),
     ]:
         script = _START_PATH.replace('PROVIDER = "builtin"', f"PROVIDER = {provider!r}")
         done = subprocess.run(

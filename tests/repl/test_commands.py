@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from protocol.frames import BackgroundCancel, Cancel, Reply
-from repl.commands import (
+from agentrio.protocol.frames import BackgroundCancel, Cancel, Reply
+from agentrio.repl.commands import (
     COMMANDS,
     CancelChoice,
     ConfirmChoice,
@@ -110,8 +110,8 @@ def test_help_lists_every_command() -> None:
 def test_help_lists_the_builtin_models_verbs() -> None:
     """R61, issue 19: /help has a section on the built-in model's verbs when the model is
     the built-in one, and it names every verb the model's own help reply names."""
-    from engine.models.builtin import HELP_TEXT
-    from repl.commands import BUILTIN_VERBS, verbs_text
+    from agentrio.engine.models.builtin import HELP_TEXT
+    from agentrio.repl.commands import BUILTIN_VERBS, verbs_text
     from tests.repl.helpers import connected_state
 
     text = verbs_text()

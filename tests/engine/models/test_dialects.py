@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import trio
 
-from engine.config import ModelConfig
-from engine.models.base import ContextLengthError, Message, ProviderItem, ToolSpec
-from engine.models.factory import close_model, make_model
-from engine.models.openai_responses import to_input
-from engine.models.sdk import SdkModel
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.models.base import ContextLengthError, Message, ProviderItem, ToolSpec
+from agentrio.engine.models.factory import close_model, make_model
+from agentrio.engine.models.openai_responses import to_input
+from agentrio.engine.models.sdk import SdkModel
 from tests.aimock import Aimock, start_aimock
 
 SPEC = ToolSpec(

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from engine.config import Config, ModelConfig, load_config
-from engine.errors import ConfigError
-from engine.models.base import ContextLengthError, Message, ModelError, ModelReply, Retrying
-from engine.models.catalog import ModelCatalog, session_model
-from engine.models.factory import close_model, make_models
-from engine.models.fallback import FallbackModel
-from engine.models.scripted import ScriptedModel
+from agentrio.engine.config import Config, ModelConfig, load_config
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import ContextLengthError, Message, ModelError, ModelReply, Retrying
+from agentrio.engine.models.catalog import ModelCatalog, session_model
+from agentrio.engine.models.factory import close_model, make_models
+from agentrio.engine.models.fallback import FallbackModel
+from agentrio.engine.models.scripted import ScriptedModel
 
 USER = [Message(role="user", content="go")]
 

@@ -24,12 +24,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from engine.config import ModelConfig
-from engine.errors import ConfigError
-from engine.models.base import ContextLengthError, Message, ModelError, Retrying
-from engine.models.factory import close_model, make_model
-from engine.models.openai import resolve_api_key
-from engine.models.sdk import SdkModel
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.errors import ConfigError
+from agentrio.engine.models.base import ContextLengthError, Message, ModelError, Retrying
+from agentrio.engine.models.factory import close_model, make_model
+from agentrio.engine.models.openai import resolve_api_key
+from agentrio.engine.models.sdk import SdkModel
 
 PROVIDERS = ["openai", "openai-responses", "anthropic"]
 Answer = Callable[[dict[str, Any]], Response]
