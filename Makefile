@@ -50,16 +50,25 @@ sysdeps:
 	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; }
+
+# aimock, the mock LLM server the model tests and B13 talk to (tests/aimock.py),
+# pinned by package-lock.json into ./node_modules.
+AIMOCK := node_modules/@copilotkit/aimock/dist/cli.js
+
+$(AIMOCK): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(AIMOCK)
 
 # The suite runs in parallel processes (pytest-xdist): most of its time is spent waiting
 # on real daemons, bots, tmux and chromium, so even two cores run four workers well.
 # Every test owns its home, ports, tmux socket and browser profile.
 PYTEST_WORKERS ?= 4
 
-# AGENTRIO_REQUIRE_REDIS: sysdeps installed redis-server, so a Redis test fails here
-# rather than skip (outside make, a machine without it skips them with the reason).
-unit: $(STAMP) sysdeps
-	AGENTRIO_REQUIRE_REDIS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
+# AGENTRIO_REQUIRE_REDIS / _AIMOCK: sysdeps installed redis-server and node, and
+# $(AIMOCK) aimock, so such a test fails here rather than skip (outside make, a machine without it skips them with the reason).
+unit: $(STAMP) sysdeps $(AIMOCK)
+	AGENTRIO_REQUIRE_REDIS=1 AGENTRIO_REQUIRE_AIMOCK=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
 test: lint typecheck unit
 
@@ -79,7 +88,7 @@ $(BENCH_STAMP): pyproject.toml
 	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[test,bench]'
 	touch $(BENCH_STAMP)
 
-bench: $(BENCH_STAMP) sysdeps
+bench: $(BENCH_STAMP) sysdeps $(AIMOCK)
 	$(BENCH_VENV)/bin/python -m bench.run_all
 
 # B9's growth table at 1k / 10k / 100k tasks (about 8 minutes on 2 cores); it prints
@@ -88,4 +97,4 @@ bench-scale: $(BENCH_STAMP) sysdeps
 	$(BENCH_VENV)/bin/python -m bench.b9_scale_growth --scale
 
 clean:
-	rm -rf $(VENV) $(BENCH_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(BENCH_VENV) node_modules .pytest_cache .mypy_cache .ruff_cache .hypothesis

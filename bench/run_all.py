@@ -41,6 +41,7 @@ BENCHES = [
     ("B11", "bench.b11_redis_daemons"),
     ("B12", "bench.b12_frontends"),
     ("B15", "bench.b15_hello"),
+    ("B13", "bench.b13_model_turn"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"

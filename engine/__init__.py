@@ -69,5 +69,7 @@ PUBLIC_MODULES: Final = frozenset(
         "agentrio.engine.server",
         # Running commands in process groups, the sandbox, orphans (R48, R75).
         "agentrio.engine.processes",
+        # The model protocol and building a configured model (bench/b13_model_turn.py).
+        "agentrio.engine.models",
     }
 )

@@ -82,7 +82,6 @@ async def open_engine(
 
     home = config.home_path
     await trio.to_thread.run_sync(make_home, home)
-    own_model = model is None
     own_decision = decision_model is None and config.decision_model is not None
     async with AsyncExitStack() as stack:
         if store is None:
@@ -94,7 +93,6 @@ async def open_engine(
             verifier=verifier,
             clock=clock,
             decision_model=decision_model,
-            own_model=own_model,
             own_decision=own_decision,
         ) as engine:
             yield engine
@@ -109,11 +107,10 @@ async def _engine_with(
     verifier: PasswordVerifier | None,
     clock: Callable[[], float],
     decision_model: Model | None,
-    own_model: bool,
     own_decision: bool,
 ) -> AsyncIterator[Engine]:
     """`open_engine` once its store is open: the models, the services, the nursery."""
-    from agentrio.engine.models.factory import close_model, make_model
+    from agentrio.engine.models.factory import close_model, make_model, make_models
     from agentrio.engine.processes.sandbox import Sandbox
 
     the_store = store
@@ -121,9 +118,15 @@ async def _engine_with(
     async def get_secret(name: str) -> str | None:
         return await the_store.get_secret("", name)
 
+    built: list[Model] = []
     try:
         if model is None:
-            model = await make_model(config.model, get_secret=get_secret)
+            # The [models.NAME] tables too: built (and checked) now, so a mistake in
+            # one stops the daemon at start; the default's fallback chain uses them.
+            from agentrio.engine.models.catalog import ModelCatalog
+
+            default, named, built = await make_models(config, get_secret=get_secret)
+            model = ModelCatalog(default, named)
         if own_decision and config.decision_model is not None:
             decision_model = await make_model(config.decision_model, get_secret=get_secret)
         services = Services(
@@ -146,7 +149,7 @@ async def _engine_with(
                     await engine.shutdown()
     finally:
         with trio.CancelScope(shield=True):
-            if own_model and model is not None:
-                await close_model(model)
+            for owned in built:
+                await close_model(owned)
             if own_decision and decision_model is not None:
                 await close_model(decision_model)

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import attrs
 import cattrs
 import tomli_w
+from cattrs.gen import make_mapping_structure_fn
 from cattrs.preconf.tomllib import make_converter
 
 from agentrio.engine.credential_stores import DEFAULT_HIDE
@@ -88,18 +89,41 @@ class ServerConfig:
 
 @attrs.frozen(kw_only=True)
 class ModelConfig:
-    #: ``builtin`` (offline), ``openai`` (any chat-completions endpoint) or ``scripted``.
-    provider: Literal["builtin", "openai", "scripted"] = "builtin"
+    """One model: ``[model]`` (the default) or a named ``[models.NAME]`` table
+    (docs/configuration.md, docs/providers.md)."""
+
+    #: ``builtin`` (offline), ``openai`` (Chat Completions), ``openai-responses``
+    #: (the Responses API), ``anthropic`` (Messages) or ``scripted``.
+    provider: Literal["builtin", "openai", "openai-responses", "anthropic", "scripted"] = "builtin"
     base_url: str = "http://127.0.0.1:11434/v1"
     name: str = ""
-    #: Environment variable holding the API key (``openai``).
-    api_key_env: str = "OPENAI_API_KEY"
+    #: Environment variable holding the API key; empty: ``OPENAI_API_KEY``, or
+    #: ``ANTHROPIC_API_KEY`` for ``anthropic``.
+    api_key_env: str = ""
     #: Name of a stored secret holding the API key, used when the variable is unset.
     api_key_secret: str = ""
     timeout_s: float = 120.0
     stream: bool = True
     #: TOML file of turns for the ``scripted`` provider.
     script: str = ""
+    #: Longest reply in tokens; 0: the provider's default (8192 for ``anthropic``,
+    #: which requires a value).
+    max_output_tokens: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    #: ``openai`` / ``openai-responses``: reasoning effort (``low``, ``medium``,
+    #: ``high``); empty: not sent.
+    reasoning_effort: str = ""
+    #: ``anthropic``: extended thinking's token budget; 0: thinking off.
+    thinking_tokens: int = attrs.field(default=0, validator=attrs.validators.ge(0))
+    #: Tries of one call in all (429, 5xx, connection errors, timeouts are retried).
+    retries: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    #: First back-off between tries, doubling up to ``retry_max_s``.
+    retry_base_s: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
+    retry_max_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
+    #: The longest ``Retry-After`` waited for; a longer one fails the call at once.
+    max_retry_after_s: float = attrs.field(default=120.0, validator=attrs.validators.ge(0))
+    #: Names of ``[models.NAME]`` tried in order when this model still fails after
+    #: its retries (never for a context-length refusal).
+    fallback: list[str] = attrs.field(factory=list)
 
 
 @attrs.frozen(kw_only=True)
@@ -278,6 +302,9 @@ class StoreConfig:
 class Config:
     server: ServerConfig = attrs.field(factory=ServerConfig)
     model: ModelConfig = attrs.field(factory=ModelConfig)
+    #: Named models (``[models.NAME]``): chosen per session with ``/model NAME``, or
+    #: tried as another model's ``fallback``.
+    models: dict[str, ModelConfig] = attrs.field(factory=dict)
     #: Optional model that checks watcher hits (R29); provider ``""`` means none.
     decision_model: ModelConfig | None = None
     tools: ToolsConfig = attrs.field(factory=ToolsConfig)
@@ -300,6 +327,11 @@ class Config:
 
 _converter = make_converter(forbid_extra_keys=True)
 install_strict_hooks(_converter)
+# The strict hooks keep a table's values as they are; [models.NAME] tables are models.
+_converter.register_structure_hook_func(
+    lambda t: t == dict[str, ModelConfig],
+    make_mapping_structure_fn(dict[str, ModelConfig], _converter),
+)
 
 
 def default_home() -> Path:
@@ -331,6 +363,7 @@ def load_config(home: Path | None = None) -> Config:
         raise ConfigError(_describe(path, text, exc)) from None
     for key, problem, near in _problems(config):
         raise ConfigError(_where(path, text, key, problem, near=near))
+    _check_models(config, path, text)
     return attrs.evolve(config, home=str(home))
 
 
@@ -363,9 +396,9 @@ def model_problem(model: ModelConfig) -> tuple[str, str] | None:
     checks the same for a `ModelConfig` made in code."""
     if model.provider == "scripted" and not model.script.strip():
         return "script", 'required with provider = "scripted" (a TOML file of turns)'
-    if model.provider == "openai":
+    if model.provider in ("openai", "openai-responses", "anthropic"):
         if not model.name.strip():
-            return "name", 'required with provider = "openai" (the model to call)'
+            return "name", f"required with provider = {model.provider!r} (the model to call)"
         if not model.base_url.startswith(("http://", "https://")):
             return "base_url", f"expected an http(s) URL, got {model.base_url!r}"
         if model.timeout_s <= 0:
@@ -403,6 +436,24 @@ def _store_problems(store: StoreConfig) -> list[tuple[str, str]]:
     if not store.prefix:
         found.append(("prefix", "must not be empty"))
     return found
+
+
+def _check_models(config: Config, path: Path, text: str) -> None:
+    """Every ``fallback`` names a ``[models.NAME]`` table, and no model falls back to
+    itself; one ``file:line: key:`` line."""
+    tables = {"model": config.model, **{f"models.{n}": m for n, m in config.models.items()}}
+    for where, model in tables.items():
+        for name in model.fallback:
+            problem = ""
+            if name not in config.models:
+                known = ", ".join(sorted(config.models)) or "none are defined"
+                problem = f"{name!r} is not a [models.NAME] table ({known})"
+            elif where == f"models.{name}":
+                problem = f"{name!r} cannot fall back to itself"
+            if problem:
+                line = _line_of(text, f"{where}.fallback")
+                at = f"{path}:{line}" if line else str(path)
+                raise ConfigError(f"{at}: {where}.fallback: {problem}")
 
 
 def save_config(config: Config, home: Path | None = None) -> Path:

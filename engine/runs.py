@@ -37,6 +37,7 @@ from agentrio.engine.causes import Cause
 from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
 from agentrio.engine.messages import CANCELED_REPLY, resume_message, resume_said
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest
+from agentrio.engine.models.catalog import session_model
 from agentrio.engine.nursery_tasks import TaskHandle, cancel_scope
 from agentrio.engine.pending import AskRequest
 from agentrio.engine.sessions import Session
@@ -331,16 +332,14 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
             streamed.append(delta)
             run.emit(ev.Text, text=delta)
 
-        reply = await services.model.complete(
+        reply = await session_model(services.model, run.session_id).complete(
             run.messages, [tool.spec() for tool in tools], on_text=on_text
         )
         if reply.text and not streamed:
             run.emit(ev.Text, text=reply.text)
         if reply.reasoning:
             run.reasoning = reply.reasoning
-        run.messages.append(
-            Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
-        )
+        run.messages.append(reply.to_message())  # provider items ride along (base.py)
         if reply.text:
             run.record.append(f"assistant: {reply.text}")
         if not reply.tool_calls:
@@ -428,7 +427,7 @@ def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **ext
         state=state,
         objective=run.objective,
         origin=run.session.origin,
-        model=run.services.model.name,
+        model=session_model(run.services.model, run.session_id).name,
         created_at=run.created_at or now,
         updated_at=now,
         snapshot=extra.pop("snapshot", None),
@@ -567,7 +566,7 @@ async def _end_in_history(
         task_hash=run.task_hash,
         end_at=run.services.clock(),
         objective=run.objective,
-        model=run.services.model.name,
+        model=session_model(run.services.model, run.session_id).name,
         reasoning=run.reasoning,
         status=status,
         content=content,

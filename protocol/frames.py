@@ -50,6 +50,8 @@ __all__ = [
     "ListLegs",
     "ListPending",
     "Listen",
+    "ModelChoice",
+    "ModelInfo",
     "Ok",
     "PendingFrame",
     "PendingList",
@@ -58,6 +60,7 @@ __all__ = [
     "Reply",
     "Run",
     "ServerFrame",
+    "SetModel",
     "Steer",
     "Subscribe",
     "Verify",
@@ -239,6 +242,18 @@ class ForgetAllowed:
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
+@attrs.frozen(kw_only=True)
+class SetModel:
+    """Choose the model of the session's next tasks (``name``: ``default`` or a
+    ``[models.NAME]`` table), or with ``name`` empty just ask which it is; answered by
+    ``model``. An unknown name gets an ``error`` frame ``bad_request``."""
+
+    TYPE: ClassVar[str] = "set_model"
+    session_id: str
+    name: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
 ClientFrame = (
     Hello
     | Prove
@@ -254,6 +269,7 @@ ClientFrame = (
     | ListLegs
     | ListAllowed
     | ForgetAllowed
+    | SetModel
 )
 
 # ---------------------------------------------------------------- daemon → client
@@ -429,6 +445,28 @@ class AllowedList:
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
+@attrs.frozen(kw_only=True)
+class ModelChoice:
+    """A model a session may choose: its ``name`` (``default`` for ``[model]``, else a
+    ``[models.NAME]`` table) and the model it names."""
+
+    name: str
+    model: str
+
+
+@attrs.frozen(kw_only=True)
+class ModelInfo:
+    """The session's model: ``name`` chosen (``default`` or a table), ``model`` what
+    it names, and every choice (answers ``set_model``)."""
+
+    TYPE: ClassVar[str] = "model"
+    session_id: str
+    name: str
+    model: str
+    choices: list[ModelChoice]
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
 ServerFrame = (
     Welcome
     | Challenge
@@ -443,6 +481,7 @@ ServerFrame = (
     | PendingList
     | LegList
     | AllowedList
+    | ModelInfo
 )
 
 CLIENT_FRAME_TYPES: tuple[type[Any], ...] = ClientFrame.__args__

@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 import attrs
 
 from agentrio.protocol.events import Question
-from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo, ReplyAction
+from agentrio.protocol.frames import AllowedRule, LegInfo, ModelChoice, PendingTaskInfo, ReplyAction
 
 __all__ = [
     "BODY_TYPES",
@@ -22,6 +22,7 @@ __all__ = [
     "HistoryRecord",
     "LegCancelResult",
     "Legs",
+    "ModelRequest",
     "PendingTasks",
     "Questions",
     "ResumeAccepted",
@@ -30,6 +31,7 @@ __all__ = [
     "SendRequest",
     "SendStarted",
     "SendSteered",
+    "SessionModel",
     "ShutdownAccepted",
     "ShutdownRequest",
     "StoreInfo",
@@ -143,6 +145,24 @@ class AllowedRules:
 
 
 @attrs.frozen(kw_only=True)
+class ModelRequest:
+    """``PUT /v1/session/{id}/model``: use the model ``name`` for the session's next
+    tasks (``default``: back to ``[model]``)."""
+
+    name: str
+
+
+@attrs.frozen(kw_only=True)
+class SessionModel:
+    """``GET``/``PUT /v1/session/{id}/model``: the session's model (``name`` chosen,
+    ``model`` what it names) and every choice."""
+
+    name: str
+    model: str
+    choices: list[ModelChoice]
+
+
+@attrs.frozen(kw_only=True)
 class SandboxInfo:
     """Whether commands nobody was asked about can run (R75): ``active`` False means
     every command asks; ``detail`` says why, or which bubblewrap serves."""
@@ -209,6 +229,8 @@ class ErrorBody:
 
 
 BODY_TYPES: tuple[type[Any], ...] = (
+    ModelRequest,
+    SessionModel,
     SendRequest,
     SendStarted,
     SendSteered,

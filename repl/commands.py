@@ -55,6 +55,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/legs", "list the session's background legs"),
     ("/allowed", "commands you chose Always allow for; /allowed forget N (or all) removes"),
     ("/history", "recent finished tasks; /history WORD filters by keyword"),
+    ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
     ("/help", "show this help"),
@@ -148,6 +149,14 @@ class History:
 
 
 @attrs.frozen
+class ModelCmd:
+    """``/model``: show the session's model; ``/model NAME``: choose ``[models.NAME]``
+    (``default``: back to ``[model]``) for the session's next tasks (issue 31)."""
+
+    name: str = ""
+
+
+@attrs.frozen
 class SessionInfo:
     pass
 
@@ -184,6 +193,7 @@ Command = (
     | AllowedCmd
     | ForgetAllowedCmd
     | History
+    | ModelCmd
     | SessionInfo
     | NewSession
     | Help
@@ -239,6 +249,10 @@ def parse_line(line: str) -> Command:
             return Quit()
         case "/history":
             return History(rest.strip())
+        case "/model":
+            if len(args) > 1:
+                return Unknown("usage: /model [NAME]")
+            return ModelCmd(args[0] if args else "")
     return Unknown(f"unknown command {name} (type /help; start with // to send a slash)")
 
 

@@ -26,10 +26,12 @@ from agentrio.protocol.frames import (
     LegInfo,
     LegList,
     ListLegs,
+    ModelInfo,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
     Run,
+    SetModel,
     Steer,
     Verify,
     Welcome,
@@ -48,6 +50,7 @@ from agentrio.repl.commands import (
     Input,
     Legs,
     ListPendingCmd,
+    ModelCmd,
     NewSession,
     Quit,
     ResumePending,
@@ -206,6 +209,8 @@ class ReplState:
                 self.lists.forget_allowed(ref)
             case History(keyword=keyword):
                 self.lists.ask_history(keyword)
+            case ModelCmd(name=name):
+                self.send(SetModel(session_id=self.session_id, name=name))
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "
@@ -399,6 +404,22 @@ class ReplState:
                 self.lists.leg_list(message)
             case AllowedList():
                 self.lists.allowed_list(message)
+            case ModelInfo():
+                self._model_info(message)
+
+    def _model_info(self, frame: ModelInfo) -> None:
+        """The answer to ``/model``: the toolbar names the chosen model, the transcript
+        lists the choices, the chosen one marked."""
+        if frame.session_id != self.session_id:
+            return
+        self.model = frame.model if frame.name == "default" else f"{frame.name}: {frame.model}"
+        lines = [f"model {self.model} for this session's next tasks; the choices:"]
+        for choice in frame.choices:
+            mark = "●" if choice.name == frame.name else " "
+            lines.append(f"  {mark} {choice.name}  {choice.model}")
+        if len(frame.choices) == 1:
+            lines.append("  (add [models.NAME] tables to config.toml for more)")
+        self.write("\n".join(lines), "class:dim")
 
     def _connected(self, message: Connected) -> None:
         self.connection = "connected"

@@ -2,6 +2,21 @@
 
 Messages follow the chat-completions shape (system / user / assistant / tool) because
 every provider we ship can map to it; tool arguments are already-parsed dicts.
+
+Two additions carry what the chat shape has no room for (issue 31):
+
+- **Malformed tool calls** are not errors. A call whose arguments are not a JSON
+  object (or that names no tool) comes back as a `ToolCallRequest` with ``args = {}``,
+  ``args_error`` saying what is wrong and ``raw_args`` holding the text the model sent;
+  the loop answers it with a tool result carrying ``args_error`` so the model can try
+  again. A dialect never raises for one.
+- **Provider items** (`ProviderItem`) are parts of an assistant turn that must go back
+  to the same provider verbatim on the next call: Anthropic ``thinking`` /
+  ``redacted_thinking`` blocks with their signatures, OpenAI Responses ``reasoning``
+  items with their ``encrypted_content``. A reply carries them in
+  `ModelReply.provider_items`; `ModelReply.to_message` puts them on the assistant
+  `Message`, and each dialect sends back only the items tagged with its own dialect
+  (after a fallback to another provider they are dropped, which that provider accepts).
 """
 
 from __future__ import annotations
@@ -18,6 +33,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelReply",
+    "ProviderItem",
     "RetrySink",
     "Retrying",
     "TextSink",
@@ -37,6 +53,25 @@ class ToolCallRequest:
     id: str
     name: str
     args: dict[str, Any]
+    #: Non-empty when the call is malformed (arguments not a JSON object, no tool
+    #: name): what is wrong, in words the model can act on. ``args`` is then ``{}``.
+    args_error: str = ""
+    #: The arguments exactly as the model sent them, kept for a malformed call.
+    raw_args: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class ProviderItem:
+    """One opaque piece of an assistant turn a provider needs back verbatim.
+
+    ``dialect`` names the wire format it belongs to (``anthropic``,
+    ``openai-responses``); ``data`` is the provider's own JSON for it (a thinking block
+    with its signature, a reasoning item with its encrypted content). Never shown to
+    people and never edited.
+    """
+
+    dialect: str
+    data: dict[str, Any]
 
 
 @attrs.frozen(kw_only=True)
@@ -47,6 +82,8 @@ class Message:
     #: For ``tool`` messages: the call this is the result of, and the tool's name.
     tool_call_id: str = ""
     name: str = ""
+    #: For ``assistant`` messages: items the provider must get back (module docstring).
+    provider_items: tuple[ProviderItem, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -76,6 +113,22 @@ class ModelReply:
     reasoning: str = ""
     #: What the call cost, when the provider says (the built-in model reports none).
     usage: Usage | None = None
+    #: Why the model stopped, in the provider's words (``stop``, ``end_turn``,
+    #: ``tool_use``, ``max_tokens``, ``length``, …); empty when not reported.
+    stop_reason: str = ""
+    #: Items to send back with this turn on the next call (module docstring).
+    provider_items: tuple[ProviderItem, ...] = ()
+    #: The model that answered, when a fallback list chose another than the first.
+    model: str = ""
+
+    def to_message(self) -> Message:
+        """This reply as the assistant message of the conversation."""
+        return Message(
+            role="assistant",
+            content=self.text,
+            tool_calls=list(self.tool_calls),
+            provider_items=self.provider_items,
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -1,139 +1,85 @@
-"""The openai provider: any OpenAI-compatible chat-completions endpoint (R61).
+"""The ``openai`` provider: any OpenAI-compatible Chat Completions endpoint (R61).
 
-One ``POST {base_url}/chat/completions`` per call over an ``httpx.AsyncClient`` (httpx
-runs natively on Trio, so every await is a cancellation point and cancelling a call
-closes its connection). With ``stream`` on, the request asks for server-sent events and
-text deltas go to ``on_text`` as they arrive; a server that answers a streaming request
-with plain JSON is read as a non-streaming reply.
-
-Failures end the task with the provider's words (R62), always as `ModelError`:
-
-- HTTP status >= 400: ``model provider returned HTTP 500: <error.message or body>``
-  (at most 500 characters of the provider's text);
-- no data for ``timeout_s`` seconds (connecting, sending, or waiting for the next bytes;
-  a steadily streaming reply may take longer in total):
-  ``model timed out after N s``;
-- connection and protocol errors: ``cannot reach the model at <base_url>: …`` /
-  ``model request failed: …``;
-- tool call arguments that are not a JSON object: ``malformed tool call <name>: …``.
-
-All httpx errors are translated in one place, `_map_errors`. The API key is sent only in
-the ``Authorization`` header and is scrubbed from every error message.
+One ``POST {base_url}/chat/completions`` per try through the official ``openai`` SDK
+(agentrio.engine.models.sdk: lazily imported, its retries replaced by ours, its errors mapped to
+`ModelError`). With ``stream`` on, text deltas go to ``on_text`` as they arrive, tool
+calls are gathered from their deltas by ``index`` (several in one reply: parallel
+calls), and the final usage chunk is asked for (``stream_options.include_usage``).
+Reasoning deltas that OpenAI-compatible servers add (``reasoning_content`` from vLLM
+and DeepSeek, ``reasoning`` from Ollama and OpenRouter) are kept as the reply's
+reasoning; Chat Completions has nothing that must go back to the provider.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from types import TracebackType
-from typing import Any, Final
+from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
+from typing import Any
 
 import attrs
-import httpx
-import trio
 
 from agentrio.engine.config import ModelConfig
 from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,
-    RetrySink,
     TextSink,
-    ToolCallRequest,
     ToolSpec,
+    Usage,
 )
+from agentrio.engine.models.sdk import SdkModel, call_arguments, create_and_read, parse_tool_call
 
 __all__ = ["OpenAIModel", "resolve_api_key", "to_wire"]
 
-#: Longest time spent closing an abandoned stream (see `_unwind`).
-UNWIND_S: Final = 1.0
-#: Longest piece of a provider's error text kept in a `ModelError`.
-MAX_DETAIL: Final = 500
+#: The variable each provider's key is read from when ``api_key_env`` is empty.
+DEFAULT_KEY_ENV = {"openai": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY"}
 
 
 async def resolve_api_key(
     config: ModelConfig, get_secret: Callable[[str], Awaitable[str | None]] | None
 ) -> str | None:
-    """The API key for ``config``: the environment variable ``api_key_env`` when it is
-    set and non-empty, else the stored secret ``api_key_secret`` (when a secret store is
-    given), else ``None`` (local servers usually need no key)."""
-    if config.api_key_env:
-        value = os.environ.get(config.api_key_env, "")
-        if value:
-            return value
+    """The API key for ``config``: the environment variable ``api_key_env`` (by default
+    ``OPENAI_API_KEY``, or ``ANTHROPIC_API_KEY`` for ``anthropic``) when it is set and
+    non-empty, else the stored secret ``api_key_secret`` (when a secret store is given),
+    else ``None`` (local servers usually need no key)."""
+    default = "ANTHROPIC_API_KEY" if config.provider == "anthropic" else "OPENAI_API_KEY"
+    variable = config.api_key_env or default
+    value = os.environ.get(variable, "")
+    if value:
+        return value
     if config.api_key_secret and get_secret is not None:
         return (await get_secret(config.api_key_secret)) or None
     return None
 
 
-class OpenAIModel:
-    """A chat-completions client for one model at one endpoint.
+def openai_client(sdk: ModuleType, *, base_url: str, api_key: str, timeout_s: float) -> Any:
+    """An ``AsyncOpenAI`` client for one endpoint, its own retries off. Without a key
+    a placeholder is sent (local servers ignore it; the SDK insists on one, and must
+    not fall back to reading ``OPENAI_API_KEY`` itself)."""
+    return sdk.AsyncOpenAI(
+        api_key=api_key or "unused", base_url=base_url, timeout=timeout_s, max_retries=0
+    )
 
-    The client (and its connection pool) lives as long as the model; call `aclose`, or
-    use the model as an async context manager. ``transport`` replaces the network
-    (e.g. ``httpx.MockTransport``); by default httpx's own is used.
-    """
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        base_url: str,
-        api_key: str | None = None,
-        timeout_s: float = 120.0,
-        stream: bool = True,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self._name = name
-        self._base_url = base_url.rstrip("/")
-        self._url = f"{self._base_url}/chat/completions"
-        self._api_key = api_key or ""
-        self._timeout_s = timeout_s
-        self._stream = stream
-        headers = {"Accept": "text/event-stream" if stream else "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        self._client = httpx.AsyncClient(
-            headers=headers, timeout=httpx.Timeout(timeout_s), transport=transport
+class OpenAIModel(SdkModel):
+    """A Chat Completions client for one model at one endpoint (module docstring)."""
+
+    sdk_module = "openai"
+
+    def make_client(self, sdk: ModuleType) -> Any:
+        return openai_client(
+            sdk, base_url=self._base_url, api_key=self._api_key, timeout_s=self._timeout_s
         )
 
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def __repr__(self) -> str:
-        return f"OpenAIModel(name={self._name!r}, base_url={self._base_url!r})"
-
-    async def aclose(self) -> None:
-        """Close the connection pool; the model cannot be used afterwards."""
-        await self._client.aclose()
-
-    async def __aenter__(self) -> OpenAIModel:
-        return self
-
-    async def __aexit__(
+    async def attempt(
         self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def complete(
-        self,
+        client: Any,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
-        *,
-        on_text: TextSink | None = None,
-        on_retry: RetrySink | None = None,
+        on_text: TextSink | None,
     ) -> ModelReply:
-        body: dict[str, Any] = {
-            "model": self._name,
-            "messages": [to_wire(m) for m in messages],
-            "stream": self._stream,
-        }
+        body: dict[str, Any] = {"model": self._name, "messages": [to_wire(m) for m in messages]}
         if tools:
             body["tools"] = [
                 {
@@ -146,137 +92,48 @@ class OpenAIModel:
                 }
                 for t in tools
             ]
-        with self._map_errors():
-            async with self._client.stream("POST", self._url, json=body) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    detail = self._quote(_status_detail(response))
-                    status = f"model provider returned HTTP {response.status_code}"
-                    raise ModelError(f"{status}: {detail}" if detail else status)
-                content_type = response.headers.get("content-type", "")
-                if self._stream and content_type.startswith("text/event-stream"):
-                    lines = response.aiter_lines()
-                    try:
-                        reply = await self._read_stream(lines, on_text)
-                        await _drain(lines)
-                        return reply
-                    finally:
-                        await _unwind(response, lines)
-                await response.aread()
-                reply = self._parse_reply(response)
-        if on_text is not None and reply.text:
-            await on_text(reply.text)
-        return reply
-
-    @contextlib.contextmanager
-    def _map_errors(self) -> Iterator[None]:
-        """Translate every httpx error into `ModelError` (the one boundary, as httpcore's
-        ``map_exceptions``); cancellation and our own errors pass through untouched."""
-        try:
-            yield
-        except httpx.TimeoutException:
-            raise ModelError(f"model timed out after {self._timeout_s:g} s") from None
-        except httpx.ConnectError as exc:
-            message = f"cannot reach the model at {self._base_url}: {_describe(exc)}"
-            raise ModelError(self._redact(message)) from None
-        except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            raise ModelError(self._redact(f"model request failed: {_describe(exc)}")) from None
-
-    def _redact(self, text: str) -> str:
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-    def _quote(self, text: str) -> str:
-        """Provider text fit for a `ModelError`: the key scrubbed first (so a cut cannot
-        leave part of it), then at most `MAX_DETAIL` characters."""
-        text = self._redact(text.strip())
-        return text[:MAX_DETAIL] + "…" if len(text) > MAX_DETAIL else text
-
-    def _parse_reply(self, response: httpx.Response) -> ModelReply:
-        data = self._json(response.text, "response")
-        choices = data.get("choices")
-        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-            raise ModelError("model response has no choices")
-        message = choices[0].get("message")
-        if not isinstance(message, dict):
-            raise ModelError("model response has no message")
-        raw_calls = message.get("tool_calls") or []
-        if not isinstance(raw_calls, list):
-            raise ModelError("model response has malformed tool_calls")
-        calls = []
-        for index, raw in enumerate(raw_calls):
-            function = raw.get("function") if isinstance(raw, dict) else None
-            if not isinstance(function, dict):
-                raise ModelError(f"malformed tool call #{index}: no function")
-            calls.append(
-                _tool_call(index, raw.get("id"), function.get("name"), function.get("arguments"))
-            )
-        return ModelReply(
-            text=_text(message.get("content")),
-            tool_calls=calls,
-            reasoning=_text(message.get("reasoning_content") or message.get("reasoning")),
+        if self._max_output_tokens:
+            body["max_completion_tokens"] = self._max_output_tokens
+        if self._reasoning:
+            body["reasoning_effort"] = self._reasoning
+        return await create_and_read(
+            client.chat.completions.create,
+            body,
+            stream=self._stream,
+            parse=_parse_reply,
+            read=_read_stream,
+            on_text=on_text,
+            stream_options={"include_usage": True},
         )
 
-    async def _read_stream(self, lines: AsyncIterator[str], on_text: TextSink | None) -> ModelReply:
-        """Read ``data:`` lines until ``[DONE]`` (or the end of the body), gathering
-        content deltas and tool-call deltas by their ``index``."""
-        text: list[str] = []
-        reasoning: list[str] = []
-        partials: dict[int, _PartialCall] = {}
-        async for line in lines:
-            if not line.startswith("data:"):
-                continue  # blank separators, comments, "event:" lines
-            payload = line.removeprefix("data:").strip()
-            if payload == "[DONE]":
-                break
-            chunk = self._json(payload, "stream chunk")
-            choices = chunk.get("choices")
-            if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-                continue  # e.g. a final usage-only chunk
-            delta = choices[0].get("delta")
-            if not isinstance(delta, dict):
-                continue
-            thought = _text(delta.get("reasoning_content") or delta.get("reasoning"))
-            if thought:
-                reasoning.append(thought)
-            content = _text(delta.get("content"))
-            if content:
-                text.append(content)
-                if on_text is not None:
-                    await on_text(content)
-            raw_calls = delta.get("tool_calls") or []
-            if not isinstance(raw_calls, list):
-                raise ModelError("model stream has malformed tool_calls")
-            for position, raw in enumerate(raw_calls):
-                if not isinstance(raw, dict):
-                    raise ModelError(f"malformed tool call #{position}: not an object")
-                index = raw.get("index")
-                if not isinstance(index, int) or isinstance(index, bool):
-                    index = position  # servers that send one call per chunk may omit it
-                partial = partials.setdefault(index, _PartialCall())
-                partial.add(raw)
-        calls = [
-            _tool_call(index, p.id, p.name, p.arguments if p.pieces else p.object_args)
-            for index, p in sorted(partials.items())
-        ]
-        return ModelReply(text="".join(text), tool_calls=calls, reasoning="".join(reasoning))
 
-    def _json(self, text: str, what: str) -> dict[str, Any]:
-        """``text`` as a JSON object; an ``error`` member (some providers send errors
-        with status 200, or mid-stream) becomes a `ModelError` with its message."""
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError:
-            raise ModelError(f"model sent a {what} that is not JSON: {self._quote(text)}") from None
-        if not isinstance(data, dict):
-            raise ModelError(f"model sent a {what} that is not a JSON object")
-        if data.get("error"):
-            raise ModelError(f"model provider error: {self._quote(_error_detail(data))}")
-        return data
+def _parse_reply(response: Any) -> ModelReply:
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise ModelError("model response has no choices")
+    choice = choices[0]
+    message = choice.message
+    calls = [
+        parse_tool_call(
+            raw.id or "",
+            raw.function.name if raw.function else "",
+            raw.function.arguments if raw.function else None,
+            index=index,
+        )
+        for index, raw in enumerate(message.tool_calls or [])
+    ]
+    return ModelReply(
+        text=message.content or "",
+        tool_calls=calls,
+        reasoning=_reasoning_of(message),
+        usage=_usage(getattr(response, "usage", None)),
+        stop_reason=choice.finish_reason or "",
+    )
 
 
 @attrs.define
 class _PartialCall:
-    """A tool call being assembled from stream deltas: the id and name arrive once, the
+    """A tool call assembled from stream deltas: the id and name arrive once, the
     arguments as string pieces to concatenate (or, from some servers, as one object)."""
 
     id: str = ""
@@ -284,23 +141,58 @@ class _PartialCall:
     pieces: list[str] = attrs.field(factory=list)
     object_args: dict[str, Any] | None = None
 
-    @property
-    def arguments(self) -> str:
-        return "".join(self.pieces)
-
-    def add(self, raw: dict[str, Any]) -> None:
-        if isinstance(raw.get("id"), str) and raw["id"] and not self.id:
-            self.id = raw["id"]
-        function = raw.get("function")
-        if not isinstance(function, dict):
+    def add(self, raw: Any) -> None:
+        if raw.id and not self.id:
+            self.id = raw.id
+        function = raw.function
+        if function is None:
             return
-        if isinstance(function.get("name"), str) and function["name"] and not self.name:
-            self.name = function["name"]
-        arguments = function.get("arguments")
-        if isinstance(arguments, str):
-            self.pieces.append(arguments)
-        elif isinstance(arguments, dict):
-            self.object_args = arguments
+        if function.name and not self.name:
+            self.name = function.name
+        if isinstance(function.arguments, str):
+            self.pieces.append(function.arguments)
+        elif isinstance(function.arguments, dict):
+            self.object_args = function.arguments
+
+
+async def _read_stream(stream: Any, on_text: TextSink | None) -> ModelReply:
+    text: list[str] = []
+    reasoning: list[str] = []
+    partials: dict[int, _PartialCall] = {}
+    usage: Usage | None = None
+    stop_reason = ""
+    async for chunk in stream:
+        if chunk.usage is not None:
+            usage = _usage(chunk.usage)
+        if not chunk.choices:
+            continue  # the final usage-only chunk
+        choice = chunk.choices[0]
+        if choice.finish_reason:
+            stop_reason = choice.finish_reason
+        delta = choice.delta
+        if delta is None:
+            continue
+        thought = _reasoning_of(delta)
+        if thought:
+            reasoning.append(thought)
+        if delta.content:
+            text.append(delta.content)
+            if on_text is not None:
+                await on_text(delta.content)
+        for position, raw in enumerate(delta.tool_calls or []):
+            index = raw.index if isinstance(raw.index, int) else position
+            partials.setdefault(index, _PartialCall()).add(raw)
+    calls = [
+        parse_tool_call(p.id, p.name, "".join(p.pieces) if p.pieces else p.object_args, index=index)
+        for index, p in sorted(partials.items())
+    ]
+    return ModelReply(
+        text="".join(text),
+        tool_calls=calls,
+        reasoning="".join(reasoning),
+        usage=usage,
+        stop_reason=stop_reason,
+    )
 
 
 def to_wire(message: Message) -> dict[str, Any]:
@@ -315,10 +207,7 @@ def to_wire(message: Message) -> dict[str, Any]:
                 {
                     "id": call.id,
                     "type": "function",
-                    "function": {
-                        "name": call.name,
-                        "arguments": json.dumps(call.args, ensure_ascii=False),
-                    },
+                    "function": {"name": call.name, "arguments": call_arguments(call)},
                 }
                 for call in message.tool_calls
             ],
@@ -326,86 +215,20 @@ def to_wire(message: Message) -> dict[str, Any]:
     return {"role": message.role, "content": message.content}
 
 
-def _tool_call(index: int, call_id: object, name: object, arguments: object) -> ToolCallRequest:
-    """Check one tool call. Arguments must be a JSON object (or an already-decoded one);
-    an empty string counts as ``{}``, as several servers send for argument-less tools.
-    A missing id becomes ``call_<index>``."""
-    if not isinstance(name, str) or not name:
-        raise ModelError(f"malformed tool call #{index}: no function name")
-    if isinstance(arguments, dict):
-        args: object = arguments
-    elif arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-        args = {}
-    elif isinstance(arguments, str):
-        try:
-            args = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise ModelError(f"malformed tool call {name}: {exc}") from None
-    else:
-        raise ModelError(f"malformed tool call {name}: arguments must be a JSON string")
-    if not isinstance(args, dict):
-        raise ModelError(
-            f"malformed tool call {name}: arguments must be a JSON object, "
-            f"not {type(args).__name__}"
-        )
-    ident = call_id if isinstance(call_id, str) and call_id else f"call_{index}"
-    return ToolCallRequest(id=ident, name=name, args=args)
-
-
-async def _drain(lines: AsyncIterator[str]) -> None:
-    """Read what follows ``[DONE]`` (normally just the end of the body), so the
-    connection goes back to the pool for the next call. The reply is complete already:
-    a failure here is ignored, and a server still talking after `UNWIND_S` is left to
-    `_unwind`."""
-    with trio.move_on_after(UNWIND_S), contextlib.suppress(httpx.HTTPError):
-        async for _ in lines:
-            pass
-
-
-async def _unwind(response: httpx.Response, lines: AsyncIterator[str]) -> None:
-    """Close a streamed response and leave none of httpx's iterators suspended.
-
-    httpx reads a body through nested async generators. Leaving them part-way (at
-    ``[DONE]``, on an error, or when cancelled inside ``on_text``) lets Trio finalise
-    them later with a ResourceWarning (encode/httpx#3686). Once the response is closed,
-    the next read fails at the bottom of that chain and the failure unwinds every
-    generator. Shielded but bounded by `UNWIND_S`, so a cancel is delayed by a moment at
-    most; errors here are dropped, as cleanup must not replace the error being raised.
-    """
-    with trio.move_on_after(UNWIND_S, shield=True):
-        await response.aclose()
-        with contextlib.suppress(Exception):
-            async for _ in lines:
-                pass
-
-
-def _status_detail(response: httpx.Response) -> str:
-    """What the provider said in an error response: its JSON error message, else the
-    body text."""
-    text = response.text.strip()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        return text
-    return (_error_detail(data) or text) if isinstance(data, dict) else text
-
-
-def _error_detail(data: dict[str, Any]) -> str:
-    """The provider's message from ``{"error": {"message": …}}``, ``{"error": "…"}``,
-    ``{"message": …}`` or ``{"detail": …}``."""
-    error = data.get("error")
-    if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
-    for value in (error, data.get("message"), data.get("detail")):
-        if isinstance(value, str) and value:
-            return value
-    return json.dumps(error) if error else ""
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _text(value: object) -> str:
+def _reasoning_of(part: Any) -> str:
+    value = getattr(part, "reasoning_content", None) or getattr(part, "reasoning", None)
     return value if isinstance(value, str) else ""
+
+
+def _usage(raw: Any) -> Usage | None:
+    """Chat Completions usage: ``prompt_tokens`` (of which
+    ``prompt_tokens_details.cached_tokens`` came from the cache), ``completion_tokens``."""
+    if raw is None:
+        return None
+    details = getattr(raw, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    return Usage(
+        input_tokens=raw.prompt_tokens or 0,
+        output_tokens=raw.completion_tokens or 0,
+        cached_input_tokens=cached or 0,
+    )

@@ -61,12 +61,14 @@ from agentrio.protocol.frames import (
     ListLegs,
     ListPending,
     Reply,
+    SetModel,
 )
 from agentrio.protocol.http import (
     ConfirmRequest,
     ErrorBody,
     ErrorDetail,
     Health,
+    ModelRequest,
     ResumeAccepted,
     ResumeRequest,
     SandboxInfo,
@@ -422,6 +424,15 @@ async def allowed(request: Request, ctx: ServerContext) -> Response:
     return json_response(ctx.commands.allowed(ListAllowed(session_id=_session_id(request))))
 
 
+async def session_model(request: Request, ctx: ServerContext) -> Response:
+    """The session's model (``GET``), or choose it (``PUT`` with a `ModelRequest`
+    body; 400 naming the choices for an unknown name) (issue 31)."""
+    name = ""
+    if request.method == "PUT":
+        name = (await _read_body(request, ModelRequest)).name or "default"
+    return json_response(ctx.commands.model(SetModel(session_id=_session_id(request), name=name)))
+
+
 async def forget_allowed(request: Request, ctx: ServerContext) -> Response:
     """Remove one remembered command (or ``all``); 204, 404 for an unknown rule (R76)."""
     rule_id = request.path_params["rule_id"]
@@ -497,6 +508,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(session + "/legs", _endpoint(legs), methods=["GET"]),
         Route(session + "/legs/{leg_id}/cancel", _endpoint(cancel_leg), methods=["POST"]),
         Route(session + "/allowed", _endpoint(allowed), methods=["GET"]),
+        Route(session + "/model", _endpoint(session_model), methods=["GET", "PUT"]),
         Route(session + "/allowed/{rule_id}", _endpoint(forget_allowed), methods=["DELETE"]),
         Route("/", _endpoint(static_file, auth=False), methods=["GET"]),
         Route("/static/{name}", _endpoint(static_file, auth=False), methods=["GET"]),

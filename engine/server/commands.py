@@ -1,8 +1,7 @@
 """The daemon's one command layer: what each request does, whichever transport carried it.
 
-HTTP routes (`agentrio.engine.server.app`) and WebSocket frames
-(`agentrio.engine.server.ws`) used to each hold their own copy of the commands, and the
-copies drifted apart (a cancel of a
+HTTP routes (`agentrio.engine.server.app`) and WebSocket frames (`agentrio.engine.server.ws`) used to
+each hold their own copy of the commands, and the copies drifted apart (a cancel of a
 task not running here was a stale cancel over HTTP and ``not_found`` over WS). Now a
 transport only **decodes** its input into protocol objects, **authorizes** the caller
 (what only it can know: which connection started a run, which asks it was shown, which
@@ -27,6 +26,7 @@ report any error (HTTP status + body, or an ``error`` frame).
 | `cancel_leg` | ``POST …/legs/{leg}/cancel`` | ``background_cancel`` | `LegCancelResult` |
 | `allowed` | ``GET …/allowed`` | ``list_allowed`` | `AllowedRules` |
 | `forget_allowed` | ``DELETE …/allowed/{rule}`` | ``forget_allowed`` | `AllowedRules` |
+| `model` | ``GET``/``PUT …/model`` | ``set_model`` | `SessionModel` |
 | `questions`, `drop`, `history`, `history_record` | ``GET``/``DELETE`` routes | — | bodies |
 
 Listening, subscribing and event streams are not commands: they are the state of one
@@ -53,8 +53,10 @@ from agentrio.protocol.frames import (
     ListAllowed,
     ListLegs,
     ListPending,
+    ModelChoice,
     Reply,
     Run,
+    SetModel,
     Steer,
 )
 from agentrio.protocol.http import (
@@ -70,6 +72,7 @@ from agentrio.protocol.http import (
     SendRequest,
     SendStarted,
     SendSteered,
+    SessionModel,
 )
 
 __all__ = ["Authorize", "Commands", "check_ask_id", "check_leg_id", "check_rule_id"]
@@ -294,6 +297,26 @@ class Commands:
     def allowed(self, frame: ListAllowed) -> AllowedRules:
         """The session's remembered "Always allow" commands (R76)."""
         return AllowedRules(rules=self.engine.allowed(frame.session_id))
+
+    # ------------------------------------------------------------------ model
+
+    def model(self, frame: SetModel) -> SessionModel:
+        """The session's model after choosing ``frame.name`` (none: just report it);
+        `BadRequest` naming the choices for a name that is no model (issue 31)."""
+        from agentrio.engine.models.catalog import DEFAULT, ModelCatalog
+
+        session_id = check_session_id(frame.session_id)
+        model = self.engine.services.model
+        catalog = model if isinstance(model, ModelCatalog) else ModelCatalog(model)
+        if frame.name:
+            try:
+                catalog.choose(session_id, frame.name)
+            except KeyError:
+                known = ", ".join(catalog.choices)
+                raise BadRequest(f"unknown model {frame.name!r} (choose one of {known})") from None
+        choices = [ModelChoice(name=n, model=m) for n, m in catalog.choices.items()]
+        name = catalog.chosen(session_id) if catalog is model else DEFAULT
+        return SessionModel(name=name, model=catalog.choices[name], choices=choices)
 
     def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
         """Remove one remembered command, or all with ``all`` (R76); the rules left.

@@ -26,9 +26,11 @@ from agentrio.protocol.frames import (
     ListAllowed,
     ListLegs,
     ListPending,
+    ModelInfo,
     Ok,
     PendingList,
     ServerFrame,
+    SetModel,
     Steer,
 )
 
@@ -49,7 +51,14 @@ __all__ = [
 MAX_REF: Final = 128
 
 CommandFrame = (
-    Cancel | Steer | BackgroundCancel | ListPending | ListLegs | ListAllowed | ForgetAllowed
+    Cancel
+    | Steer
+    | BackgroundCancel
+    | ListPending
+    | ListLegs
+    | ListAllowed
+    | ForgetAllowed
+    | SetModel
 )
 #: The frames `answer_command` takes.
 COMMAND_FRAMES: Final = CommandFrame.__args__
@@ -81,6 +90,15 @@ async def answer_command(
         case ForgetAllowed(session_id=session_id, request_id=request_id):
             rules = commands.forget_allowed(frame).rules
             return AllowedList(session_id=session_id, rules=rules, request_id=request_id)
+        case SetModel(session_id=session_id, request_id=request_id):
+            model = commands.model(frame)
+            return ModelInfo(
+                session_id=session_id,
+                name=model.name,
+                model=model.model,
+                choices=model.choices,
+                request_id=request_id,
+            )
     return ack(frame)
 
 

@@ -52,6 +52,7 @@ from agentrio.engine.messages import (
     subagent_system_prompt,
 )
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
+from agentrio.engine.models.catalog import session_model
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
 
@@ -171,10 +172,9 @@ class SubagentsTool(ServiceTool):
                     allow_turn=set(),
                 )
                 tools = self._tools.available(ctx)
-                reply = await self._services.model.complete(messages, [t.spec() for t in tools])
-                messages.append(
-                    Message(role="assistant", content=reply.text, tool_calls=list(reply.tool_calls))
-                )
+                model = session_model(self._services.model, ctx.session_id)
+                reply = await model.complete(messages, [t.spec() for t in tools])
+                messages.append(reply.to_message())
                 if not reply.tool_calls:
                     return SubagentResult(label, "finished", reply.text, calls=tuple(calls))
                 for request in reply.tool_calls:

@@ -25,8 +25,11 @@ import agentrio.engine.server.sse, agentrio.engine.server.ws
 from agentrio.engine.config import ModelConfig
 from agentrio.engine.models.factory import close_model, make_model
 
+PROVIDER = "builtin"
+
 async def build():
-    model = await make_model(ModelConfig())
+    name = "m" if PROVIDER != "builtin" else ""
+    model = await make_model(ModelConfig(provider=PROVIDER, name=name))
     await close_model(model)
     return type(model).__name__
 
@@ -58,6 +61,8 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
         "agentrio.engine.models.builtin",
         "agentrio.engine.models.openai",
         "agentrio.engine.models.scripted",
+        "openai",
+        "anthropic",
         "httpx",
         "httpcore",
         "prompt_toolkit",
@@ -71,3 +76,23 @@ def test_builtin_daemon_start_imports_no_other_provider_or_front_end() -> None:
         "model": "BuiltinModel",
         "loaded": ["agentrio.engine.models.builtin"],
     }
+
+
+def test_an_sdk_provider_imports_its_sdk_only_at_the_first_call() -> None:
+    """Issue 31 (5), bench B7: building the openai-responses or anthropic model (as the
+    daemon does at start) imports its small module but neither SDK (~1-3 s of
+    imports): that waits for the first call, in a worker thread."""
+    for provider, module, cls in [
+        ("openai-responses", "agentrio.engine.models.openai_responses", "ResponsesModel"),
+        ("anthropic", "agentrio.engine.models.anthropic_messages", "AnthropicModel"),
+    ]:
+        script = _START_PATH.replace('PROVIDER = "builtin"', f"PROVIDER = {provider!r}")
+        done = subprocess.run(
+            [sys.executable, "-c", script, module, "openai", "anthropic", "httpx2"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert json.loads(done.stdout) == {"model": cls, "loaded": [module]}

@@ -21,6 +21,7 @@ from agentrio.repl.commands import (
     Input,
     Legs,
     ListPendingCmd,
+    ModelCmd,
     NewSession,
     Quit,
     ResumePending,
@@ -60,6 +61,8 @@ from agentrio.repl.commands import (
         ("/help", Help()),
         ("/quit", Quit()),
         ("/exit", Quit()),
+        ("/model", ModelCmd("")),
+        ("/model fast", ModelCmd("fast")),
     ],
 )
 def test_parse_line(line: str, command: object) -> None:
@@ -75,6 +78,7 @@ def test_parse_line(line: str, command: object) -> None:
         ("/pending 1 2", "usage: /pending [N | drop N]"),
         ("/legs now", "usage: /legs (takes no arguments)"),
         ("/quit please", "usage: /quit (takes no arguments)"),
+        ("/model a b", "usage: /model [NAME]"),
         ("/frobnicate", "unknown command /frobnicate (type /help; start with // to send a slash)"),
     ],
 )

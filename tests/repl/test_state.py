@@ -724,3 +724,26 @@ def test_a_refused_run_ends_without_a_done() -> None:
     assert isinstance(frame, Run)
     state.handle(ErrorFrame(code="forbidden", message="window in use", ref=frame.request_id))
     assert frame.request_id not in state.runs
+
+
+def test_model_command_chooses_and_the_toolbar_names_it() -> None:
+    """Issue 31 (5): /model NAME sends set_model for the session; the answer names the
+    model in the status bar and lists the choices, the chosen one marked."""
+    from agentrio.protocol.frames import ModelChoice, ModelInfo, SetModel
+    from agentrio.repl.toolbar import toolbar_fragments
+
+    state, sent = connected_state()
+    sent.clear()
+    state.submit("/model fast")
+    assert sent == [SetModel(session_id=SESSION, name="fast")]
+    choices = [ModelChoice(name="default", model="gpt-5"), ModelChoice(name="fast", model="haiku")]
+    state.handle(ModelInfo(session_id=SESSION, name="fast", model="haiku", choices=choices))
+    assert state.model == "fast: haiku"
+    assert any("fast: haiku" in text for _, text in toolbar_fragments(state))
+    assert [text for _, text in state.output[-3:]] == [
+        "model fast: haiku for this session's next tasks; the choices:",
+        "    default  gpt-5",
+        "  ● fast  haiku",
+    ]
+    state.handle(ModelInfo(session_id="cli-other", name="default", model="gpt-5", choices=choices))
+    assert state.model == "fast: haiku"
