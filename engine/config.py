@@ -398,7 +398,7 @@ def model_problem(model: ModelConfig) -> tuple[str, str] | None:
         return "script", 'required with provider = "scripted" (a TOML file of turns)'
     if model.provider in ("openai", "openai-responses", "anthropic"):
         if not model.name.strip():
-            return "name", f"required with provider = {model.provider!r} (the model to call)"
+            return "name", f'required with provider = "{model.provider}" (the model to call)'
         if not model.base_url.startswith(("http://", "https://")):
             return "base_url", f"expected an http(s) URL, got {model.base_url!r}"
         if model.timeout_s <= 0:
