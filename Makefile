@@ -50,6 +50,7 @@ sysdeps:
 	@command -v tmux >/dev/null || { apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; }
 	@command -v redis-server >/dev/null || { apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; }
+	@command -v zsh >/dev/null || { apt-get update -qq && apt-get install -y -qq zsh >/dev/null; }
 	@command -v npm >/dev/null || { apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; }
 
 # aimock, the mock LLM server the model tests and B13 talk to (tests/aimock.py),
@@ -66,7 +67,8 @@ $(AIMOCK): package.json package-lock.json
 PYTEST_WORKERS ?= 4
 
 # AGENTRIO_REQUIRE_REDIS / _AIMOCK: sysdeps installed redis-server and node, and
-# $(AIMOCK) aimock, so such a test fails here rather than skip (outside make, a machine without it skips them with the reason).
+# $(AIMOCK) aimock, so such a test fails here rather than skip (outside make, a machine
+# without them skips those tests with the reason).
 unit: $(STAMP) sysdeps $(AIMOCK)
 	AGENTRIO_REQUIRE_REDIS=1 AGENTRIO_REQUIRE_AIMOCK=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
