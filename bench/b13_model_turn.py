@@ -34,12 +34,12 @@ from typing import Any
 
 import trio
 
-from agentrio.transport import open_frame_connection
-from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main, profiling
 from agentrio.engine.config import ModelConfig
 from agentrio.engine.models import Message, Model, close_model, make_model
 from agentrio.protocol.events import Text
 from agentrio.protocol.frames import DoneFrame, EventFrame, Run
+from agentrio.transport import open_frame_connection
+from bench.common import BenchArgs, BenchResult, DaemonProcess, Stats, main, profiling
 from tests.aimock import start_aimock, write_fixture
 
 __all__ = ["run"]

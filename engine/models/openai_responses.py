@@ -34,7 +34,12 @@ from agentrio.engine.models.base import (
     Usage,
 )
 from agentrio.engine.models.openai import OpenAIModel
-from agentrio.engine.models.sdk import call_arguments, create_and_read, is_context_length, parse_tool_call
+from agentrio.engine.models.sdk import (
+    call_arguments,
+    create_and_read,
+    is_context_length,
+    parse_tool_call,
+)
 
 __all__ = ["DIALECT", "ResponsesModel", "to_input"]
 

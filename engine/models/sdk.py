@@ -51,7 +51,12 @@ from agentrio.engine.models.base import (
     ToolCallRequest,
     ToolSpec,
 )
-from agentrio.engine.models.retry import RetryPolicy, Transient, call_with_retries, parse_retry_after
+from agentrio.engine.models.retry import (
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+    parse_retry_after,
+)
 
 __all__ = [
     "MAX_DETAIL",

@@ -19,11 +19,19 @@ import pytest
 import tomli_w
 import trio
 
-from agentrio.transport import FrameConnection, open_frame_connection
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import Text, ToolCall
-from agentrio.protocol.frames import Ask, DoneFrame, EventFrame, PendingFrame, Reply, Run, ServerFrame
+from agentrio.protocol.frames import (
+    Ask,
+    DoneFrame,
+    EventFrame,
+    PendingFrame,
+    Reply,
+    Run,
+    ServerFrame,
+)
 from agentrio.protocol.http import PendingTasks
+from agentrio.transport import FrameConnection, open_frame_connection
 from tests.aimock import Aimock, start_aimock, write_fixture
 from tests.e2e.conftest import DaemonProcess
 

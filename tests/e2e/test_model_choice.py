@@ -10,10 +10,10 @@ import httpx
 import tomli_w
 import trio
 
-from agentrio.transport import open_frame_connection
 from agentrio.protocol.codec import decode
 from agentrio.protocol.frames import DoneFrame, ErrorFrame, ModelChoice, ModelInfo, Run, SetModel
 from agentrio.protocol.http import SessionModel
+from agentrio.transport import open_frame_connection
 from tests.aimock import Aimock, start_aimock, write_fixture
 from tests.e2e.conftest import DaemonProcess
 

@@ -9,7 +9,13 @@ import pytest
 
 from agentrio.engine.config import Config, ModelConfig, load_config
 from agentrio.engine.errors import ConfigError
-from agentrio.engine.models.base import ContextLengthError, Message, ModelError, ModelReply, Retrying
+from agentrio.engine.models.base import (
+    ContextLengthError,
+    Message,
+    ModelError,
+    ModelReply,
+    Retrying,
+)
 from agentrio.engine.models.catalog import ModelCatalog, session_model
 from agentrio.engine.models.factory import close_model, make_models
 from agentrio.engine.models.fallback import FallbackModel

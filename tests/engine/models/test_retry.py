@@ -10,7 +10,12 @@ import trio
 import trio.testing
 
 from agentrio.engine.models.base import ModelError, Retrying
-from agentrio.engine.models.retry import RetryPolicy, Transient, call_with_retries, parse_retry_after
+from agentrio.engine.models.retry import (
+    RetryPolicy,
+    Transient,
+    call_with_retries,
+    parse_retry_after,
+)
 
 
 class Flaky:
