@@ -2,7 +2,8 @@
 
 HTTP routes (`agentrio.engine.server.app`) and WebSocket frames
 (`agentrio.engine.server.ws`) used to each hold their own copy of the commands, and the
-copies drifted apart (a cancel of a task not running here was a stale cancel over HTTP and ``not_found`` over WS). Now a
+copies drifted apart (a cancel of a task not running here was a stale cancel over HTTP
+and ``not_found`` over WS). Now a
 transport only **decodes** its input into protocol objects, **authorizes** the caller
 (what only it can know: which connection started a run, which asks it was shown, which
 session a URL names) and **encodes** the result; the command itself is one method
