@@ -482,7 +482,8 @@ def _describe(path: Path, text: str, exc: Exception) -> str:
     if not where:
         problem, where = first, "$"
     extra = re.search(r"extra fields found \((.+)\)", problem)
-    key = where.removeprefix("$").removeprefix(".")
+    # a named table's key: cattrs says ``models['fast'].name``, the file ``models.fast``
+    key = re.sub(r"\['([^']*)'\]", r".\1", where.removeprefix("$")).removeprefix(".")
     if extra:
         name = extra.group(1).split(",")[0].strip()
         problem = _unknown_key(key, name)

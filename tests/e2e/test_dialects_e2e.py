@@ -180,12 +180,17 @@ async def test_parallel_calls_approval_and_denial_with_reason(
                 frames = await until_done(conn, "r")
                 first = frames[-1]
                 assert isinstance(first, Ask)
-                assert first.tool_args == {"command": f"touch {tmp_path / 'made'}"}
+                # the confirmation shows where it runs: the daemon's real directory
+                where = first.tool_args["cwd"]
+                assert first.tool_args == {"command": f"touch {tmp_path / 'made'}", "cwd": where}
                 await conn.send(Reply(id=first.id, approve=True))
                 frames += await until_done(conn, "r")
                 second = frames[-1]
                 assert isinstance(second, Ask)
-                assert second.tool_args == {"command": f"touch {tmp_path / 'refused'}"}
+                assert second.tool_args == {
+                    "command": f"touch {tmp_path / 'refused'}",
+                    "cwd": where,
+                }
                 await conn.send(Reply(id=second.id, approve=False, reason="not today"))
                 frames += await until_done(conn, "r")
     finally:

@@ -28,6 +28,10 @@ def _leaves(cls: type, prefix: str = "") -> list[tuple[str, Any]]:
         if name == "home" and cls is Config:
             continue  # set from the environment, never read from the file
         key = f"{prefix}{name}"
+        if typing.get_origin(hint) is dict:  # named tables, [models.NAME]: one of them
+            (table,) = (t for t in typing.get_args(hint) if attrs.has(t))
+            found += _leaves(table, f"{key}.fast.")
+            continue
         found.append((key, hint))
         table = next((t for t in (hint, *typing.get_args(hint)) if attrs.has(t)), None)
         if table is not None:

@@ -139,4 +139,6 @@ async def test_a_bad_named_table_names_itself() -> None:
     config = Config(models={"fast": ModelConfig(provider="anthropic")})
     with pytest.raises(ConfigError) as info:
         await make_models(config)
-    assert str(info.value) == "models.fast.name: the anthropic provider needs a model name"
+    assert str(info.value) == (
+        'models.fast.name: required with provider = "anthropic" (the model to call)'
+    )

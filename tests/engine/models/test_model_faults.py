@@ -420,7 +420,7 @@ async def test_resolve_api_key_prefers_environment(monkeypatch: pytest.MonkeyPat
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({}, "model.name: the {p} provider needs a model name"),
+        ({}, 'model.name: required with provider = "{p}" (the model to call)'),
         (
             {"name": "m", "base_url": "localhost:1/v1"},
             "model.base_url: expected an http(s) URL, got 'localhost:1/v1'",
