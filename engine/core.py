@@ -258,7 +258,8 @@ class Engine:
         origin: RunOrigin | None = None,
     ) -> SendResult:
         """``POST /v1/send`` (R35): start a task; with ``pending_task``, steer it while it
-        runs here, or resume it (``text`` answers its questions, if it has any)."""
+        runs here, or resume it: ``text`` answers its saved questions, if it has any, and
+        is otherwise the person's next message to it (issue 33: never dropped)."""
         session_id = session_id or f"chat-{new_task_hash()[:12]}"
         session = self.session(session_id)
         if pending_task is None:
@@ -270,7 +271,7 @@ class Engine:
             self.steer(session_id, pending_task, text)
             return SendResult(session_id=session_id, steered=True)
         run = await self.resume(
-            session_id, pending_task, answers=[text], origin=origin, allow_all=allow_all
+            session_id, pending_task, message=text, origin=origin, allow_all=allow_all
         )
         return SendResult(session_id=session_id, run=run)
 
@@ -353,10 +354,15 @@ class Engine:
         task_hash: str,
         *,
         answers: list[str] | None = None,
+        message: str | None = None,
         origin: RunOrigin | None = None,
         allow_all: bool = False,
     ) -> TaskRun:
         """Resume a pending task as a new run (R11, R12, R36, R37, R42).
+
+        ``message`` (``POST /v1/send`` with ``pending_task``) is the answer to a parked
+        task's saved questions; a task with none reads it as the person's next message,
+        right after the resume message (like a steer, R35), so it reaches the model.
 
         The claim is one atomic compare-and-set in the store: of N concurrent resumes,
         in this process or another, exactly one wins; the rest raise `Conflict` with
@@ -371,6 +377,8 @@ class Engine:
         if row is None:
             raise NotFound(f"no pending task {task_hash} in session {session_id}")
         questions = row.questions if row.state == "parked" else []
+        if message is not None and questions:
+            answers = [message]
         ask_inline = bool(questions) and answers is None
         if ask_inline and not self._can_ask(session_id, task_hash, origin, questions):
             raise BadRequest(f"task {task_hash} waits for answers to its questions; send answers")
@@ -411,6 +419,8 @@ class Engine:
         else:
             run.input = resume_input(run, snapshot, answers)
             run.prelude = reoffers(self.services, snapshot)  # R84
+        if message is not None and not questions:
+            run.steers.append(message)
         await self._launch(run)
         return run
 
