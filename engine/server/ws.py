@@ -66,7 +66,7 @@ from engine.pending import (
 )
 from engine.runs import RunOrigin, TaskRun
 from engine.server.auth import origin_allowed, token_ok
-from engine.server.cluster import attached_events
+from engine.server.cluster import attached_events, listeners_changed
 from engine.server.commands import Commands
 from engine.server.context import ServerContext
 from engine.server.ws_frames import (
@@ -213,6 +213,9 @@ class Connection:
         self.listeners: list[Listener] = []
         self.listen_prefixes: set[str] = set()
         self.subscribed: set[str] = set()
+        #: Whether this connection ever had a listener other daemons route to
+        #: (``listen``, ``subscribe``): then its end is told to them at once.
+        self.routable = False
         #: Sessions whose window-routed events this connection forwards.
         self._watched: set[str] = set()
         self._nursery: trio.Nursery | None = None
@@ -265,6 +268,9 @@ class Connection:
             cancelled = self.engine.disconnect(self.id)
             for listener in self.listeners:
                 listener.close()
+            if self.routable:
+                with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+                    await listeners_changed(self.commands.cluster, added=False)
             if cancelled:
                 log.info("connection %s closed; %d run(s) cancelled", self.id, cancelled)
 
@@ -351,6 +357,8 @@ class Connection:
                     listener = self.engine.registry.listen(prefix)
                     self.listeners.append(listener)
                     nursery.start_soon(self._pump_asks, listener)
+                    self.routable = True
+                    await listeners_changed(self.commands.cluster, added=True)
                 return ack(frame)
             case Subscribe(session_id=session_id):
                 check_session_id(session_id)
@@ -493,6 +501,8 @@ class Connection:
                     engine.registry.listen("", session_id=session_id, passive=True),
                     engine.session(session_id).hub.subscribe(replay=True) as subscription,
                 ):
+                    self.routable = True
+                    await listeners_changed(self.commands.cluster, added=True)
                     if ack is not None:
                         await self.send(ack)
                     task_status.started()
