@@ -362,7 +362,8 @@ class Engine:
 
         ``message`` (``POST /v1/send`` with ``pending_task``) is the answer to a parked
         task's saved questions; a task with none reads it as the person's next message,
-        right after the resume message (like a steer, R35), so it reaches the model.
+        right after the resume message (like a steer, R35), so it reaches the model;
+        an empty one (a chat's Resume button) is no message.
 
         The claim is one atomic compare-and-set in the store: of N concurrent resumes,
         in this process or another, exactly one wins; the rest raise `Conflict` with
@@ -419,7 +420,7 @@ class Engine:
         else:
             run.input = resume_input(run, snapshot, answers)
             run.prelude = reoffers(self.services, snapshot)  # R84
-        if message is not None and not questions:
+        if message and message.strip() and not questions:
             run.steers.append(message)
         await self._launch(run)
         return run
