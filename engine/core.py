@@ -258,8 +258,7 @@ class Engine:
         origin: RunOrigin | None = None,
     ) -> SendResult:
         """``POST /v1/send`` (R35): start a task; with ``pending_task``, steer it while it
-        runs here, or resume it: ``text`` answers its saved questions, if it has any, and
-        is otherwise the person's next message to it (issue 33: never dropped)."""
+        runs here, or resume it with ``text`` (`resume`'s ``message``: never dropped)."""
         session_id = session_id or f"chat-{new_task_hash()[:12]}"
         session = self.session(session_id)
         if pending_task is None:
@@ -360,10 +359,8 @@ class Engine:
     ) -> TaskRun:
         """Resume a pending task as a new run (R11, R12, R36, R37, R42).
 
-        ``message`` (``POST /v1/send`` with ``pending_task``) is the answer to a parked
-        task's saved questions; a task with none reads it as the person's next message,
-        right after the resume message (like a steer, R35), so it reaches the model;
-        an empty one (a chat's Resume button) is no message.
+        ``message`` (``POST /v1/send``) answers a parked task's saved questions; a task
+        with none reads a non-empty one right after the resume message, as a steer.
 
         The claim is one atomic compare-and-set in the store: of N concurrent resumes,
         in this process or another, exactly one wins; the rest raise `Conflict` with

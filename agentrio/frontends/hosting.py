@@ -17,8 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from pathlib import Path
 from collections.abc import Awaitable
+from pathlib import Path
 from typing import Final, TypeVar
 
 import trio

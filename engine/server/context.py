@@ -11,6 +11,7 @@ import attrs
 import trio
 
 from engine.core import Engine
+from engine.frontends_supervisor import FrontendStatus
 from engine.server.commands import Commands
 
 __all__ = ["ServerContext"]
@@ -41,6 +42,8 @@ class ServerContext:
     #: Open WebSocket connections and event streams, for statistics.
     connections: int = 0
     streams: int = 0
+    #: The chat front-ends the daemon runs, for ``/v1/health`` (set by `serve`).
+    frontends: list[FrontendStatus] = attrs.field(factory=list)
 
     @commands.default
     def _commands(self) -> Commands:

@@ -55,7 +55,7 @@ from engine.assembly import open_engine
 from engine.causes import Cause
 from engine.config import Config
 from engine.core import Engine
-from engine.frontends_supervisor import enabled_frontends, supervise_frontends
+from engine.frontends_supervisor import enabled_frontends, statuses_of, supervise_frontends
 from engine.nursery_tasks import cancel_scope
 from engine.processes.orphans import kill_orphans, mark_children
 from engine.processes.reaper import adopting_orphans
@@ -418,7 +418,9 @@ async def serve(
                 try:
                     async with trio.open_nursery() as frontends:
                         # Chat front-ends (R82): children of the daemon, stopped first.
-                        frontends.start_soon(supervise_frontends, enabled_frontends(config))
+                        specs = enabled_frontends(config)
+                        server.context.frontends = statuses_of(specs)
+                        frontends.start_soon(supervise_frontends, specs, server.context.frontends)
                         why = await _wait_for_stop(signals, stop, server.context)
                         await trio.to_thread.run_sync(write_stop_note, home, pid, why)
                         cancel_scope(frontends.cancel_scope, Cause.SHUTDOWN)

@@ -9,6 +9,7 @@ terminal, the daemon for its ``<home>/<name>.log``): waits poll with a deadline.
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import shutil
@@ -18,8 +19,11 @@ import stat
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from engine.testing import DaemonProcess
@@ -197,3 +201,71 @@ def test_a_refused_token_is_in_no_log(tmp_path: Path) -> None:
     assert home / "telegram.log" in written
     for path in written:
         assert secret not in path.read_text(errors="replace"), path
+
+
+def _status(home: Path) -> tuple[str, dict[str, object]]:
+    """``agentrio status`` and ``agentrio status --json`` of ``home``'s daemon."""
+    argv = [sys.executable, "-m", "repl", "status", "--home", str(home)]
+    text = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
+    data = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
+    return text.stdout, json.loads(data.stdout)
+
+
+def _health(home: Path) -> dict[str, Any]:
+    info = json.loads((home / "daemon.json").read_text())
+    with httpx.Client(base_url=f"http://{info['host']}:{info['port']}") as http:
+        body: dict[str, Any] = http.get("/v1/health").json()
+    return body
+
+
+def _until_health(home: Path, ready: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    end = time.monotonic() + 30
+    while time.monotonic() < end:
+        body = _health(home)
+        if ready(body):
+            return body
+        time.sleep(0.1)
+    raise AssertionError(f"health never became ready: {body}")
+
+
+def test_health_and_status_report_the_bots_and_the_store(tmp_path: Path) -> None:
+    """Issue 33 item 15: ``/v1/health`` and ``agentrio status`` say which bots the
+    daemon runs and how they are: a Telegram bot polling the (fake) API is running
+    with its pid; one whose token is refused is stopped, with the refusal as its last
+    error (the token redacted); the store is named and answering."""
+    fake = FakeTelegram().start()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.toml").write_text(
+        f'[telegram]\nenabled = true\nallowed_users = [1]\napi_base_url = "{fake.base_url}"\n',
+        encoding="utf-8",
+    )
+    try:
+        daemon = DaemonProcess(home, {"AGENTRIO_TELEGRAM_TOKEN": fake.token})
+        try:
+            body = _until_health(
+                home, lambda b: bool(b["frontends"]) and b["frontends"][0]["state"] == "running"
+            )
+            bot = body["frontends"][0]
+            assert (bot["name"], bot["restarts"], bot["last_error"]) == ("telegram", 0, "")
+            assert isinstance(bot["pid"], int)
+            text, data = _status(home)
+            assert f"  bots      telegram running (pid {bot['pid']})" in text.splitlines()
+            assert "  store     sqlite, answering" in text.splitlines()
+            assert data["frontends"] == [bot]
+            assert data["store"] == {"backend": "sqlite", "ok": True, "detail": ""}
+        finally:
+            assert daemon.stop() == 0
+        daemon = DaemonProcess(home, {"AGENTRIO_TELEGRAM_TOKEN": TELEGRAM_TOKEN})
+        try:
+            body = _until_health(home, lambda b: b["frontends"][0]["state"] == "stopped")
+            bot = body["frontends"][0]
+            assert bot["restarts"] == 1
+            assert "Telegram refused the bot token" in bot["last_error"]
+            assert TELEGRAM_TOKEN.partition(":")[2] not in bot["last_error"]
+            text, _ = _status(home)
+            assert "  bots      telegram stopped: cannot start as configured" in text
+        finally:
+            assert daemon.stop() == 0
+    finally:
+        fake.close()
