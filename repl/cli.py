@@ -90,12 +90,11 @@ def _run_repl(args: argparse.Namespace) -> int:
     # The REPL's own modules, imported here and not at the top (module doc).
     import asyncio
 
-    from prompt_toolkit.history import FileHistory
-
     from repl.app import ReplApp
     from repl.bridge import FrameSink, run_with_trio
     from repl.commands import new_session_id, new_window_hash
     from repl.daemon import default_home, model_label
+    from repl.history_file import private_history
     from repl.state import ReplState
 
     if args.home:
@@ -112,6 +111,6 @@ def _run_repl(args: argparse.Namespace) -> int:
         model=model_label(home),
         home=str(home),
     )
-    app = ReplApp(state, history=FileHistory(str(home / "repl_history")))
+    app = ReplApp(state, history=private_history(home / "repl_history"))
     asyncio.run(run_with_trio(app, sink, home=home))
     return 0

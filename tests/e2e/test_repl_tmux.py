@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -135,6 +136,8 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
         wait_for(lambda: "REPL-EXITED 0" in tmux.lines(), "the REPL to exit with status 0")
         history = (daemon_home / "repl_history").read_text()
         assert "run: echo hello" in history
+        # Issue 33 item 9: owner-only, like every file of the home.
+        assert stat.S_IMODE((daemon_home / "repl_history").stat().st_mode) == 0o600
     finally:
         tmux("kill-server")
 
