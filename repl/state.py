@@ -26,6 +26,7 @@ from protocol.frames import (
     LegInfo,
     LegList,
     ListLegs,
+    OpenWindow,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -414,6 +415,8 @@ class ReplState:
                 f"session {self.session_id} · /help for commands",
                 "class:dim",
             )
+        # Legs a closed REPL left in this session end in this window (`agentrio --session`).
+        self._send(OpenWindow(session_id=self.session_id, window_hash=self.window_hash))
         self._send(ListLegs(session_id=self.session_id))
         # Across this origin's sessions: a reopened REPL is a new session (issue 17).
         lists = self.lists

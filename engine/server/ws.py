@@ -98,6 +98,7 @@ from protocol.frames import (
     Hello,
     Listen,
     Ok,
+    OpenWindow,
     PendingFrame,
     Reply,
     Run,
@@ -216,6 +217,8 @@ class Connection:
         #: Whether this connection ever had a listener other daemons route to
         #: (``listen``, ``subscribe``): then its end is told to them at once.
         self.routable = False
+        #: Tasks whose background jobs this connection's window took over (`_open_window`).
+        self.adopted: set[str] = set()
         #: Sessions whose window-routed events this connection forwards.
         self._watched: set[str] = set()
         self._nursery: trio.Nursery | None = None
@@ -360,6 +363,9 @@ class Connection:
                     self.routable = True
                     await listeners_changed(self.commands.cluster, added=True)
                 return ack(frame)
+            case OpenWindow(session_id=session_id, window_hash=window):
+                await self._open_window(check_session_id(session_id), window)
+                return ack(frame)
             case Subscribe(session_id=session_id):
                 check_session_id(session_id)
                 if session_id in self.subscribed:
@@ -454,6 +460,16 @@ class Connection:
                 if isinstance(event, _FINAL_EVENTS):
                     return
 
+    async def _open_window(self, session_id: str, window: str) -> None:
+        """``open_window``: own ``window`` (R78), take over the session's background jobs
+        whose window is open nowhere, and forward the session's window-routed events."""
+        assert self._window_listener is not None
+        self._window_listener.own_window(window)  # Forbidden if open elsewhere
+        self.window_hashes.add(window)
+        registry = self.engine.registry
+        self.adopted.update(self.engine.background.adopt(session_id, window, registry.window_open))
+        await self._watch(session_id)
+
     async def _watch(self, session_id: str) -> None:
         """Make sure this connection forwards the session's window-routed events."""
         if session_id not in self._watched and self._nursery is not None:
@@ -474,7 +490,9 @@ class Connection:
             task_status.started()
             async for task_hash, event in subscription:
                 origin = self.engine.run_origin(task_hash)
-                if origin is None or origin.window_hash not in self.window_hashes:
+                if origin is None or (
+                    origin.window_hash not in self.window_hashes and task_hash not in self.adopted
+                ):
                     continue
                 if session_id in self.subscribed:
                     continue  # the subscription forwards every event already

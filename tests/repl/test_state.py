@@ -25,6 +25,7 @@ from protocol.frames import (
     ErrorFrame,
     ListLegs,
     ListPending,
+    OpenWindow,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -65,7 +66,11 @@ def test_connect_lists_legs_and_pending() -> None:
     assert state.connection == "connecting"
     state.handle(Connected(url="http://h:1", daemon_version="0.1.0"))
     assert state.connection == "connected"
-    assert sent == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
+    assert sent == [
+        OpenWindow(session_id=SESSION, window_hash="w1"),
+        ListLegs(session_id=SESSION),
+        ListPending(origin="cli-"),
+    ]
     assert "connected to agentrio daemon 0.1.0" in state.output[-1][1]
 
 
