@@ -174,18 +174,24 @@ def test_store_token_on_a_terminal_prompts_and_hides_it(tmp_path: Path) -> None:
     assert (tmp_path / "telegram.token").read_text() == TELEGRAM_TOKEN + "\n"
 
 
-def test_a_refused_token_is_in_no_log(tmp_path: Path) -> None:
-    """Issue 33 item 14: the daemon runs the Telegram bot with a token Telegram
-    refuses; the bot exits as a setup error, and no file the run wrote -- the bot's
-    ``telegram.log``, the daemon's log -- holds the token, whole or its secret part."""
-    fake = FakeTelegram().start()  # knows its own token, not ours
-    wrong = f"{secrets.randbelow(10**9) + 10**9}:AAF{secrets.token_hex(16)}"
+def _daemon_home(tmp_path: Path, fake: FakeTelegram) -> Path:
+    """A home whose daemon runs the Telegram bot against ``fake``."""
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text(
         f'[telegram]\nenabled = true\nallowed_users = [1]\napi_base_url = "{fake.base_url}"\n',
         encoding="utf-8",
     )
+    return home
+
+
+def test_a_refused_token_is_in_no_log(tmp_path: Path) -> None:
+    """Issue 33 item 14: the daemon runs the Telegram bot with a token Telegram
+    refuses; the bot exits as a setup error, and no file the run wrote -- the bot's
+    ``telegram.log``, the daemon's log -- holds the token, whole or its secret part."""
+    fake = FakeTelegram().start()  # knows its own token, not ours
+    wrong = f"{secrets.randbelow(10**9) + 10**9}:AAF{secrets.token_hex(16)}"
+    home = _daemon_home(tmp_path, fake)
     try:
         daemon = DaemonProcess(home, {"AGENTRIO_TELEGRAM_TOKEN": wrong})
         try:
@@ -234,12 +240,7 @@ def test_health_and_status_report_the_bots_and_the_store(tmp_path: Path) -> None
     with its pid; one whose token is refused is stopped, with the refusal as its last
     error (the token redacted); the store is named and answering."""
     fake = FakeTelegram().start()
-    home = tmp_path / "home"
-    home.mkdir()
-    (home / "config.toml").write_text(
-        f'[telegram]\nenabled = true\nallowed_users = [1]\napi_base_url = "{fake.base_url}"\n',
-        encoding="utf-8",
-    )
+    home = _daemon_home(tmp_path, fake)
     try:
         daemon = DaemonProcess(home, {"AGENTRIO_TELEGRAM_TOKEN": fake.token})
         try:
