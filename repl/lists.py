@@ -82,12 +82,16 @@ class SessionLists:
         self._announce_pending = False
         self._show_legs = False
         self._show_allowed = False
+        #: The rules known before a ``/allowed forget`` and what it named, until the
+        #: answer says which went (issue 33: the person is told what was removed).
+        self._forgetting: tuple[list[AllowedRule], str] | None = None
 
     def clear(self) -> None:
         """A new session, or the connection lost: nothing listed is known any more."""
         self.pending_tasks = []
         self.legs.clear()
         self.allowed_rules = []
+        self._forgetting = None
 
     # ------------------------------------------------------------ requests
 
@@ -133,6 +137,8 @@ class SessionLists:
             rule_id = self.allowed_rules[index].id
         frame = ForgetAllowed(session_id=self._host.session_id, rule_id=rule_id)
         self._show_allowed = self._host.send(frame)
+        if self._show_allowed:
+            self._forgetting = (list(self.allowed_rules), ref)
 
     def find_pending(self, ref: str) -> PendingTaskInfo | None:
         """The listed pending task ``ref`` names: a 1-based index or a hash prefix."""
@@ -214,6 +220,8 @@ class SessionLists:
             return
         self._show_allowed = False
         write = self._host.write
+        if self._forgetting is not None:
+            self._forgot(frame.rules)
         if not frame.rules:
             write("no remembered commands: every command that needs one asks", "class:dim")
             return
@@ -225,6 +233,21 @@ class SessionLists:
         for number, rule in enumerate(frame.rules, 1):
             shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
             write(f"  {number}. {shown}")
+
+    def _forgot(self, left: list[AllowedRule]) -> None:
+        """Say which remembered commands a ``/allowed forget`` removed (they ask again)."""
+        assert self._forgetting is not None
+        (before, ref), self._forgetting = self._forgetting, None
+        kept = {rule.id for rule in left}
+        gone = [rule for rule in before if rule.id not in kept]
+        write = self._host.write
+        if not gone and ref != "all":
+            write(f"nothing removed: no remembered command {ref}", "class:warn")
+        elif not gone:
+            write("forgot every remembered command: each asks again", "class:dim")
+        for rule in gone:
+            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
+            write(f"forgot {shown} — it asks again from now on", "class:dim")
 
     def leg_list(self, frame: LegList) -> None:
         if frame.session_id != self._host.session_id:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -322,5 +323,32 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         )
         time.sleep(max(0.0, approved_at + 9 - time.monotonic()))
         assert not late.exists()
+    finally:
+        tmux("kill-server")
+
+
+def test_allowed_forget_says_what_it_removed(daemon_home: Path, tmp_path: Path) -> None:
+    """Issue 33 item 8, R76: after "Always allow" for a command, ``/allowed`` lists it
+    and ``/allowed forget 1`` names the command it removed (it asks again from now on)."""
+    tmux = Tmux()
+    target = tmp_path / "allowed-once"
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", f"run: touch {target}", "Enter")
+        wait_for(lambda: "Always allow this exact command" in tmux.screen(), "the dialog")
+        wait_armed(tmux)
+        choice = re.search(r"(\d)\. Always allow this exact command", tmux.screen())
+        assert choice is not None
+        tmux("send-keys", "-t", "repl", choice[1])
+        wait_for(target.exists, "the command to run")
+        wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
+        tmux("send-keys", "-t", "repl", "/allowed", "Enter")
+        wait_for(lambda: f"  1. touch {target}" in tmux.lines(), "the remembered command")
+        tmux("send-keys", "-t", "repl", "/allowed forget 1", "Enter")
+        wait_for(
+            lambda: f"forgot touch {target} — it asks again from now on" in tmux.lines(),
+            "the removed command named",
+        )
+        wait_for(lambda: "no remembered commands" in tmux.screen(), "the list left")
     finally:
         tmux("kill-server")
