@@ -250,6 +250,8 @@ class PendingRegistry:
 
     def __init__(self, *, listener_grace_s: float = 0.0) -> None:
         self._graces = Graces(listener_grace_s)
+        #: What the claimer of a cancelled producer's ask is told (`engine.assembly`).
+        self.cancel_reason: Callable[[AskRequest], str] = lambda _: TASK_CANCELED
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
         # The open entries nobody has claimed, also in age order: what `pick_next`
@@ -299,7 +301,7 @@ class PendingRegistry:
             # Runs the moment the cancellation is delivered, before this task runs
             # again: the entry must not stay answerable in between (R3).
             entry._task = None
-            self._withdraw(entry, TASK_CANCELED)
+            self._withdraw(entry, self.cancel_reason(entry.request))
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
