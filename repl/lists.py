@@ -12,8 +12,9 @@ shown. Like the state it imports no prompt_toolkit and does no I/O: it acts thro
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
 from protocol.codec import structure
 from protocol.errors import FrameDecodeError
@@ -29,11 +30,14 @@ from protocol.frames import (
     PendingList,
     PendingTaskInfo,
 )
-from protocol.http import ErrorBody, HistoryList
+from protocol.http import ErrorBody, HistoryList, HistoryRecord
 from protocol.wording import plural
 from repl.faithful import line_pieces
 from repl.messages import HttpCall, HttpResult, Outgoing
 from repl.render import clip
+
+#: A ``/history`` word that may be (the start of) a task id: it finds that task too.
+_TASK_ID_PREFIX: Final = re.compile(r"[0-9a-fA-F]{6,32}")
 
 __all__ = ["ListsHost", "SessionLists", "age_text", "origin_of"]
 
@@ -77,6 +81,8 @@ class SessionLists:
         self.legs: dict[str, LegInfo] = {}
         #: The last ``allowed`` list; ``/allowed forget N`` indexes it.
         self.allowed_rules: list[AllowedRule] = []
+        #: The task ids of the last ``/history`` list; ``/history show N`` indexes it.
+        self.history_tasks: list[str] = []
         self._show_pending = False
         #: Say how many tasks wait when the next pending list arrives (at start).
         self._announce_pending = False
@@ -118,13 +124,31 @@ class SessionLists:
         self._show_allowed = self._host.send(ListAllowed(session_id=self._host.session_id))
 
     def ask_history(self, keyword: str) -> None:
+        """``/history [WORD]``; a WORD that could be a task id (hex) also finds the task
+        whose id starts with it (issue 33), so the list is filtered here."""
         params = {"limit": "20"}
-        if keyword:
+        if _TASK_ID_PREFIX.fullmatch(keyword):
+            params["limit"] = "500"
+        elif keyword:
             params["keyword"] = keyword
         path = f"/v1/session/{self._host.session_id}/task/history"
         self._host.send(
             HttpCall(method="GET", path=path, params=params, purpose="history", ref=keyword)
         )
+
+    def ask_record(self, ref: str) -> None:
+        """``/history show N|ID``: the whole record of task N of the last ``/history``
+        list, or of the listed task whose id starts with ID."""
+        if ref.isdigit() and 0 < int(ref) <= len(self.history_tasks):
+            task_hash = self.history_tasks[int(ref) - 1]
+        else:
+            found = [h for h in self.history_tasks if ref and h.startswith(ref)]
+            if len(found) != 1:
+                self._host.set_notice(f"no listed task {ref!r}: type /history (or /history ID)")
+                return
+            task_hash = found[0]
+        path = f"/v1/session/{self._host.session_id}/task/{task_hash}/history"
+        self._host.send(HttpCall(method="GET", path=path, purpose="record", ref=task_hash))
 
     def forget_allowed(self, ref: str) -> None:
         """``/allowed forget N``: N of the last ``/allowed`` list, a rule id, or all."""
@@ -286,6 +310,8 @@ class SessionLists:
                 self._host.write(f"dropped pending task {ref[:8]}", "class:dim")
             case "history":
                 self._history(result)
+            case "record":
+                self._record(result)
 
     def _history(self, result: HttpResult) -> None:
         try:
@@ -293,12 +319,33 @@ class SessionLists:
         except FrameDecodeError as exc:
             self._host.set_notice(f"unexpected history reply: {exc}")
             return
-        keyword = f" matching {result.call.ref!r}" if result.call.ref else ""
+        ref = result.call.ref
+        keyword = f" matching {ref!r}" if ref else ""
+        tasks = history.tasks
+        if _TASK_ID_PREFIX.fullmatch(ref):
+            word = ref.lower()
+            tasks = [
+                t for t in tasks if t.task_hash.startswith(word) or word in t.objective.lower()
+            ]
+            tasks = tasks[:20]
+        self.history_tasks = [entry.task_hash for entry in tasks]
         write = self._host.write
-        if not history.tasks:
+        if not tasks:
             write(f"no finished tasks{keyword}", "class:dim")
             return
-        write(f"recent tasks{keyword}:", "class:dim")
-        for entry in history.tasks:
+        write(f"recent tasks{keyword} (/history show N opens one's record):", "class:dim")
+        for number, entry in enumerate(tasks, 1):
             when = time.strftime("%m-%d %H:%M", time.localtime(entry.end_at))
-            write(f"  {when}  {entry.task_hash[:8]}  {entry.status:<8} {clip(entry.objective, 80)}")
+            objective = clip(entry.objective, 80)
+            write(f"  {number}. {when}  {entry.task_hash[:8]}  {entry.status:<8} {objective}")
+
+    def _record(self, result: HttpResult) -> None:
+        try:
+            record: HistoryRecord = structure(result.body, HistoryRecord)
+        except FrameDecodeError as exc:
+            self._host.set_notice(f"unexpected record reply: {exc}")
+            return
+        write = self._host.write
+        write(f"record of task {record.task_hash[:8]}:", "class:dim")
+        for line in record.content.splitlines():
+            write(f"  {line}")

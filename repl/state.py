@@ -46,6 +46,7 @@ from repl.commands import (
     ForgetAllowedCmd,
     Help,
     History,
+    HistoryRecordCmd,
     Input,
     Legs,
     ListPendingCmd,
@@ -205,6 +206,8 @@ class ReplState:
                 self.lists.forget_allowed(ref)
             case History(keyword=keyword):
                 self.lists.ask_history(keyword)
+            case HistoryRecordCmd(ref=ref):
+                self.lists.ask_record(ref)
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "

@@ -352,3 +352,30 @@ def test_allowed_forget_says_what_it_removed(daemon_home: Path, tmp_path: Path) 
         wait_for(lambda: "no remembered commands" in tmux.screen(), "the list left")
     finally:
         tmux("kill-server")
+
+
+def test_history_finds_a_task_by_its_id_and_shows_its_record(daemon_home: Path) -> None:
+    """Issue 33 item 8: ``/history <task id>`` finds the task (its id is what the REPL
+    shows everywhere) and ``/history show 1`` prints its whole record."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", "run: echo findme-output", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "finished with exit code 0" in tmux.screen(), "the task to end")
+        tmux("send-keys", "-t", "repl", "/history", "Enter")
+        listed = re.compile(r"  1\. \d\d-\d\d \d\d:\d\d  ([0-9a-f]{8})  finished")
+        wait_for(lambda: any(listed.match(ln) for ln in tmux.lines()), "the history list")
+        task_id = next(m[1] for ln in tmux.lines() if (m := listed.match(ln)))
+        tmux("send-keys", "-t", "repl", f"/history {task_id}", "Enter")
+        wait_for(lambda: f"recent tasks matching '{task_id}'" in tmux.screen(), "the id search")
+        wait_for(lambda: any(task_id in ln and "  1. " in ln for ln in tmux.lines()), "the task")
+        tmux("send-keys", "-t", "repl", "/history show 1", "Enter")
+        wait_for(lambda: f"record of task {task_id}:" in tmux.screen(), "the record")
+        wait_for(
+            lambda: "findme-output" in tmux.screen().split("record of task")[-1], "its content"
+        )
+    finally:
+        tmux("kill-server")

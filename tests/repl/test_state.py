@@ -614,7 +614,9 @@ def test_history() -> None:
         ]
     }
     state.handle(HttpResult(call=call, status=200, body=body))
-    assert state.output[-2][1] == "recent tasks matching 'echo':"
+    assert (
+        state.output[-2][1] == "recent tasks matching 'echo' (/history show N opens one's record):"
+    )
     assert state.output[-1][1].endswith("3f2a9c0d  finished run: echo hello")
     state.handle(HttpResult(call=call, status=200, body={"tasks": []}))
     assert state.output[-1][1] == "no finished tasks matching 'echo'"
