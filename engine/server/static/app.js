@@ -249,6 +249,21 @@ function confirmTitle(toolName, restricted = false) {
   return `Allow ${toolName}?${tail}`;
 }
 
+/** "1 task", "2 tasks": wording.plural. */
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+/** A task's state as its badge says it to a person (``data-state`` keeps the name). */
+const STATE_WORDS = {
+  running: "running",
+  parked: "waits for your answer",
+  paused: "paused, kept",
+  canceled: "stopped",
+  failed: "failed",
+  finished: "finished",
+};
+
 /** How a run that did not finish ended: wording.ended_line. */
 function endedLine(status, reason = "") {
   const why = reason ? `: ${reason}` : "";
@@ -755,7 +770,7 @@ class ChatView {
 
   setState(task, state) {
     task.state = state;
-    task.badge.textContent = state;
+    task.badge.textContent = STATE_WORDS[state] ?? state;
     task.block.dataset.state = state;
     task.actions.replaceChildren();
     if (state === "running") {
@@ -1312,7 +1327,7 @@ async function health() {
   try {
     const response = await fetch("/v1/health", { cache: "no-store", credentials: "omit" });
     const data = await response.json();
-    text = `daemon ${data.version} · ${data.tasks} task(s) · ${data.legs} leg(s)`;
+    text = `daemon ${data.version} · ${plural(data.tasks, "running task")} · ${plural(data.legs, "background leg")}`;
   } catch {
     text = "daemon unreachable";
   }
