@@ -223,6 +223,7 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
     await wait_state(page, ask, "parked")
     # Issue 33 item 11: the badge speaks to a person, not in the engine's words.
     assert await page.text(in_task(ask, ".badge")) == "waits for your answer"
+    assert await page.text(in_task(ask, ".tool-call pre")) == "Which? (a / b)"  # not JSON
     assert await page.text(in_task(echo, ".badge")) == "finished"
     assert await page.text(in_task(ask, ".questions .question-text")) == "Which?"
     await page.click(in_task(ask, '.questions [data-option="b"]'))

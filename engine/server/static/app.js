@@ -822,7 +822,7 @@ class ChatView {
       case "tool_call":
         this.add(task, el("div", { class: "tool-call" },
           el("span", { class: "tool", text: `→ ${event.tool_name}` }),
-          el("pre", { text: faithfulText(event.args) })));
+          el("pre", { text: readableCall(event.tool_name, event.args) ?? faithfulText(event.args) })));
         break;
       case "tool_result":
         this.add(task, el("div", { class: event.ok ? "tool-result" : "tool-result bad" },
@@ -910,6 +910,25 @@ const SPAN_CHARS = 64;
 /** A tool call's arguments as text, drawn as a confirmation draws them (faithfulLines:
  *  one row per line, its label first, escapes visible), so the log never shows a
  *  two-line command as one or lets a bidi character reorder it (R77). */
+/** An ask_user call as the REPL shows it (repl.render.call_lines): one line per
+ *  question, "Which branch? (main / release)"; null when the arguments are of any
+ *  other shape (then they are shown whole, faithfully). */
+function readableCall(name, args) {
+  if (name !== "ask_user" || Object.keys(args).join() !== "questions") return null;
+  const questions = args.questions;
+  if (!Array.isArray(questions) || !questions.length) return null;
+  const lines = [];
+  for (const q of questions) {
+    if (!q || typeof q !== "object" || typeof q.text !== "string") return null;
+    if (Object.keys(q).some((key) => !["text", "options", "multi"].includes(key))) return null;
+    const options = q.options ?? [];
+    if (!Array.isArray(options) || !options.every((o) => typeof o === "string")) return null;
+    const choices = options.length ? ` (${options.join(" / ")})` : "";
+    lines.push(`${q.text}${choices}${q.multi === true ? " (several answers)" : ""}`);
+  }
+  return lines.join("\n");
+}
+
 function faithfulText(args) {
   return faithfulLines(args)
     .map((line) => (line.label ? `${line.label} ` : "") + line.pieces.map(([, text]) => text).join(""))
