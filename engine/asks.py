@@ -1,15 +1,15 @@
 """What a task asks a person and what comes back: the values of the pending registry
-(`engine.pending`), and the routing rules they carry (R5, R78, R79).
+(`agentrio.engine.pending`), and the routing rules they carry (R5, R78, R79).
 
 Kept apart from the registry so that its state machine stays one readable module;
-`engine.pending` re-exports every name here.
+`agentrio.engine.pending` re-exports every name here.
 
 Two rules are properties of a request, not of any front-end, so that no listener can
 opt out of them:
 
 * **Windowed asks (R5, R78).** A ``cli-`` ask carrying a window hash belongs to the
   REPL window that started its task. Only a listener that *owns* that window hash
-  (`engine.pending.Listener.own_window`) may take, count for, or answer it; a prefix
+  (`agentrio.engine.pending.Listener.own_window`) may take, count for, or answer it; a prefix
   listener (``listen("cli-")``, ``listen("")``), a session subscriber and an HTTP
   caller never can, whatever their prefix or match says.
 * **Grace (R79).** A ``chat-``/``tg-``/``dc-`` ask whose listener goes away waits a
@@ -24,10 +24,10 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from engine.ids import origin_of
-from protocol.events import Question
-from protocol.frames import Reply
-from protocol.http import ConfirmRequest
+from agentrio.engine.ids import origin_of
+from agentrio.protocol.events import Question
+from agentrio.protocol.frames import Reply
+from agentrio.protocol.http import ConfirmRequest
 
 __all__ = [
     "ANSWERED_ELSEWHERE",

@@ -1,6 +1,6 @@
 """Opening an engine: its store, models, sandbox and nursery, from the configuration.
 
-`open_engine` is how an `engine.core.Engine` comes to exist: it opens what the
+`open_engine` is how an `agentrio.engine.core.Engine` comes to exist: it opens what the
 configuration names (the SQLite store in the home, the model and the decision model,
 the sudo verifier, the sandbox probe), builds the engine complete in a nursery of its
 own, starts its loops, and on exit shuts it down (cause ``shutdown``, R53) and closes
@@ -18,15 +18,15 @@ from functools import partial
 
 import trio
 
-from engine.asks import TASK_CANCELED, TASK_PAUSED, AskRequest
-from engine.causes import Cause
-from engine.config import Config
-from engine.core import Engine
-from engine.models.base import Model
-from engine.pending import PendingRegistry
-from engine.store.base import Store
-from engine.tools.base import Services
-from engine.tools.sudo import PasswordVerifier, SudoVerifier
+from agentrio.engine.asks import TASK_CANCELED, TASK_PAUSED, AskRequest
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config
+from agentrio.engine.core import Engine
+from agentrio.engine.models.base import Model
+from agentrio.engine.pending import PendingRegistry
+from agentrio.engine.store.base import Store
+from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.sudo import PasswordVerifier, SudoVerifier
 
 __all__ = ["freeze_startup_heap", "open_configured_store", "open_engine"]
 
@@ -61,12 +61,12 @@ async def open_configured_store(config: Config) -> AsyncIterator[Store]:
     Opening Redis does not wait for it to answer: a daemon whose Redis is down starts,
     says so in ``/v1/health`` and answers 503 until it is back."""
     if config.store.backend == "redis":
-        from engine.store.redis_store import open_redis_store
+        from agentrio.engine.store.redis_store import open_redis_store
 
         async with open_redis_store(config.store.url, prefix=config.store.prefix) as redis:
             yield redis
         return
-    from engine.store.sqlite import open_store
+    from agentrio.engine.store.sqlite import open_store
 
     async with open_store(config.home_path / "agentrio.db") as sqlite:
         yield sqlite
@@ -87,7 +87,7 @@ async def open_engine(
 
     ``decision_model`` checks watcher hits (R29); without one, ``[decision_model]`` of
     the config is built when it is set."""
-    from engine.store.files import make_home
+    from agentrio.engine.store.files import make_home
 
     home = config.home_path
     await trio.to_thread.run_sync(make_home, home)
@@ -122,8 +122,8 @@ async def _engine_with(
     own_decision: bool,
 ) -> AsyncIterator[Engine]:
     """`open_engine` once its store is open: the models, the services, the nursery."""
-    from engine.models.factory import close_model, make_model
-    from engine.processes.sandbox import Sandbox
+    from agentrio.engine.models.factory import close_model, make_model
+    from agentrio.engine.processes.sandbox import Sandbox
 
     the_store = store
 

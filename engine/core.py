@@ -1,6 +1,6 @@
 """The engine facade: start, steer, cancel, resume and answer tasks.
 
-`engine.assembly.open_engine` builds one with its own nursery for all runs. The daemon
+`agentrio.engine.assembly.open_engine` builds one with its own nursery for all runs. The daemon
 serves an `Engine`; tests and scripts can use one in-process::
 
     async with open_engine(config) as engine:
@@ -22,30 +22,30 @@ from typing import Any, Final
 import attrs
 import trio
 
-from engine.background.manager import BackgroundManager
-from engine.background.routing import reoffers
-from engine.causes import Cause
-from engine.errors import BadRequest, Conflict, Forbidden, NotFound
-from engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
-from engine.markers import MARKER_TTL_S
-from engine.messages import CONFLICT_RUNNING, resume_said
-from engine.models.base import Model
-from engine.nursery_tasks import Supervisor, TaskHandle
-from engine.pending import AskReply, AskRequest, Entry, Listener
-from engine.runs import PreludeCall, RunOrigin, TaskRun, Toolbox, execute_task, resume_input
-from engine.sessions import Session, SessionRegistry
-from engine.snapshot import Snapshot, snapshot_from_json
-from engine.store.base import Store, TaskRow, marker_key
-from engine.tools.ask_user import AskUserTool
-from engine.tools.background_tools import BackgroundCommandTool, BackgroundSubagentsTool
-from engine.tools.base import Services
-from engine.tools.history import ChatHistoryTool
-from engine.tools.run_command import RunCommandTool
-from engine.tools.secrets import StoreSecretTool
-from engine.tools.subagents import SubagentsTool
-from protocol import events as ev
-from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
-from protocol.http import HistoryEntry, HistoryRecord
+from agentrio.engine.background.manager import BackgroundManager
+from agentrio.engine.background.routing import reoffers
+from agentrio.engine.causes import Cause
+from agentrio.engine.errors import BadRequest, Conflict, Forbidden, NotFound
+from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
+from agentrio.engine.markers import MARKER_TTL_S
+from agentrio.engine.messages import CONFLICT_RUNNING, resume_said
+from agentrio.engine.models.base import Model
+from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
+from agentrio.engine.pending import AskReply, AskRequest, Entry, Listener
+from agentrio.engine.runs import PreludeCall, RunOrigin, TaskRun, Toolbox, execute_task, resume_input
+from agentrio.engine.sessions import Session, SessionRegistry
+from agentrio.engine.snapshot import Snapshot, snapshot_from_json
+from agentrio.engine.store.base import Store, TaskRow, marker_key
+from agentrio.engine.tools.ask_user import AskUserTool
+from agentrio.engine.tools.background_tools import BackgroundCommandTool, BackgroundSubagentsTool
+from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.history import ChatHistoryTool
+from agentrio.engine.tools.run_command import RunCommandTool
+from agentrio.engine.tools.secrets import StoreSecretTool
+from agentrio.engine.tools.subagents import SubagentsTool
+from agentrio.protocol import events as ev
+from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
+from agentrio.protocol.http import HistoryEntry, HistoryRecord
 
 __all__ = ["Engine", "SendResult"]
 
@@ -129,7 +129,7 @@ class Engine:
 
     async def start_upkeep(self) -> None:
         """Offer the questions of parked tasks again (R11) and start the engine's own
-        loops; `engine.assembly.open_engine` calls it once, `shutdown` cancels the
+        loops; `agentrio.engine.assembly.open_engine` calls it once, `shutdown` cancels the
         loops."""
         await self.reoffer_parked()
         await self._upkeep.start(

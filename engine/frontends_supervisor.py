@@ -5,7 +5,7 @@
   ``daemon.json``): ``python -m agentrio.frontends.<name> --home <home>``, in a
   session of its own, its output appended to ``<home>/<name>.log`` (0600). It
   inherits the daemon's environment, so ``$AGENTRIO_<NAME>_TOKEN`` reaches it, and
-  the owner tag (`engine.processes.orphans`): a child a killed daemon left is ended by
+  the owner tag (`agentrio.engine.processes.orphans`): a child a killed daemon left is ended by
   the next one.
 - **Restarted** when it exits, after an exponential backoff with jitter (reset once a
   run lasted `STABLE_S`). Exit code 2 is a setup error (no token, a bad ``[<name>]``
@@ -34,9 +34,9 @@ from typing import Final, Literal
 import attrs
 import trio
 
-from engine.config import Config
-from engine.store.files import open_private
-from protocol.http import FrontendInfo
+from agentrio.engine.config import Config
+from agentrio.engine.store.files import open_private
+from agentrio.protocol.http import FrontendInfo
 
 __all__ = [
     "STOP_GRACE_S",

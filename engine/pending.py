@@ -23,10 +23,10 @@ Semantics worth knowing before using it:
   never picks; it answers through HTTP (``resolve(..., by=None)``).
 * **Answered elsewhere.** A claimer whose entry is resolved by someone else or failed
   is told with a `Withdrawn` notice too.
-* **Windows (R78) and grace (R79)**: see `engine.asks`.
+* **Windows (R78) and grace (R79)**: see `agentrio.engine.asks`.
 * **Other daemons (issue 21).** A listener of a front-end connected to another daemon
   is a proxy here, an ordinary `Listener`; what it is offered is shown there
-  (`engine.server.peer_asks`), whose listener gets it through `Listener.post`.
+  (`agentrio.engine.server.peer_asks`), whose listener gets it through `Listener.post`.
 
 Everything is synchronous except `PendingRegistry.ask`, `Listener.next_notice` and
 `PendingRegistry.run_graces`; the registry starts no tasks of its own (its owner runs
@@ -43,8 +43,8 @@ from types import TracebackType
 import attrs
 import trio
 
-from engine.ask_graces import Graces
-from engine.asks import (
+from agentrio.engine.ask_graces import Graces
+from agentrio.engine.asks import (
     ANSWERED_ELSEWHERE,
     CLIENT_DISCONNECTED,
     TASK_CANCELED,
@@ -55,8 +55,8 @@ from engine.asks import (
     Verified,
     Withdrawn,
 )
-from engine.errors import AlreadyResolved, AskFailed, Forbidden
-from engine.ids import new_ask_id
+from agentrio.engine.errors import AlreadyResolved, AskFailed, Forbidden
+from agentrio.engine.ids import new_ask_id
 
 __all__ = [
     "AskKind",
@@ -250,7 +250,7 @@ class PendingRegistry:
 
     def __init__(self, *, listener_grace_s: float = 0.0) -> None:
         self._graces = Graces(listener_grace_s)
-        #: What the claimer of a cancelled producer's ask is told (`engine.assembly`).
+        #: What the claimer of a cancelled producer's ask is told (`agentrio.engine.assembly`).
         self.cancel_reason: Callable[[AskRequest], str] = lambda _: TASK_CANCELED
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
@@ -459,7 +459,7 @@ class PendingRegistry:
 
     def sessions_in_use(self) -> set[str]:
         """Sessions with an open entry, parked ones included: their sessions stay
-        in memory (`engine.sessions.SessionHolder`)."""
+        in memory (`agentrio.engine.sessions.SessionHolder`)."""
         return {entry.request.session_id for entry in self._entries.values()}
 
     def statistics(self) -> RegistryStatistics:

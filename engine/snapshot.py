@@ -5,7 +5,7 @@ the objective, the conversation so far, which tool calls completed (with results
 which were interrupted, the questions asked and the answers already given. Tool
 results and arguments can be huge (a ``cat`` of a log), so they are clamped on the way
 in: the resume message that hands a snapshot back to the model
-(`engine.messages.resume_message`, R12) tells it that an elided value must be fetched
+(`agentrio.engine.messages.resume_message`, R12) tells it that an elided value must be fetched
 again, never guessed.
 """
 
@@ -18,9 +18,9 @@ from typing import Any, Final
 
 import attrs
 
-from engine.models.base import Message, ToolCallRequest
-from protocol.codec import converter, structure
-from protocol.events import Question
+from agentrio.engine.models.base import Message, ToolCallRequest
+from agentrio.protocol.codec import converter, structure
+from agentrio.protocol.events import Question
 
 __all__ = [
     "ARGS_LIMIT",

@@ -32,8 +32,8 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-from protocol.codec import converter, dumps
-from protocol.frames import OMIT_DEFAULT, Ask, Reply
+from agentrio.protocol.codec import converter, dumps
+from agentrio.protocol.frames import OMIT_DEFAULT, Ask, Reply
 
 __all__ = [
     "PEER_MESSAGE_TYPES",

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-from protocol.events import Event, Question
+from agentrio.protocol.events import Event, Question
 
 __all__ = [
     "CLIENT_FRAME_TYPES",

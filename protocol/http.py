@@ -6,8 +6,8 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from protocol.events import Question
-from protocol.frames import AllowedRule, LegInfo, PendingTaskInfo, ReplyAction
+from agentrio.protocol.events import Question
+from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo, ReplyAction
 
 __all__ = [
     "BODY_TYPES",

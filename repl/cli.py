@@ -1,7 +1,7 @@
 """``agentrio``: open the REPL (default), run the daemon (``agentrio daemon …``), or see,
-stop and start it (``agentrio status|stop|start``, `repl.control`).
+stop and start it (``agentrio status|stop|start``, `agentrio.repl.control`).
 
-The daemon subcommand imports ``engine.cli`` lazily, inside `main`: the REPL itself
+The daemon subcommand imports ``agentrio.engine.cli`` lazily, inside `main`: the REPL itself
 speaks only the protocol and must start without importing the engine. The other way
 round too: the REPL's modules (prompt_toolkit, the Trio client, httpx) are imported only
 once `main` knows it opens the REPL, so ``agentrio daemon`` and ``agentrio --help`` do
@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _run_daemon(argv: list[str]) -> int:
     try:
-        from engine import cli as engine_cli  # type: ignore[attr-defined,unused-ignore]
+        from agentrio.engine import cli as engine_cli  # type: ignore[attr-defined,unused-ignore]
     except ImportError as exc:
         print(f"agentrio: the daemon is not available: {exc}", file=sys.stderr)
         return 2
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         frontend = importlib.import_module(FRONTENDS[argv[0]])
         return int(frontend.main(argv[1:]) or 0)
     if argv[:1] in (["status"], ["stop"], ["start"]):
-        from repl import control
+        from agentrio.repl import control
 
         return control.main(argv)
     args = build_parser().parse_args(argv)
@@ -90,12 +90,12 @@ def _run_repl(args: argparse.Namespace) -> int:
     # The REPL's own modules, imported here and not at the top (module doc).
     import asyncio
 
-    from repl.app import ReplApp
-    from repl.bridge import FrameSink, run_with_trio
-    from repl.commands import new_session_id, new_window_hash
-    from repl.daemon import default_home, model_label
-    from repl.history_file import private_history
-    from repl.state import ReplState
+    from agentrio.repl.app import ReplApp
+    from agentrio.repl.bridge import FrameSink, run_with_trio
+    from agentrio.repl.commands import new_session_id, new_window_hash
+    from agentrio.repl.daemon import default_home, model_label
+    from agentrio.repl.history_file import private_history
+    from agentrio.repl.state import ReplState
 
     if args.home:
         # Set, not just used: a daemon this REPL starts must share the home.

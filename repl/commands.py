@@ -13,8 +13,8 @@ from typing import Final
 
 import attrs
 
-from protocol import wording
-from protocol.frames import BackgroundCancel, Cancel, Reply
+from agentrio.protocol import wording
+from agentrio.protocol.frames import BackgroundCancel, Cancel, Reply
 
 __all__ = [
     "BUILTIN_VERBS",

@@ -36,11 +36,11 @@ import trio
 
 from agentrio import ClientError
 from agentrio.transport import HttpApi, open_http
-from protocol.codec import decode
-from protocol.errors import FrameDecodeError
-from protocol.http import ShutdownAccepted
-from repl.client import no_trust_roots
-from repl.daemon import (
+from agentrio.protocol.codec import decode
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.http import ShutdownAccepted
+from agentrio.repl.client import no_trust_roots
+from agentrio.repl.daemon import (
     STOPPED_FILE,
     DaemonStartError,
     StopNote,
@@ -72,7 +72,7 @@ STOP_WAIT_S: Final = 15.0
 #: After SIGKILL, how long ``stop --force`` waits for the process to go.
 _KILL_WAIT_S: Final = 5.0
 _POLL_S: Final = 0.05
-#: Origins whose resumable tasks ``status`` counts (``engine.ids.ORIGINS``).
+#: Origins whose resumable tasks ``status`` counts (``agentrio.engine.ids.ORIGINS``).
 _ORIGINS: Final = ("cli-", "chat-", "tg-", "dc-")
 #: What ``agentrio stop`` tells the daemon; the REPL shows it.
 STOP_REASON: Final = "agentrio stop"

@@ -1,7 +1,7 @@
 """The session's lists as the REPL keeps and shows them: pending tasks, background legs,
 remembered commands and the task history.
 
-`SessionLists` is a part of `repl.state.ReplState`, split out because these lists
+`SessionLists` is a part of `agentrio.repl.state.ReplState`, split out because these lists
 change on their own schedule (a ``pending_list``, ``leg_list`` or ``allowed`` frame, an
 HTTP answer) and are printed only when the person asked (``/pending``, ``/legs``,
 ``/allowed``, ``/history``): a list arriving for the toolbar prints nothing. It keeps
@@ -16,9 +16,9 @@ import re
 import time
 from typing import Final, Protocol
 
-from protocol.codec import structure
-from protocol.errors import FrameDecodeError
-from protocol.frames import (
+from agentrio.protocol.codec import structure
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.frames import (
     AllowedList,
     AllowedRule,
     ForgetAllowed,
@@ -30,11 +30,11 @@ from protocol.frames import (
     PendingList,
     PendingTaskInfo,
 )
-from protocol.http import ErrorBody, HistoryList, HistoryRecord
-from protocol.wording import plural
-from repl.faithful import line_pieces
-from repl.messages import HttpCall, HttpResult, Outgoing
-from repl.render import clip
+from agentrio.protocol.http import ErrorBody, HistoryList, HistoryRecord
+from agentrio.protocol.wording import plural
+from agentrio.repl.faithful import line_pieces
+from agentrio.repl.messages import HttpCall, HttpResult, Outgoing
+from agentrio.repl.render import clip
 
 #: A ``/history`` word that may be (the start of) a task id: it finds that task too.
 _TASK_ID_PREFIX: Final = re.compile(r"[0-9a-fA-F]{6,32}")
@@ -236,7 +236,7 @@ class SessionLists:
 
     def allowed_list(self, frame: AllowedList) -> None:
         """The session's remembered commands (R76), each shown as the confirmation
-        showed it: newlines and invisible characters escaped (`repl.faithful`)."""
+        showed it: newlines and invisible characters escaped (`agentrio.repl.faithful`)."""
         if frame.session_id != self._host.session_id:
             return
         self.allowed_rules = list(frame.rules)

@@ -2,12 +2,12 @@
 
 `ReplState` owns everything a screen is drawn from (transcript lines, runs, open asks,
 legs, popup, notice, connection) and every decision: what Esc, Ctrl+C and quitting do
-(R47, made by its `repl.keys.KeyChain`), when a cancel is held (R46), which frame a
+(R47, made by its `agentrio.repl.keys.KeyChain`), when a cancel is held (R46), which frame a
 choice sends. It imports no prompt_toolkit and does no I/O: outgoing frames go to the
 ``send`` callable it was given, so tests hand it a list's ``append`` and assert the
 exact frames.
 
-It is driven from one thread (the asyncio side of `repl.bridge`); nothing here locks.
+It is driven from one thread (the asyncio side of `agentrio.repl.bridge`); nothing here locks.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from protocol.events import LegFinished, LegStarted
-from protocol.frames import (
+from agentrio.protocol.events import LegFinished, LegStarted
+from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
     Ask,
@@ -36,8 +36,8 @@ from protocol.frames import (
     Welcome,
     Withdrawn,
 )
-from protocol.wording import plural
-from repl.commands import (
+from agentrio.protocol.wording import plural
+from agentrio.repl.commands import (
     AllowedCmd,
     CancelChoice,
     ConfirmChoice,
@@ -64,9 +64,9 @@ from repl.commands import (
     question_reply,
     verbs_text,
 )
-from repl.keys import KeyChain
-from repl.lists import SessionLists
-from repl.messages import (
+from agentrio.repl.keys import KeyChain
+from agentrio.repl.lists import SessionLists
+from agentrio.repl.messages import (
     Connected,
     Disconnected,
     HttpResult,
@@ -74,9 +74,9 @@ from repl.messages import (
     Outgoing,
     Status,
 )
-from repl.render import Line, clip, render_done_status
-from repl.transcript import Transcript
-from repl.views import EscAction, Popup, RunView
+from agentrio.repl.render import Line, clip, render_done_status
+from agentrio.repl.transcript import Transcript
+from agentrio.repl.views import EscAction, Popup, RunView
 
 __all__ = ["ReplState"]
 
@@ -103,7 +103,7 @@ class ReplState:
         self.connection: ConnectionState = "connecting"
         self.url = ""
         self.daemon_version = ""
-        #: What is printed above the prompt (`repl.transcript`).
+        #: What is printed above the prompt (`agentrio.repl.transcript`).
         self.transcript = Transcript()
         self.notice: str | None = None
         self.popup: Popup | None = None
@@ -111,7 +111,7 @@ class ReplState:
         self._by_hash: dict[str, str] = {}
         #: Open asks in arrival order; the first is shown, the rest wait (toolbar count).
         self.asks: dict[str, Ask] = {}
-        #: The session's pending tasks, legs and remembered commands (`repl.lists`).
+        #: The session's pending tasks, legs and remembered commands (`agentrio.repl.lists`).
         self.lists = SessionLists(self)
         self.quit_requested = False
         self._cut_runs = 0
@@ -285,10 +285,10 @@ class ReplState:
 
     # ------------------------------------------------------------ Esc, Ctrl+C, popups
 
-    # The decisions live in `repl.keys.KeyChain` (``self.keys``); these name them.
+    # The decisions live in `agentrio.repl.keys.KeyChain` (``self.keys``); these name them.
 
     def esc(self, *, picker_open: bool, input_text: str, now: float | None = None) -> EscAction:
-        """The Esc chain of R47 at the input line (`repl.keys.KeyChain.esc`)."""
+        """The Esc chain of R47 at the input line (`agentrio.repl.keys.KeyChain.esc`)."""
         return self.keys.esc(picker_open=picker_open, input_text=input_text, now=now)
 
     def esc_dialog(self, *, now: float | None = None) -> EscAction:

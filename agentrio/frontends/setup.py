@@ -4,7 +4,7 @@
 store a token (``--store-token``), parse its command line and set up its log.
 
 A `SetupError` means the front-end cannot start as configured: its process exits 2 and
-the daemon does not restart it (`engine.frontends_supervisor`).
+the daemon does not restart it (`agentrio.engine.frontends_supervisor`).
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from typing import Any, Final, TypeVar
 
 import cattrs
 
-from protocol.codec import format_problem, install_strict_hooks
-from protocol.frontends import token_key_refused
+from agentrio.protocol.codec import format_problem, install_strict_hooks
+from agentrio.protocol.frontends import token_key_refused
 
 __all__ = [
     "BotRunner",

@@ -10,8 +10,8 @@ no free token is announced with ``leg_started`` ``queued: true``, listed as
 ``queued: false`` when it starts.
 
 A leg's life (`BackgroundManager._leg_main`): wait for a token, run (a command,
-`engine.background.command_leg`, or a sub-agent, `engine.background.subagent_leg`),
-then record its end -- result clamped (R24), report routed (`engine.background.routing`),
+`agentrio.engine.background.command_leg`, or a sub-agent, `agentrio.engine.background.subagent_leg`),
+then record its end -- result clamped (R24), report routed (`agentrio.engine.background.routing`),
 job file saved -- and only then say ``leg_finished`` and settle the job if it was the
 last leg.
 
@@ -32,8 +32,8 @@ from typing import Final
 import attrs
 import trio
 
-from engine.background.command_leg import run_command_leg
-from engine.background.jobs import (
+from agentrio.engine.background.command_leg import run_command_leg
+from agentrio.engine.background.jobs import (
     Job,
     Leg,
     LegKind,
@@ -43,24 +43,24 @@ from engine.background.jobs import (
     report_path,
     save_job,
 )
-from engine.background.routing import ReportRouter
-from engine.background.starter import TaskStarter
-from engine.background.subagent_leg import run_subagent_leg
-from engine.causes import Cause
-from engine.errors import NotFound
-from engine.ids import new_job_id, new_leg_id
-from engine.messages import leg_finished_report, leg_stopped_report, leg_update_report
-from engine.models.base import Model
-from engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle
-from engine.runs import TaskRun
-from engine.snapshot import RESULT_LIMIT, clamp
-from engine.store.files import make_private_dirs
-from engine.tools.background_tools import StartedJob
-from engine.tools.base import Services, ToolContext
-from engine.tools.run_command import CommandPlan
-from engine.watch import DecisionCheck, WatchReport
-from protocol import events as ev
-from protocol.frames import LegInfo
+from agentrio.engine.background.routing import ReportRouter
+from agentrio.engine.background.starter import TaskStarter
+from agentrio.engine.background.subagent_leg import run_subagent_leg
+from agentrio.engine.causes import Cause
+from agentrio.engine.errors import NotFound
+from agentrio.engine.ids import new_job_id, new_leg_id
+from agentrio.engine.messages import leg_finished_report, leg_stopped_report, leg_update_report
+from agentrio.engine.models.base import Model
+from agentrio.engine.nursery_tasks import Supervisor, SupervisorStatistics, TaskHandle
+from agentrio.engine.runs import TaskRun
+from agentrio.engine.snapshot import RESULT_LIMIT, clamp
+from agentrio.engine.store.files import make_private_dirs
+from agentrio.engine.tools.background_tools import StartedJob
+from agentrio.engine.tools.base import Services, ToolContext
+from agentrio.engine.tools.run_command import CommandPlan
+from agentrio.engine.watch import DecisionCheck, WatchReport
+from agentrio.protocol import events as ev
+from agentrio.protocol.frames import LegInfo
 
 __all__ = ["BackgroundManager", "BackgroundStatistics"]
 
@@ -112,7 +112,7 @@ class BackgroundManager:
 
     def available(self, ctx: ToolContext) -> bool:
         """R20: background tools exist for ``cli-`` requests without a deliver target
-        (`engine.tools.base.ToolContext.deliver_to`): not for background or in-process
+        (`agentrio.engine.tools.base.ToolContext.deliver_to`): not for background or in-process
         sub-agents, whose results go to a leg or a parent task, not to a window that
         could receive later reports."""
         return ctx.origin == "cli-" and ctx.deliver_to is None and not self._router.closing
@@ -120,7 +120,7 @@ class BackgroundManager:
     def sessions_in_use(self) -> set[str]:
         """Sessions with a live job, until its settling is fully recorded (its
         follow-up started, ``job_settled`` said): reports and follow-ups go there
-        (`engine.sessions.SessionHolder`)."""
+        (`agentrio.engine.sessions.SessionHolder`)."""
         return {job.session_id for job in self._jobs.values()}
 
     def job(self, job_id: str) -> Job | None:
@@ -278,7 +278,7 @@ class BackgroundManager:
     def cancel_leg(self, session_id: str, leg_id: str) -> int:
         """Cancel one leg, or with ``"all"`` every queued or running leg of the session,
         cause ``user_canceled`` (R44); returns how many were cancelled. An unknown leg
-        (or one of another session) raises `engine.errors.NotFound`."""
+        (or one of another session) raises `agentrio.engine.errors.NotFound`."""
         if leg_id == "all":
             legs = [
                 leg
@@ -297,8 +297,8 @@ class BackgroundManager:
         return self._supervisor.cancel_all(Cause.SHUTDOWN)
 
     async def on_task_end(self, run: TaskRun) -> None:
-        """The end hook of every run (`engine.runs.TaskRun.on_end`): what becomes of the
-        jobs it started (`engine.background.routing.ReportRouter.task_ended`)."""
+        """The end hook of every run (`agentrio.engine.runs.TaskRun.on_end`): what becomes of the
+        jobs it started (`agentrio.engine.background.routing.ReportRouter.task_ended`)."""
         self._turn_job.pop((run.session_id, run.task_hash), None)
         jobs = [
             job

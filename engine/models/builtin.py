@@ -64,7 +64,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from engine.messages import (
+from agentrio.engine.messages import (
     ASK_RESUME_HEADER,
     ELIDED_SENTENCE,
     FOLLOWUP_HEADER,
@@ -73,7 +73,7 @@ from engine.messages import (
     REPORT_UPDATE_HEADER,
     SUBAGENTS_RESULT_HEADER,
 )
-from engine.models.base import (
+from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,
@@ -83,7 +83,7 @@ from engine.models.base import (
     ToolSpec,
     stream_pieces,
 )
-from protocol.wording import plural
+from agentrio.protocol.wording import plural
 
 __all__ = [
     "HELP_TEXT",

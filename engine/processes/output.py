@@ -1,6 +1,6 @@
-"""A command's output kept the way `engine.snapshot.clamp` keeps text, in bounded memory.
+"""A command's output kept the way `agentrio.engine.snapshot.clamp` keeps text, in bounded memory.
 
-`engine.processes.runner.run_in_group` feeds every chunk a command prints into a
+`agentrio.engine.processes.runner.run_in_group` feeds every chunk a command prints into a
 `ClampedOutput`, so a command printing 200 MB runs in about ``2 * keep_bytes`` of memory
 while its result still reads like a clamped snapshot value (R11, R24).
 """
@@ -13,11 +13,11 @@ __all__ = ["ClampedOutput"]
 
 
 class ClampedOutput:
-    """A byte stream's text, kept as `engine.snapshot.clamp` would keep it, in bounded memory.
+    """A byte stream's text, kept as `agentrio.engine.snapshot.clamp` would keep it, in bounded memory.
 
     ``text()`` equals ``clamp(everything.decode("utf-8", errors="replace"), keep_bytes)``
     -- the first 3/4 and last 1/4 of ``keep_bytes`` (cut at character boundaries) around
-    an ``...[N bytes elided]...`` marker that `engine.snapshot.has_elided` recognises --
+    an ``...[N bytes elided]...`` marker that `agentrio.engine.snapshot.has_elided` recognises --
     but never holds more than about ``2 * keep_bytes`` bytes: chunks are decoded
     incrementally (a character split across chunks decodes whole), re-encoded, and only
     their head and a trimmed tail are kept, while ``decoded_bytes`` counts the rest.

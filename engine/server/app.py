@@ -2,7 +2,7 @@
 
 One Starlette app, served by hypercorn's Trio worker on one port. Each HTTP route is a
 thin translation: check the bearer token, decode the path and body into protocol
-objects, call one method of the command layer (`engine.server.commands`, shared with
+objects, call one method of the command layer (`agentrio.engine.server.commands`, shared with
 ``/v1/ws``), encode the reply body. Errors never escape as tracebacks:
 
 | raised | status | ``code`` |
@@ -39,16 +39,16 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 
-from engine.errors import AgentrioError, BadRequest, NotFound
-from engine.ids import check_session_id, check_task_hash
-from engine.pending import Entry
-from engine.server.auth import bearer_ok
-from engine.server.commands import check_ask_id
-from engine.server.context import ServerContext
-from engine.store.base import Store, StoreError
-from protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
-from protocol.errors import ErrorCode, FrameDecodeError
-from protocol.frames import (
+from agentrio.engine.errors import AgentrioError, BadRequest, NotFound
+from agentrio.engine.ids import check_session_id, check_task_hash
+from agentrio.engine.pending import Entry
+from agentrio.engine.server.auth import bearer_ok
+from agentrio.engine.server.commands import check_ask_id
+from agentrio.engine.server.context import ServerContext
+from agentrio.engine.store.base import Store, StoreError
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
+from agentrio.protocol.errors import ErrorCode, FrameDecodeError
+from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
     ForgetAllowed,
@@ -57,7 +57,7 @@ from protocol.frames import (
     ListPending,
     Reply,
 )
-from protocol.http import (
+from agentrio.protocol.http import (
     ConfirmRequest,
     ErrorBody,
     ErrorDetail,
@@ -424,8 +424,8 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 def create_app(ctx: ServerContext) -> Starlette:
     """The ASGI app serving ``ctx.engine`` (see the module doc for the error mapping)."""
-    from engine.server.sse import events
-    from engine.server.ws import websocket_endpoint
+    from agentrio.engine.server.sse import events
+    from agentrio.engine.server.ws import websocket_endpoint
 
     session = "/v1/session/{session_id}"
     task = session + "/task/{task_hash}"

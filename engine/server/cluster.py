@@ -1,9 +1,9 @@
 """Several daemons on one Redis, as one service (issue 21; docs/deployment.md).
 
 `open_cluster` gives a daemon whose store is Redis its part in the cluster: the bus
-(`engine.server.peers`), asks across daemons (`engine.server.peer_asks`), cancel,
-pause and steer across daemons (`engine.server.peer_control`) and the event relay
-(`engine.server.peer_events`). The command layer (`engine.server.commands`) turns to
+(`agentrio.engine.server.peers`), asks across daemons (`agentrio.engine.server.peer_asks`), cancel,
+pause and steer across daemons (`agentrio.engine.server.peer_control`) and the event relay
+(`agentrio.engine.server.peer_events`). The command layer (`agentrio.engine.server.commands`) turns to
 it when what a request names is not on this daemon. A daemon on SQLite is alone and
 gets None.
 
@@ -21,13 +21,13 @@ from typing import cast
 import attrs
 import trio
 
-from engine.causes import Cause
-from engine.core import Engine
-from engine.nursery_tasks import cancel_scope
-from engine.server.peer_asks import PeerAsks
-from engine.server.peer_control import PeerControl
-from engine.server.peer_events import PeerEvents
-from engine.server.peers import BusKey, BusStore, Peers
+from agentrio.engine.causes import Cause
+from agentrio.engine.core import Engine
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.server.peer_asks import PeerAsks
+from agentrio.engine.server.peer_control import PeerControl
+from agentrio.engine.server.peer_events import PeerEvents
+from agentrio.engine.server.peers import BusKey, BusStore, Peers
 
 __all__ = ["Cluster", "ClusterStatistics", "attached_events", "open_cluster"]
 
@@ -85,7 +85,7 @@ async def open_cluster(engine: Engine, *, token: str) -> AsyncIterator[Cluster |
     """The cluster part of a daemon on a Redis store, running until the block exits
     (then cancelled with cause ``shutdown``, after a goodbye to the peers); None on
     any other store. ``token`` is the daemons' shared token, which keys the bus's
-    signatures (`engine.server.peers.BusKey`). Entering does not wait for Redis: the
+    signatures (`agentrio.engine.server.peers.BusKey`). Entering does not wait for Redis: the
     bus connects (and reconnects after an outage) in the background."""
     store = engine.store
     if getattr(store, "backend", "") != "redis":

@@ -1,7 +1,7 @@
 """What every route and connection of the server shares (`ServerContext`).
 
-A module of its own so that the routes (`engine.server.app`), the WebSocket
-connections (`engine.server.ws`) and the event streams (`engine.server.sse`) all
+A module of its own so that the routes (`agentrio.engine.server.app`), the WebSocket
+connections (`agentrio.engine.server.ws`) and the event streams (`agentrio.engine.server.sse`) all
 depend on it, and none of them on another: the app mounts the other two.
 """
 
@@ -10,9 +10,9 @@ from __future__ import annotations
 import attrs
 import trio
 
-from engine.core import Engine
-from engine.frontends_supervisor import FrontendStatus
-from engine.server.commands import Commands
+from agentrio.engine.core import Engine
+from agentrio.engine.frontends_supervisor import FrontendStatus
+from agentrio.engine.server.commands import Commands
 
 __all__ = ["ServerContext"]
 

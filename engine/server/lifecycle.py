@@ -7,16 +7,16 @@
    who holds it (pid and address from ``daemon.json``) and exits 1;
 2. sets up logging to ``<home>/daemon.log`` and stderr (never tokens, never
    passwords; the log file is 0600);
-3. makes the home owner-only (folders 0700, files 0600, `engine.store.files`),
+3. makes the home owner-only (folders 0700, files 0600, `agentrio.engine.store.files`),
    logging once what it had to tighten in a home made earlier with looser modes; ends
-   the processes a killed predecessor left running (`engine.processes.orphans`), clears
+   the processes a killed predecessor left running (`agentrio.engine.processes.orphans`), clears
    ``<home>/sessions/*/background/`` (background work does not survive a
    restart, R27), makes or reads the token, opens the engine and purges expired
    online markers;
 4. serves HTTP and WebSocket on one port (`open_server`), then removes the note of a
    deliberate stop (``daemon.stopped``, below) and writes ``<home>/daemon.json``
    ``{pid, host, port, started_at, version}`` atomically; and starts the enabled chat
-   front-ends as supervised children (`engine.frontends_supervisor`, R82);
+   front-ends as supervised children (`agentrio.engine.frontends_supervisor`, R82);
 5. on SIGINT, SIGTERM or ``POST /v1/shutdown`` (``agentrio stop``): first leaves
    ``<home>/daemon.stopped`` ``{pid, at, reason}`` -- the stop was deliberate, so an
    open REPL does not start a new daemon (a crash leaves no note and is restarted) --
@@ -51,22 +51,22 @@ import hypercorn.trio
 import trio
 from hypercorn.config import Config as HypercornConfig
 
-from engine.assembly import open_engine
-from engine.causes import Cause
-from engine.config import Config
-from engine.core import Engine
-from engine.frontends_supervisor import enabled_frontends, statuses_of, supervise_frontends
-from engine.nursery_tasks import cancel_scope
-from engine.processes.orphans import kill_orphans, mark_children
-from engine.processes.reaper import adopting_orphans
-from engine.server.app import ServerContext, create_app
-from engine.server.auth import load_or_create_token, own_origins
-from engine.server.cluster import open_cluster
-from engine.server.sockets import abort_connections
-from engine.server.startup import STARTUP_EXIT, startup_message
-from engine.server.ws import CLOSE_TIMEOUT_S
-from engine.store.base import StoreError
-from engine.store.files import make_home, open_private, tighten_home, write_private_atomic
+from agentrio.engine.assembly import open_engine
+from agentrio.engine.causes import Cause
+from agentrio.engine.config import Config
+from agentrio.engine.core import Engine
+from agentrio.engine.frontends_supervisor import enabled_frontends, statuses_of, supervise_frontends
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.processes.orphans import kill_orphans, mark_children
+from agentrio.engine.processes.reaper import adopting_orphans
+from agentrio.engine.server.app import ServerContext, create_app
+from agentrio.engine.server.auth import load_or_create_token, own_origins
+from agentrio.engine.server.cluster import open_cluster
+from agentrio.engine.server.sockets import abort_connections
+from agentrio.engine.server.startup import STARTUP_EXIT, startup_message
+from agentrio.engine.server.ws import CLOSE_TIMEOUT_S
+from agentrio.engine.store.base import StoreError
+from agentrio.engine.store.files import make_home, open_private, tighten_home, write_private_atomic
 
 __all__ = [
     "DAEMON_JSON",
@@ -95,7 +95,7 @@ log = logging.getLogger("agentrio.daemon")
 DAEMON_JSON: Final = "daemon.json"
 LOCK_FILE: Final = "daemon.lock"
 LOG_FILE: Final = "daemon.log"
-#: The note of a deliberate stop (module doc, step 5); `repl.daemon` reads it.
+#: The note of a deliberate stop (module doc, step 5); `agentrio.repl.daemon` reads it.
 STOPPED_FILE: Final = "daemon.stopped"
 #: How many tightened paths the start-up log line names.
 _LISTED: Final = 5

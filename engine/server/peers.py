@@ -11,7 +11,7 @@ pub/sub under the store's prefix:
 - ``<prefix>bus:<daemon id>``, read by that daemon alone: what is meant for it.
 
 **Liveness.** Every daemon broadcasts a `Heartbeat` every `HEARTBEAT_S` (with its
-routable listeners, `engine.server.peer_asks`), one at once when a listener comes or
+routable listeners, `agentrio.engine.server.peer_asks`), one at once when a listener comes or
 goes (`announce`: a new one is acknowledged to its front-end only once every peer
 confirmed it), and a `Goodbye` when it stops. A peer
 not heard from for `PEER_TIMEOUT_S` is dead: whatever depended on it is torn down the
@@ -24,13 +24,13 @@ reading: nothing is ever approved because a message was lost.
 answer in time counts as "not found there". Pub/sub delivers at most once, so a
 request may be lost but is never carried out twice by the bus.
 
-**Signed.** Every message (and every relayed event, `engine.server.peer_events`) is
+**Signed.** Every message (and every relayed event, `agentrio.engine.server.peer_events`) is
 signed with an HMAC-SHA256 keyed by the daemons' shared token (`BusKey`): a message
 whose signature does not verify is logged and ignored. So whoever can publish on the
 Redis but does not hold the token cannot answer an ask -- approve a command -- or show
 a person an event no daemon made. Daemons with different tokens do not hear each other.
 
-The bus is owned by the server (`engine.server.lifecycle.open_server` runs `run` in
+The bus is owned by the server (`agentrio.engine.server.lifecycle.open_server` runs `run` in
 its nursery) and starts no task outside it.
 """
 
@@ -47,9 +47,9 @@ from typing import Any, Final, Protocol
 import attrs
 import trio
 
-from engine.errors import AgentrioError
-from engine.store.base import StoreError
-from protocol.cluster import (
+from agentrio.engine.errors import AgentrioError
+from agentrio.engine.store.base import StoreError
+from agentrio.protocol.cluster import (
     AnswerAsk,
     Control,
     Goodbye,
@@ -86,7 +86,7 @@ REJECTED_LOG_S: Final = 60.0
 
 
 class BusStore(Protocol):
-    """What the bus needs of the Redis store (`engine.store.redis_store.RedisStore`)."""
+    """What the bus needs of the Redis store (`agentrio.engine.store.redis_store.RedisStore`)."""
 
     @property
     def client(self) -> Any: ...
@@ -359,7 +359,7 @@ class Peers:
         """Answer ``request`` to the daemon that sent it: not ``found`` here, or found
         and done (``cancelled`` for a cancel that stopped its task), or found and
         refused with ``error`` (its code and message travel; the asker raises the
-        same class, `engine.errors.error_of`)."""
+        same class, `agentrio.engine.errors.error_of`)."""
         answer = PeerAnswer(
             sender=self.id,
             request_id=request.request_id,

@@ -14,7 +14,7 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
   no task was made. A well-formed request that cannot be carried out (`Conflict`
   R37, `NotFound`) still ends in its one ``done``, status ``failed``.
 - **asks (R5, R78).** The connection's ``cli-`` listener owns the window hashes this
-  connection sent in ``run``/``pending`` (`engine.pending.Listener.own_window`): the
+  connection sent in ``run``/``pending`` (`agentrio.engine.pending.Listener.own_window`): the
   registry gives a window's asks to it and to no other listener. They arrive as
   ``ask`` frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for
   script front-ends (never a window's asks). A ``reply`` is accepted only for an ask
@@ -25,9 +25,9 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
 - **commands.** Every other frame is decoded, authorized here (R46: only runs this
   connection started may be cancelled; R5/R8: only asks it was shown, or of sessions
   it subscribed to, may be answered) and handed to the command layer
-  (`engine.server.commands`) that the HTTP routes call too, so both answer alike. A
+  (`agentrio.engine.server.commands`) that the HTTP routes call too, so both answer alike. A
   frame with a ``request_id`` is answered once it was handled: by its list frame
-  carrying the ``request_id``, else by ``ok`` (`engine.server.ws_frames`).
+  carrying the ``request_id``, else by ``ok`` (`agentrio.engine.server.ws_frames`).
 - **bad input (R71).** Every frame that cannot be acted on — broken JSON, unknown
   type, wrong field, over 1 MiB, an engine error — gets an ``error`` frame with a
   ``ref`` (request id, else ask id or task hash, when known); the connection lives on.
@@ -36,9 +36,9 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
 
 Sends are serialised by one lock. A subscriber (a ``subscribe``, or a run's or window's
 forwarder) that falls more than ``[server] subscriber_queue_bytes`` behind ends the
-connection with close code 4008 and the reason (`engine.sessions.SlowConsumer`). Every
+connection with close code 4008 and the reason (`agentrio.engine.sessions.SlowConsumer`). Every
 close is time-boxed (`CLOSE_TIMEOUT_S`): a client that stopped reading cannot hold a
-connection, nor the daemon's shutdown (see `engine.server.sockets`). A send to a socket
+connection, nor the daemon's shutdown (see `agentrio.engine.server.sockets`). A send to a socket
 that is gone raises `ConnectionGone`, which ends the connection quietly.
 """
 
@@ -51,12 +51,12 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from engine.causes import Cause
-from engine.core import Engine
-from engine.errors import AgentrioError, AlreadyResolved, BadRequest, Forbidden
-from engine.ids import check_session_id, check_task_hash
-from engine.nursery_tasks import cancel_scope
-from engine.pending import (
+from agentrio.engine.causes import Cause
+from agentrio.engine.core import Engine
+from agentrio.engine.errors import AgentrioError, AlreadyResolved, BadRequest, Forbidden
+from agentrio.engine.ids import check_session_id, check_task_hash
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.pending import (
     AskRequest,
     Entry,
     Listener,
@@ -64,12 +64,12 @@ from engine.pending import (
     Verified,
     Withdrawn,
 )
-from engine.runs import RunOrigin, TaskRun
-from engine.server.auth import origin_allowed, token_ok
-from engine.server.cluster import attached_events, listeners_changed
-from engine.server.commands import Commands
-from engine.server.context import ServerContext
-from engine.server.ws_frames import (
+from agentrio.engine.runs import RunOrigin, TaskRun
+from agentrio.engine.server.auth import origin_allowed, token_ok
+from agentrio.engine.server.cluster import attached_events, listeners_changed
+from agentrio.engine.server.commands import Commands
+from agentrio.engine.server.context import ServerContext
+from agentrio.engine.server.ws_frames import (
     ack,
     answer_command,
     ask_frame,
@@ -77,18 +77,18 @@ from engine.server.ws_frames import (
     ref_of_text,
     verify_frame,
 )
-from engine.sessions import SlowConsumer
-from protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
-from protocol.errors import (
+from agentrio.engine.sessions import SlowConsumer
+from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
+from agentrio.protocol.errors import (
     CLOSE_AUTH_FAILED,
     CLOSE_SHUTDOWN,
     CLOSE_SLOW_CONSUMER,
     ErrorCode,
     FrameDecodeError,
 )
-from protocol.events import Canceled, Done, Failed, TaskStarted
-from protocol.events import Pending as PendingEvent
-from protocol.frames import (
+from agentrio.protocol.events import Canceled, Done, Failed, TaskStarted
+from agentrio.protocol.events import Pending as PendingEvent
+from agentrio.protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
     ClientFrame,
@@ -105,8 +105,8 @@ from protocol.frames import (
     Subscribe,
     Welcome,
 )
-from protocol.frames import Withdrawn as WithdrawnFrame
-from protocol.http import ResumeRequest
+from agentrio.protocol.frames import Withdrawn as WithdrawnFrame
+from agentrio.protocol.http import ResumeRequest
 
 __all__ = [
     "CLOSE_TIMEOUT_S",

@@ -22,11 +22,11 @@ import trio
 
 import agentrio
 from agentrio.handles import Listener, Subscription
-from engine.server.peers import BusKey
-from engine.testing import DaemonProcess
-from protocol.cluster import AnswerAsk, encode_peer_message
-from protocol.events import Done, SteerInjected, TaskStarted
-from protocol.frames import Ask, Reply, Withdrawn
+from agentrio.engine.server.peers import BusKey
+from agentrio.testing import DaemonProcess
+from agentrio.protocol.cluster import AnswerAsk, encode_peer_message
+from agentrio.protocol.events import Done, SteerInjected, TaskStarted
+from agentrio.protocol.frames import Ask, Reply, Withdrawn
 from tests.e2e.test_redis_store import PREFIX, _client, _history, _redis_home
 from tests.redis_server import RedisServer
 

@@ -9,9 +9,9 @@ import httpx
 import trio
 
 from agentrio.transport import FrameConnection, open_frame_connection
-from protocol.codec import decode
-from protocol.events import Done, ToolCall, ToolResult
-from protocol.frames import (
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Done, ToolCall, ToolResult
+from agentrio.protocol.frames import (
     Accepted,
     Ask,
     Cancel,
@@ -25,8 +25,8 @@ from protocol.frames import (
     ServerFrame,
     Subscribe,
 )
-from protocol.frames import Withdrawn as WithdrawnFrame
-from protocol.http import HistoryList, PendingTasks, SendStarted
+from agentrio.protocol.frames import Withdrawn as WithdrawnFrame
+from agentrio.protocol.http import HistoryList, PendingTasks, SendStarted
 from tests.e2e.conftest import Daemon
 
 

@@ -14,8 +14,8 @@ import re
 import trio
 
 from agentrio.transport import open_frame_connection
-from protocol import events as ev
-from protocol.frames import EventFrame, Run, Subscribe
+from agentrio.protocol import events as ev
+from agentrio.protocol.frames import EventFrame, Run, Subscribe
 from tests.e2e.conftest import Daemon
 
 #: ``seq 1 8000`` prints 38,894 bytes: over the 32 KiB cap, every line different.

@@ -131,7 +131,7 @@ def test_a_leg_ending_after_reopening_the_session_is_shown(daemon_home: Path) ->
         first("kill-server")
     second = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m repl "
+        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m agentrio.repl "
         f"--session {session[1]}; echo REPL-EXITED $?; sleep 60"
     )
     second("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)

@@ -76,7 +76,7 @@ def daemon_home(tmp_path: Path) -> Iterator[Path]:
     (home / "config.toml").write_text("[tools]\nreadonly_commands = []\n")
     env = {**os.environ, "AGENTRIO_HOME": str(home)}
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "engine", "daemon", "--port", "0"],
+        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0"],
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -117,7 +117,7 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
     """SPEC §11, R5: type `run: echo hello`, approve in the dialog, see hello."""
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m repl; "
+        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
@@ -145,7 +145,7 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
 
 def _start_repl(tmux: Tmux, home: Path) -> None:
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m repl; echo REPL-EXITED $?; sleep 60"
+        f"cd {ROOT} && AGENTRIO_HOME={home} {sys.executable} -m agentrio.repl; echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
     wait_for(lambda: "connected to agentrio daemon" in tmux.screen(), "REPL connected")

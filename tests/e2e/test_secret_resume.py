@@ -11,8 +11,8 @@ from __future__ import annotations
 import trio
 
 from agentrio.transport import open_frame_connection
-from protocol.events import ToolResult
-from protocol.frames import Ask, Cancel, DoneFrame, EventFrame, PendingFrame, Reply, Run
+from agentrio.protocol.events import ToolResult
+from agentrio.protocol.frames import Ask, Cancel, DoneFrame, EventFrame, PendingFrame, Reply, Run
 from tests.e2e.conftest import Daemon
 from tests.e2e.test_daemon_flows import until, until_done
 

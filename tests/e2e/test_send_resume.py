@@ -13,10 +13,10 @@ from pathlib import Path
 import trio
 
 from agentrio.transport import open_frame_connection
-from protocol.codec import decode
-from protocol.events import Done
-from protocol.frames import Cancel, DoneFrame, EventFrame, Subscribe
-from protocol.http import SendStarted
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Done
+from agentrio.protocol.frames import Cancel, DoneFrame, EventFrame, Subscribe
+from agentrio.protocol.http import SendStarted
 from tests.e2e.conftest import Daemon
 from tests.e2e.test_daemon_flows import client, start_sleep, until_done
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from repl.commands import BUILTIN_VERBS
+from agentrio.repl.commands import BUILTIN_VERBS
 from tests.e2e.conftest import ROOT, Daemon
 from tests.e2e.screens import retarget, save_screen, updating
 from tests.e2e.test_repl_tmux import Tmux, wait_for
@@ -209,7 +209,7 @@ def test_the_readme_tour_end_to_end(daemon: Daemon, work: Path) -> None:
     assert len(table) >= 8, table
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m repl; "
+        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", str(COLUMNS), "-y", str(ROWS), command)
@@ -246,7 +246,7 @@ def test_running_task_and_leg_menu_screens(daemon: Daemon, work: Path) -> None:
     docs/repl-running.*."""
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m repl; "
+        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "32", command)

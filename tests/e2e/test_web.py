@@ -24,8 +24,8 @@ import pytest
 import trio
 from trio_websocket import open_websocket_url
 
-from protocol import wording
-from repl.faithful import escape_char, is_invisible
+from agentrio.protocol import wording
+from agentrio.repl.faithful import escape_char, is_invisible
 from tests.e2e.cdp import Chromium, Page, connect, find_chromium
 from tests.e2e.conftest import Daemon
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from engine.models.base import Message, ToolCallRequest
-from engine.snapshot import (
+from agentrio.engine.models.base import Message, ToolCallRequest
+from agentrio.engine.snapshot import (
     ARGS_LIMIT,
     QA,
     RESULT_LIMIT,
@@ -22,8 +22,8 @@ from engine.snapshot import (
     snapshot_from_json,
     snapshot_to_json,
 )
-from protocol.errors import FrameDecodeError
-from protocol.events import Question
+from agentrio.protocol.errors import FrameDecodeError
+from agentrio.protocol.events import Question
 
 
 def _json_size(value: Any) -> int:

@@ -13,7 +13,7 @@ from typing import TypeVar
 import pytest
 import trio
 
-from engine.testing import DaemonProcess
+from agentrio.testing import DaemonProcess
 from tests.frontends.fake_telegram import FakeTelegram
 
 USER = 111

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from engine.testing import DaemonProcess
+from agentrio.testing import DaemonProcess
 from tests.e2e.test_repl_tmux import Tmux, wait_for
 from tests.frontends.fake_telegram import FakeTelegram
 
@@ -211,7 +211,7 @@ def test_a_refused_token_is_in_no_log(tmp_path: Path) -> None:
 
 def _status(home: Path) -> tuple[str, dict[str, object]]:
     """``agentrio status`` and ``agentrio status --json`` of ``home``'s daemon."""
-    argv = [sys.executable, "-m", "repl", "status", "--home", str(home)]
+    argv = [sys.executable, "-m", "agentrio.repl", "status", "--home", str(home)]
     text = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True)
     data = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=60)
     return text.stdout, json.loads(data.stdout)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agentrio.frontends.setup import SetupError, load_table, read_token, store_token
-from protocol.frontends import DiscordConfig, TelegramConfig
+from agentrio.protocol.frontends import DiscordConfig, TelegramConfig
 
 
 @pytest.mark.parametrize("name", ["telegram", "discord"])

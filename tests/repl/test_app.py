@@ -17,9 +17,9 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from protocol import wording
-from protocol.events import Question, Text
-from protocol.frames import (
+from agentrio.protocol import wording
+from agentrio.protocol.events import Question, Text
+from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
     ListLegs,
@@ -29,10 +29,10 @@ from protocol.frames import (
     Run,
     Withdrawn,
 )
-from repl.app import ReplApp
-from repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog
-from repl.messages import Connected, Outgoing
-from repl.state import ReplState
+from agentrio.repl.app import ReplApp
+from agentrio.repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog
+from agentrio.repl.messages import Connected, Outgoing
+from agentrio.repl.state import ReplState
 from tests.repl.helpers import (
     HASH,
     SESSION,
@@ -80,7 +80,7 @@ class Harness:
 
     async def esc(self) -> None:
         """A lone Esc is recognised after the app's short escape timeout, and acts once
-        no second key made it Alt+<key> (`repl.app.KEY_TIMEOUT_S`); wait until the key
+        no second key made it Alt+<key> (`agentrio.repl.app.KEY_TIMEOUT_S`); wait until the key
         processor has handled it."""
         before = self.keys_done
         processor = self.app.application.key_processor

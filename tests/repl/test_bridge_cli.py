@@ -16,12 +16,12 @@ from prompt_toolkit.application import create_app_session
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
-from protocol.frames import Accepted, Run
-from repl import cli
-from repl.app import ReplApp
-from repl.bridge import FrameSink, run_with_trio
-from repl.messages import Connected, Incoming, Outgoing
-from repl.state import ReplState
+from agentrio.protocol.frames import Accepted, Run
+from agentrio.repl import cli
+from agentrio.repl.app import ReplApp
+from agentrio.repl.bridge import FrameSink, run_with_trio
+from agentrio.repl.messages import Connected, Incoming, Outgoing
+from agentrio.repl.state import ReplState
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,9 +118,9 @@ def test_cli_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_python_m_repl_help() -> None:
-    """SPEC §11: python -m repl --help works (the same entry point)."""
+    """SPEC §11: python -m agentrio.repl --help works (the same entry point)."""
     done = subprocess.run(
-        [sys.executable, "-m", "repl", "--help"],
+        [sys.executable, "-m", "agentrio.repl", "--help"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -131,12 +131,12 @@ def test_python_m_repl_help() -> None:
 
 
 def test_cli_daemon_hands_argv_to_engine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """SPEC §7: agentrio daemon … is engine.cli.main with the same arguments."""
+    """SPEC §7: agentrio daemon … is agentrio.engine.cli.main with the same arguments."""
     calls: list[list[str]] = []
-    fake = types.ModuleType("engine.cli")
+    fake = types.ModuleType("agentrio.engine.cli")
     fake.main = lambda argv: calls.append(list(argv)) or 7  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "engine.cli", fake)
-    import engine
+    monkeypatch.setitem(sys.modules, "agentrio.engine.cli", fake)
+    import agentrio.engine
 
     monkeypatch.setattr(engine, "cli", fake, raising=False)
     assert cli.main(["daemon", "--port", "0"]) == 7

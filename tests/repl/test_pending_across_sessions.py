@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from protocol.frames import (
+from agentrio.protocol.frames import (
     ListLegs,
     ListPending,
     OpenWindow,
@@ -17,9 +17,9 @@ from protocol.frames import (
     PendingList,
     PendingTaskInfo,
 )
-from repl.lists import age_text, origin_of
-from repl.messages import Connected, HttpCall
-from repl.state import ReplState
+from agentrio.repl.lists import age_text, origin_of
+from agentrio.repl.messages import Connected, HttpCall
+from agentrio.repl.state import ReplState
 from tests.repl.helpers import SESSION, connected_state
 
 OTHER = "cli-99887766"

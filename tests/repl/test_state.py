@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import attrs
 
-from protocol import wording
-from protocol.events import (
+from agentrio.protocol import wording
+from agentrio.protocol.events import (
     Canceled,
     Done,
     LegFinished,
@@ -19,7 +19,7 @@ from protocol.events import (
     ToolCall,
     ToolResult,
 )
-from protocol.frames import (
+from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
     ErrorFrame,
@@ -35,10 +35,10 @@ from protocol.frames import (
     Verify,
     Withdrawn,
 )
-from repl.commands import ConfirmChoice
-from repl.messages import Connected, Disconnected, HttpCall, HttpResult, Status
-from repl.state import ReplState
-from repl.views import EscAction, Popup
+from agentrio.repl.commands import ConfirmChoice
+from agentrio.repl.messages import Connected, Disconnected, HttpCall, HttpResult, Status
+from agentrio.repl.state import ReplState
+from agentrio.repl.views import EscAction, Popup
 from tests.repl.helpers import (
     HASH,
     SESSION,
@@ -661,7 +661,7 @@ def test_lists_of_other_sessions_are_ignored() -> None:
 def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
     """R26: a background job's follow-up (no request of this window) is shown under one
     header, streamed text as one block, its done not repeating it."""
-    from protocol.events import Done, TaskStarted, Text
+    from agentrio.protocol.events import Done, TaskStarted, Text
 
     state, _ = connected_state()
     other = "ab" * 16
@@ -681,7 +681,7 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
 def test_allowed_lists_and_forgets_remembered_commands() -> None:
     """R76: /allowed lists the session's remembered commands exactly, newlines escaped;
     /allowed forget N sends the rule's id, forget all every one."""
-    from protocol.frames import AllowedList, AllowedRule, ForgetAllowed, ListAllowed
+    from agentrio.protocol.frames import AllowedList, AllowedRule, ForgetAllowed, ListAllowed
 
     state, sent = connected_state()
     sent.clear()

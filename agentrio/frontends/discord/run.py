@@ -29,7 +29,7 @@ from agentrio.frontends.discord.adapter import DiscordBot, DiscordPlatform
 from agentrio.frontends.hosting import Inbox, run_core, stop_signals, unless_stopped
 from agentrio.frontends.setup import SetupError
 from agentrio.guest import GuestPortal, run_with_guest
-from protocol.frontends import DiscordConfig
+from agentrio.protocol.frontends import DiscordConfig
 
 __all__ = ["point_at", "run_bot", "settings_of"]
 

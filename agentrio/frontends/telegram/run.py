@@ -19,7 +19,7 @@ from agentrio.frontends.hosting import Inbox, run_core, stop_signals, unless_sto
 from agentrio.frontends.setup import SetupError
 from agentrio.frontends.telegram.adapter import TelegramPlatform, seconds_of, updates_to_core
 from agentrio.guest import GuestPortal, run_with_guest
-from protocol.frontends import TelegramConfig
+from agentrio.protocol.frontends import TelegramConfig
 
 __all__ = ["build_application", "run_bot"]
 

@@ -7,15 +7,15 @@ from typing import Any
 import pytest
 import trio
 
-from engine.config import ModelConfig
-from engine.messages import resume_message
-from engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
-from engine.models.builtin import HELP_TEXT, NOTHING_NEW, BuiltinModel
-from engine.models.factory import close_model, make_model
-from engine.processes.runner import CommandResult
-from engine.snapshot import InterruptedCall, make_snapshot
-from engine.tools.run_command import format_command_result
-from protocol.events import Question
+from agentrio.engine.config import ModelConfig
+from agentrio.engine.messages import resume_message
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
+from agentrio.engine.models.builtin import HELP_TEXT, NOTHING_NEW, BuiltinModel
+from agentrio.engine.models.factory import close_model, make_model
+from agentrio.engine.processes.runner import CommandResult
+from agentrio.engine.snapshot import InterruptedCall, make_snapshot
+from agentrio.engine.tools.run_command import format_command_result
+from agentrio.protocol.events import Question
 
 ALL_TOOLS = [
     ToolSpec(name=name, description=name, parameters={"type": "object"})
@@ -575,7 +575,7 @@ async def test_group_resume_names_every_leg_and_how_it_ended() -> None:
 
 async def test_group_resume_as_the_engine_writes_it() -> None:
     """R61 (R26): the follow-up message of engine/messages.py is read leg by leg."""
-    from engine.messages import followup_message
+    from agentrio.engine.messages import followup_message
 
     class Leg:
         def __init__(self, leg_id: str, label: str, result: str) -> None:
