@@ -34,6 +34,7 @@ __all__ = [
     "CLIENT_DISCONNECTED",
     "GRACE_ORIGINS",
     "TASK_CANCELED",
+    "TASK_PAUSED",
     "AskKind",
     "AskReply",
     "AskRequest",
@@ -46,6 +47,8 @@ AskKind = Literal["tool_confirm", "ask_user", "secret"]
 
 #: The reason a claimer is given when the producer of its entry was cancelled (R3).
 TASK_CANCELED: Final = "task canceled"
+#: The same when the task was paused (kept to resume), not cancelled (issue 33).
+TASK_PAUSED: Final = "task paused"
 #: The default reason of `Listener.close` (R6).
 CLIENT_DISCONNECTED: Final = "client disconnected"
 #: The reason a claimer is given when someone else answered its entry.

@@ -14,9 +14,12 @@ import gc
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
+from functools import partial
 
 import trio
 
+from agentrio.engine.asks import TASK_CANCELED, TASK_PAUSED, AskRequest
+from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
 from agentrio.engine.models.base import Model
@@ -42,6 +45,12 @@ def freeze_startup_heap() -> None:
     (a later engine in the same process, as in the tests, freezes nothing more)."""
     if gc.get_freeze_count() == 0:
         gc.freeze()
+
+
+def _cancel_reason(engine: Engine, request: AskRequest) -> str:
+    """Why the ask of a cancelled task went away: paused (kept to resume) or cancelled."""
+    run = engine.find_run(request.task_hash, request.session_id)
+    return TASK_PAUSED if run is not None and run.handle.cause is Cause.PAUSED else TASK_CANCELED
 
 
 @asynccontextmanager
@@ -140,6 +149,7 @@ async def _engine_with(
         )
         async with trio.open_nursery() as nursery:
             engine = Engine(services, nursery, decision_model=decision_model)
+            services.registry.cancel_reason = partial(_cancel_reason, engine)
             await engine.start_upkeep()
             freeze_startup_heap()
             try:

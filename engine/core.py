@@ -265,7 +265,7 @@ class Engine:
         origin: RunOrigin | None = None,
     ) -> SendResult:
         """``POST /v1/send`` (R35): start a task; with ``pending_task``, steer it while it
-        runs here, or resume it (``text`` answers its questions, if it has any)."""
+        runs here, or resume it with ``text`` (`resume`'s ``message``: never dropped)."""
         session_id = session_id or f"chat-{new_task_hash()[:12]}"
         session = self.session(session_id)
         if pending_task is None:
@@ -277,7 +277,7 @@ class Engine:
             self.steer(session_id, pending_task, text)
             return SendResult(session_id=session_id, steered=True)
         run = await self.resume(
-            session_id, pending_task, answers=[text], origin=origin, allow_all=allow_all
+            session_id, pending_task, message=text, origin=origin, allow_all=allow_all
         )
         return SendResult(session_id=session_id, run=run)
 
@@ -360,10 +360,14 @@ class Engine:
         task_hash: str,
         *,
         answers: list[str] | None = None,
+        message: str | None = None,
         origin: RunOrigin | None = None,
         allow_all: bool = False,
     ) -> TaskRun:
         """Resume a pending task as a new run (R11, R12, R36, R37, R42).
+
+        ``message`` (``POST /v1/send``) answers a parked task's saved questions; a task
+        with none reads a non-empty one right after the resume message, as a steer.
 
         The claim is one atomic compare-and-set in the store: of N concurrent resumes,
         in this process or another, exactly one wins; the rest raise `Conflict` with
@@ -378,6 +382,8 @@ class Engine:
         if row is None:
             raise NotFound(f"no pending task {task_hash} in session {session_id}")
         questions = row.questions if row.state == "parked" else []
+        if message is not None and questions:
+            answers = [message]
         ask_inline = bool(questions) and answers is None
         if ask_inline and not self._can_ask(session_id, task_hash, origin, questions):
             raise BadRequest(f"task {task_hash} waits for answers to its questions; send answers")
@@ -418,6 +424,8 @@ class Engine:
         else:
             run.input = resume_input(run, snapshot, answers)
             run.prelude = reoffers(self.services, snapshot)  # R84
+        if message and message.strip() and not questions:
+            run.steers.append(message)
         await self._launch(run)
         return run
 

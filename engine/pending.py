@@ -250,6 +250,8 @@ class PendingRegistry:
 
     def __init__(self, *, listener_grace_s: float = 0.0) -> None:
         self._graces = Graces(listener_grace_s)
+        #: What the claimer of a cancelled producer's ask is told (`agentrio.engine.assembly`).
+        self.cancel_reason: Callable[[AskRequest], str] = lambda _: TASK_CANCELED
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
         # The open entries nobody has claimed, also in age order: what `pick_next`
@@ -299,7 +301,7 @@ class PendingRegistry:
             # Runs the moment the cancellation is delivered, before this task runs
             # again: the entry must not stay answerable in between (R3).
             entry._task = None
-            self._withdraw(entry, TASK_CANCELED)
+            self._withdraw(entry, self.cancel_reason(entry.request))
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
@@ -320,8 +322,7 @@ class PendingRegistry:
     def remove(self, entry_id: str, reason: str) -> None:
         """Drop a parked entry (e.g. its task was resumed another way); its claimer gets
         ``Withdrawn(entry_id, reason)``; a no-op once gone. `ValueError` for an entry
-        with a live producer: `fail` it, which resumes the producer.
-        """
+        with a live producer: `fail` it, which resumes the producer."""
         entry = self._entries.get(entry_id)
         if entry is None:
             return
@@ -360,13 +361,10 @@ class PendingRegistry:
 
     def has_listener(self, origin_or_session_id_prefix: str, request: AskRequest) -> bool:
         """Whether some registered listener (passive ones included) could take
-        ``request`` (R4).
-
-        A listener counts when it `Listener.accepts` the request (prefix, match, the
-        window rule R78). The first argument narrows the question to sessions starting
-        with it (an origin such as ``"cli-"``, or the session id itself). There is no
-        global "someone is listening" flag.
-        """
+        ``request`` (R4): one that `Listener.accepts` it (prefix, match, the window rule
+        R78). The first argument narrows the question to sessions starting with it (an
+        origin such as ``"cli-"``, or the session id itself). There is no global
+        "someone is listening" flag."""
         if not request.session_id.startswith(origin_or_session_id_prefix):
             return False
         return any(listener.accepts(request) for listener in list(self._listeners.values()))
@@ -525,6 +523,10 @@ class PendingRegistry:
         entry._task = None
         self._withdrawn_total += 1
         self._finish(entry, notify=reason, skip=None)
+
+    def window_open(self, window_hash: str) -> bool:
+        """Whether an open listener owns window ``window_hash`` (R78)."""
+        return not getattr(self._window_owners.get(window_hash), "closed", True)
 
     def _own_window(self, listener: Listener, window_hash: str) -> None:
         """`Listener.own_window`'s work: one open owner per window hash (R78)."""

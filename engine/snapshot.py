@@ -43,6 +43,8 @@ RESULT_LIMIT: Final = 32 * 1024
 ARGS_LIMIT: Final = 4 * 1024
 
 _ELIDED: Final = re.compile(r"\.\.\.\[\d+ bytes elided\]\.\.\.")
+#: The whole marker `clamp` writes, as bytes, with the count it carries.
+_MARKER: Final = re.compile(rb"\n\.\.\.\[(\d+) bytes elided\]\.\.\.\n")
 
 
 def _is_continuation(byte: int) -> bool:
@@ -59,6 +61,14 @@ def clamp(text: str, limit: int) -> str:
     the head's end moves back and the tail's start moves forward to a character
     boundary, so the kept parts may be a few bytes short and ``N`` a few bytes larger.
 
+    Clamping composes (issue 33): text clamped once is often clamped again -- a
+    command's output is kept by the runner, then ``exit 0`` is put before it and the
+    task clamps the result, a leg's result and a snapshot clamp once more. A cut never
+    splits a marker an earlier clamp left (it widens to take the whole marker), and a
+    marker it takes counts the bytes it stood for, so the one marker left says how many
+    bytes of the original were left out in all. (A marker printed by a command itself
+    counts the same way; it can only misstate that command's own output.)
+
     The marker's own bytes come on top of ``limit``: a clamped text is at most
     ``limit`` bytes plus the marker. Lone surrogates (from undecodable process output)
     pass through unchanged.
@@ -74,7 +84,12 @@ def clamp(text: str, limit: int) -> str:
     tail_start = len(data) - limit // 4
     while tail_start < len(data) and _is_continuation(data[tail_start]):
         tail_start += 1
+    markers = [m for m in _MARKER.finditer(data) if m.end() > head_end and m.start() < tail_start]
+    if markers:
+        head_end = min(head_end, markers[0].start())
+        tail_start = max(tail_start, markers[-1].end())
     elided = tail_start - head_end
+    elided += sum(int(m[1]) - len(m[0]) for m in markers)
     head = data[:head_end].decode("utf-8", "surrogatepass")
     tail = data[tail_start:].decode("utf-8", "surrogatepass")
     return f"{head}\n...[{elided} bytes elided]...\n{tail}"

@@ -10,7 +10,8 @@ classes like every frame, (de)serialised by the one converter (`encode_peer_mess
 What travels:
 
 - `Heartbeat` (broadcast, every second and at once when this daemon's listeners
-  change): the daemon is alive, and these are its front-ends' listeners (R2). A
+  change; confirmed by a `PeerAnswer` from every daemon when a listener is new): the
+  daemon is alive, and these are its front-ends' listeners (R2). A
   daemon not heard from for a few heartbeats counts as dead: its listeners stop
   counting and its asks are withdrawn (R3, R6: fail closed, never approve).
 - `Goodbye` (broadcast): a clean shutdown, so peers need not wait for the timeout.
@@ -32,7 +33,7 @@ from typing import Any, ClassVar, Final, Literal
 import attrs
 
 from agentrio.protocol.codec import converter, dumps
-from agentrio.protocol.frames import Ask, Reply
+from agentrio.protocol.frames import OMIT_DEFAULT, Ask, Reply
 
 __all__ = [
     "PEER_MESSAGE_TYPES",
@@ -66,11 +67,15 @@ class PeerListener:
 @attrs.frozen(kw_only=True)
 class Heartbeat:
     """The sender is alive; ``listeners`` is the whole list of its routable
-    listeners now (not a change: a lost heartbeat is repaired by the next)."""
+    listeners now (not a change: a lost heartbeat is repaired by the next). With a
+    ``request_id`` (sent at once when a front-end starts listening, issue 33) each
+    receiver answers a `PeerAnswer` once it holds proxies of them, so the sender
+    acknowledges ``listen`` only when every daemon routes to it."""
 
     TYPE: ClassVar[str] = "heartbeat"
     sender: str
     listeners: list[PeerListener] = attrs.field(factory=list)
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

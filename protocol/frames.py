@@ -53,6 +53,7 @@ __all__ = [
     "ModelChoice",
     "ModelInfo",
     "Ok",
+    "OpenWindow",
     "PendingFrame",
     "PendingList",
     "PendingTaskInfo",
@@ -223,6 +224,19 @@ class ListLegs:
 
 
 @attrs.frozen(kw_only=True)
+class OpenWindow:
+    """A REPL window works in ``session_id`` (issue 33): this connection owns window
+    ``window_hash`` (R78) and is sent the session's events routed to it; the session's
+    background jobs whose window is open nowhere (the REPL that started them closed)
+    move to this window, so their legs' ends and their follow-up reach it."""
+
+    TYPE: ClassVar[str] = "open_window"
+    session_id: str
+    window_hash: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
+@attrs.frozen(kw_only=True)
 class ListAllowed:
     """The session's remembered "Always allow" commands; answered by ``allowed`` (R76)."""
 
@@ -267,6 +281,7 @@ ClientFrame = (
     | Subscribe
     | ListPending
     | ListLegs
+    | OpenWindow
     | ListAllowed
     | ForgetAllowed
     | SetModel

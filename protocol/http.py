@@ -16,6 +16,7 @@ __all__ = [
     "ConfirmRequest",
     "ErrorBody",
     "ErrorDetail",
+    "FrontendInfo",
     "Health",
     "HistoryEntry",
     "HistoryList",
@@ -183,6 +184,21 @@ class StoreInfo:
 
 
 @attrs.frozen(kw_only=True)
+class FrontendInfo:
+    """One chat front-end the daemon runs (R82, issue 33): ``state`` ``starting``,
+    ``running`` (its process is up; ``pid``), ``restarting`` (it exited and starts again
+    after a backoff) or ``stopped`` (it cannot start as configured: no restart until
+    the daemon restarts); ``restarts`` counts its exits so far; ``last_error`` is what
+    it said last before exiting (its log's last error line, else its exit code)."""
+
+    name: str
+    state: Literal["starting", "running", "restarting", "stopped"]
+    pid: int | None = None
+    restarts: int = 0
+    last_error: str = ""
+
+
+@attrs.frozen(kw_only=True)
 class Health:
     ok: bool
     version: str
@@ -191,6 +207,7 @@ class Health:
     legs: int
     sandbox: SandboxInfo | None = None
     store: StoreInfo | None = None
+    frontends: list[FrontendInfo] = attrs.field(factory=list)
     statistics: dict[str, Any] = attrs.field(factory=dict)
 
 

@@ -192,12 +192,11 @@ def _run_repl(args: argparse.Namespace) -> int:
     # The REPL's own modules, imported here and not at the top (module doc).
     import asyncio
 
-    from prompt_toolkit.history import FileHistory
-
     from agentrio.repl.app import ReplApp
     from agentrio.repl.bridge import FrameSink, run_with_trio
     from agentrio.repl.commands import new_session_id, new_window_hash
     from agentrio.repl.daemon import default_home, model_label
+    from agentrio.repl.history_file import private_history
     from agentrio.repl.state import ReplState
 
     if args.home:
@@ -214,6 +213,6 @@ def _run_repl(args: argparse.Namespace) -> int:
         model=model_label(home),
         home=str(home),
     )
-    app = ReplApp(state, history=FileHistory(str(home / "repl_history")))
+    app = ReplApp(state, history=private_history(home / "repl_history"))
     asyncio.run(run_with_trio(app, sink, home=home))
     return 0

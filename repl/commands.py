@@ -28,6 +28,7 @@ __all__ = [
     "ForgetAllowedCmd",
     "Help",
     "History",
+    "HistoryRecordCmd",
     "Input",
     "Legs",
     "ListPendingCmd",
@@ -54,7 +55,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/pending", "list resumable tasks; /pending N resumes, /pending drop N drops one"),
     ("/legs", "list the session's background legs"),
     ("/allowed", "commands you chose Always allow for; /allowed forget N (or all) removes"),
-    ("/history", "recent finished tasks; /history WORD filters by keyword"),
+    ("/history", "finished tasks; /history WORD|ID filters, /history show N opens a record"),
     ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
@@ -157,6 +158,13 @@ class ModelCmd:
 
 
 @attrs.frozen
+class HistoryRecordCmd:
+    """``/history show N|ID``: open one finished task's whole record."""
+
+    ref: str
+
+
+@attrs.frozen
 class SessionInfo:
     pass
 
@@ -194,6 +202,7 @@ Command = (
     | ForgetAllowedCmd
     | History
     | ModelCmd
+    | HistoryRecordCmd
     | SessionInfo
     | NewSession
     | Help
@@ -248,6 +257,9 @@ def parse_line(line: str) -> Command:
         case "/quit" | "/exit":
             return Quit()
         case "/history":
+            words = rest.split()
+            if words[:1] == ["show"]:
+                return HistoryRecordCmd(words[1] if len(words) > 1 else "")
             return History(rest.strip())
         case "/model":
             if len(args) > 1:

@@ -12,8 +12,9 @@ shown. Like the state it imports no prompt_toolkit and does no I/O: it acts thro
 
 from __future__ import annotations
 
+import re
 import time
-from typing import Protocol
+from typing import Final, Protocol
 
 from agentrio.protocol.codec import structure
 from agentrio.protocol.errors import FrameDecodeError
@@ -30,10 +31,13 @@ from agentrio.protocol.frames import (
     PendingList,
     PendingTaskInfo,
 )
-from agentrio.protocol.http import ErrorBody, HistoryList
+from agentrio.protocol.http import ErrorBody, HistoryList, HistoryRecord
 from agentrio.protocol.wording import plural
 from agentrio.repl.messages import HttpCall, HttpResult, Outgoing
 from agentrio.repl.render import clip
+
+#: A ``/history`` word that may be (the start of) a task id: it finds that task too.
+_TASK_ID_PREFIX: Final = re.compile(r"[0-9a-fA-F]{6,32}")
 
 __all__ = ["ListsHost", "SessionLists", "age_text", "origin_of"]
 
@@ -77,17 +81,23 @@ class SessionLists:
         self.legs: dict[str, LegInfo] = {}
         #: The last ``allowed`` list; ``/allowed forget N`` indexes it.
         self.allowed_rules: list[AllowedRule] = []
+        #: The task ids of the last ``/history`` list; ``/history show N`` indexes it.
+        self.history_tasks: list[str] = []
         self._show_pending = False
         #: Say how many tasks wait when the next pending list arrives (at start).
         self._announce_pending = False
         self._show_legs = False
         self._show_allowed = False
+        #: The rules known before a ``/allowed forget`` and what it named, until the
+        #: answer says which went (issue 33: the person is told what was removed).
+        self._forgetting: tuple[list[AllowedRule], str] | None = None
 
     def clear(self) -> None:
         """A new session, or the connection lost: nothing listed is known any more."""
         self.pending_tasks = []
         self.legs.clear()
         self.allowed_rules = []
+        self._forgetting = None
 
     # ------------------------------------------------------------ requests
 
@@ -114,13 +124,31 @@ class SessionLists:
         self._show_allowed = self._host.send(ListAllowed(session_id=self._host.session_id))
 
     def ask_history(self, keyword: str) -> None:
+        """``/history [WORD]``; a WORD that could be a task id (hex) also finds the task
+        whose id starts with it (issue 33), so the list is filtered here."""
         params = {"limit": "20"}
-        if keyword:
+        if _TASK_ID_PREFIX.fullmatch(keyword):
+            params["limit"] = "500"
+        elif keyword:
             params["keyword"] = keyword
         path = f"/v1/session/{self._host.session_id}/task/history"
         self._host.send(
             HttpCall(method="GET", path=path, params=params, purpose="history", ref=keyword)
         )
+
+    def ask_record(self, ref: str) -> None:
+        """``/history show N|ID``: the whole record of task N of the last ``/history``
+        list, or of the listed task whose id starts with ID."""
+        if ref.isdigit() and 0 < int(ref) <= len(self.history_tasks):
+            task_hash = self.history_tasks[int(ref) - 1]
+        else:
+            found = [h for h in self.history_tasks if ref and h.startswith(ref)]
+            if len(found) != 1:
+                self._host.set_notice(f"no listed task {ref!r}: type /history (or /history ID)")
+                return
+            task_hash = found[0]
+        path = f"/v1/session/{self._host.session_id}/task/{task_hash}/history"
+        self._host.send(HttpCall(method="GET", path=path, purpose="record", ref=task_hash))
 
     def forget_allowed(self, ref: str) -> None:
         """``/allowed forget N``: N of the last ``/allowed`` list, a rule id, or all."""
@@ -133,6 +161,8 @@ class SessionLists:
             rule_id = self.allowed_rules[index].id
         frame = ForgetAllowed(session_id=self._host.session_id, rule_id=rule_id)
         self._show_allowed = self._host.send(frame)
+        if self._show_allowed:
+            self._forgetting = (list(self.allowed_rules), ref)
 
     def find_pending(self, ref: str) -> PendingTaskInfo | None:
         """The listed pending task ``ref`` names: a 1-based index or a hash prefix."""
@@ -214,6 +244,8 @@ class SessionLists:
             return
         self._show_allowed = False
         write = self._host.write
+        if self._forgetting is not None:
+            self._forgot(frame.rules)
         if not frame.rules:
             write("no remembered commands: every command that needs one asks", "class:dim")
             return
@@ -227,6 +259,21 @@ class SessionLists:
             where = "".join(p.text for p in line_pieces(rule.cwd, escape_newlines=True))
             write(f"  {number}. {shown}")
             write(f"       in {where}" if where else "       (no directory: covers nothing)")
+
+    def _forgot(self, left: list[AllowedRule]) -> None:
+        """Say which remembered commands a ``/allowed forget`` removed (they ask again)."""
+        assert self._forgetting is not None
+        (before, ref), self._forgetting = self._forgetting, None
+        kept = {rule.id for rule in left}
+        gone = [rule for rule in before if rule.id not in kept]
+        write = self._host.write
+        if not gone and ref != "all":
+            write(f"nothing removed: no remembered command {ref}", "class:warn")
+        elif not gone:
+            write("forgot every remembered command: each asks again", "class:dim")
+        for rule in gone:
+            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
+            write(f"forgot {shown} — it asks again from now on", "class:dim")
 
     def leg_list(self, frame: LegList) -> None:
         if frame.session_id != self._host.session_id:
@@ -265,6 +312,8 @@ class SessionLists:
                 self._host.write(f"dropped pending task {ref[:8]}", "class:dim")
             case "history":
                 self._history(result)
+            case "record":
+                self._record(result)
 
     def _history(self, result: HttpResult) -> None:
         try:
@@ -272,12 +321,33 @@ class SessionLists:
         except FrameDecodeError as exc:
             self._host.set_notice(f"unexpected history reply: {exc}")
             return
-        keyword = f" matching {result.call.ref!r}" if result.call.ref else ""
+        ref = result.call.ref
+        keyword = f" matching {ref!r}" if ref else ""
+        tasks = history.tasks
+        if _TASK_ID_PREFIX.fullmatch(ref):
+            word = ref.lower()
+            tasks = [
+                t for t in tasks if t.task_hash.startswith(word) or word in t.objective.lower()
+            ]
+            tasks = tasks[:20]
+        self.history_tasks = [entry.task_hash for entry in tasks]
         write = self._host.write
-        if not history.tasks:
+        if not tasks:
             write(f"no finished tasks{keyword}", "class:dim")
             return
-        write(f"recent tasks{keyword}:", "class:dim")
-        for entry in history.tasks:
+        write(f"recent tasks{keyword} (/history show N opens one's record):", "class:dim")
+        for number, entry in enumerate(tasks, 1):
             when = time.strftime("%m-%d %H:%M", time.localtime(entry.end_at))
-            write(f"  {when}  {entry.task_hash[:8]}  {entry.status:<8} {clip(entry.objective, 80)}")
+            objective = clip(entry.objective, 80)
+            write(f"  {number}. {when}  {entry.task_hash[:8]}  {entry.status:<8} {objective}")
+
+    def _record(self, result: HttpResult) -> None:
+        try:
+            record: HistoryRecord = structure(result.body, HistoryRecord)
+        except FrameDecodeError as exc:
+            self._host.set_notice(f"unexpected record reply: {exc}")
+            return
+        write = self._host.write
+        write(f"record of task {record.task_hash[:8]}:", "class:dim")
+        for line in record.content.splitlines():
+            write(f"  {line}")

@@ -27,6 +27,7 @@ from agentrio.protocol.frames import (
     LegList,
     ListLegs,
     ModelInfo,
+    OpenWindow,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -47,6 +48,7 @@ from agentrio.repl.commands import (
     ForgetAllowedCmd,
     Help,
     History,
+    HistoryRecordCmd,
     Input,
     Legs,
     ListPendingCmd,
@@ -211,6 +213,8 @@ class ReplState:
                 self.lists.ask_history(keyword)
             case ModelCmd(name=name):
                 self.send(SetModel(session_id=self.session_id, name=name))
+            case HistoryRecordCmd(ref=ref):
+                self.lists.ask_record(ref)
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "
@@ -439,6 +443,8 @@ class ReplState:
                 f"session {self.session_id} · /help for commands",
                 "class:dim",
             )
+        # Legs a closed REPL left in this session end in this window (`agentrio --session`).
+        self._send(OpenWindow(session_id=self.session_id, window_hash=self.window_hash))
         self._send(ListLegs(session_id=self.session_id))
         # Across this origin's sessions: a reopened REPL is a new session (issue 17).
         lists = self.lists

@@ -7,7 +7,9 @@ library on asyncio (the host), the chat core and agentrio's client on Trio (the 
   update is dropped and logged.
 - `run_core`: the guest's side: take updates as soon as the host starts, run the
   `ChatFrontend` once the host says the bot is ready.
-- `stop_signals`: an event set by SIGTERM or SIGINT (the daemon stops its children so).
+- `stop_signals`: an event set by SIGTERM or SIGINT (the daemon stops its children so);
+  `unless_stopped` runs a step (the first contact with the platform, retried while it
+  is unreachable) only until that event is set.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Awaitable
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import trio
 
@@ -26,7 +29,9 @@ from agentrio.frontends.platform import ChatPlatform, Inbound
 from agentrio.frontends.sessions import SessionBook
 from agentrio.guest import GuestPortal
 
-__all__ = ["INBOUND_BUFFER", "Inbox", "run_core", "stop_signals"]
+__all__ = ["INBOUND_BUFFER", "Inbox", "run_core", "stop_signals", "unless_stopped"]
+
+T = TypeVar("T")
 
 log = logging.getLogger("agentrio.frontends")
 
@@ -89,3 +94,21 @@ def stop_signals() -> asyncio.Event:
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     return stop
+
+
+async def unless_stopped(step: Awaitable[T], stop: asyncio.Event) -> tuple[T] | None:
+    """``(result,)`` of ``step``, or None once ``stop`` is set first (then ``step`` is
+    cancelled): a bot still retrying an unreachable platform stops on SIGTERM/SIGINT
+    at once (issue 33), not when the platform answers. ``step``'s error is raised."""
+    work = asyncio.ensure_future(step)
+    waiting = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait([work, waiting], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+        if not work.done():
+            work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+    if work.cancelled() or not work.done():
+        return None
+    return (work.result(),)

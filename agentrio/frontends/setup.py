@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import logging
 import os
+import re
 import sys
 import tomllib
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import cattrs
 
@@ -28,9 +30,11 @@ __all__ = [
     "BotRunner",
     "SetupError",
     "build_parser",
+    "check_token_shape",
     "default_home",
     "load_table",
     "parse_args",
+    "prompt_token",
     "read_token",
     "run_frontend",
     "setup_logging",
@@ -92,8 +96,45 @@ def read_token(home: Path, name: str) -> str:
     return token
 
 
+#: What a bot token looks like, by front-end: Telegram's ``<bot id>:<secret>``
+#: (BotFather's), Discord's three dot-separated base64url parts. Checked only when a
+#: token is stored, so a line typed wrong (or empty) is refused before it is kept.
+TOKEN_SHAPES: Final[dict[str, tuple[re.Pattern[str], str]]] = {
+    "telegram": (
+        re.compile(r"[0-9]{3,20}:[A-Za-z0-9_-]{30,}"),
+        "digits, a colon and 30 or more letters, digits, - or _ (as BotFather gives it)",
+    ),
+    "discord": (
+        re.compile(r"[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{20,}"),
+        "three parts of letters, digits, - or _ joined by dots (the Developer Portal's)",
+    ),
+}
+
+
+def check_token_shape(name: str, token: str) -> str:
+    """``token`` stripped, or `SetupError` when it does not look like a ``name`` bot
+    token (the message never repeats what was typed: it may be a real secret)."""
+    token = token.strip()
+    if not token:
+        raise SetupError("no token given: nothing stored")
+    shape = TOKEN_SHAPES.get(name)
+    if shape is not None and not shape[0].fullmatch(token):
+        raise SetupError(f"that does not look like a {name} bot token ({shape[1]}): nothing stored")
+    return token
+
+
+def prompt_token(name: str, title: str) -> str:
+    """The token to store: read hidden (``getpass``, with a prompt) on a terminal,
+    else the first line of stdin (a pipe: ``… | agentrio telegram --store-token``)."""
+    if sys.stdin.isatty():
+        return getpass.getpass(f"{title} bot token (typing is hidden): ")
+    return sys.stdin.readline()
+
+
 def store_token(home: Path, name: str, token: str) -> Path:
-    """Write ``token`` to ``<home>/<name>.token`` (0600, atomically)."""
+    """Write ``token`` to ``<home>/<name>.token`` (0600, atomically), once it has the
+    shape of a ``name`` token (`check_token_shape`)."""
+    token = check_token_shape(name, token)
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = home / f"{name}.token"
     tmp = path.with_suffix(".tmp")
@@ -114,7 +155,10 @@ def build_parser(name: str, title: str) -> argparse.ArgumentParser:
     parser.add_argument(
         "--store-token",
         action="store_true",
-        help=f"read the bot token from stdin, store it in <home>/{name}.token (0600), exit",
+        help=(
+            f"read the bot token (hidden on a terminal, else stdin's first line), check "
+            f"its shape, store it in <home>/{name}.token (0600), exit"
+        ),
     )
     return parser
 
@@ -132,6 +176,38 @@ def setup_logging() -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+#: What a secret is replaced by wherever the front-end would write it.
+REDACTED: Final = "[bot token]"
+
+
+class _Redacting(logging.Formatter):
+    """Formats as ``inner`` does, then replaces every secret in the whole text --
+    message, arguments and traceback alike (a library's error quoting the token, a
+    URL with the token in its path)."""
+
+    def __init__(self, inner: logging.Formatter, secrets: tuple[str, ...]) -> None:
+        super().__init__()
+        self._inner = inner
+        self._secrets = secrets
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(self._inner.format(record), self._secrets)
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def redact_logs(*secrets: str) -> None:
+    """From now on no log line of this process holds any of ``secrets`` (issue 33: a
+    refused token was written whole to ``<home>/telegram.log``)."""
+    kept = tuple(secret for secret in secrets if secret)
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(_Redacting(handler.formatter or logging.Formatter(), kept))
 
 
 def default_home() -> Path:
@@ -159,21 +235,34 @@ def run_frontend(
     args = parse_args(name, title, argv)
     home: Path = args.home
     if args.store_token:
-        path = store_token(home, name, sys.stdin.readline())
+        try:
+            path = store_token(home, name, prompt_token(name, title))
+        except SetupError as exc:
+            print(f"agentrio {name}: {exc}", file=sys.stderr)
+            return 2
+        except (EOFError, KeyboardInterrupt):
+            print(f"\nagentrio {name}: nothing stored", file=sys.stderr)
+            return 2
         print(f"stored the bot token in {path}")
         return 0
     setup_logging()
+    token = ""
     try:
         config = load_table(home, name, config_type)
         token = read_token(home, name)
+        redact_logs(token)
         if not getattr(config, "allowed_users", True):
             logging.getLogger(f"agentrio.frontends.{name}").warning(
                 "[%s] allowed_users is empty: the bot refuses everyone", name
             )
         asyncio.run(_loaded(name, load_runner)(home, config, token))
     except SetupError as exc:
-        print(f"agentrio {name}: {exc}", file=sys.stderr)
+        print(f"agentrio {name}: {redact(str(exc), (token,) if token else ())}", file=sys.stderr)
         return 2
+    except Exception:
+        # Not left to Python's own traceback print: that one would not be redacted.
+        logging.getLogger(f"agentrio.frontends.{name}").exception("the %s front-end failed", name)
+        return 1
     return 0
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 import attrs
@@ -137,6 +137,18 @@ class BackgroundManager:
 
     def leg(self, leg_id: str) -> Leg | None:
         return self._legs.get(leg_id)
+
+    def adopt(self, session_id: str, window_hash: str, is_open: Callable[[str], bool]) -> list[str]:
+        """Move the session's unsettled jobs whose window is open nowhere (its REPL
+        closed) to window ``window_hash``: their follow-up runs for it. The starting
+        tasks' hashes of the jobs moved (issue 33: a reopened REPL sees its legs end)."""
+        moved: list[str] = []
+        for job in self._jobs.values():
+            if job.session_id == session_id and not job.settled:
+                if job.window_hash != window_hash and not is_open(job.window_hash):
+                    job.window_hash = window_hash
+                    moved.append(job.task_hash)
+        return moved
 
     def list_legs(self, session_id: str) -> list[LegInfo]:
         """The session's legs that are queued or running, oldest first."""

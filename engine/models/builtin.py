@@ -10,7 +10,7 @@ It does not understand language; it reads the conversation the way a test would:
    engine writes (R12, R26), it summarises that message instead of acting on it:
    ``[Resumed Task — ask_user response received]`` quotes the "Current answers" lines;
    ``[Resumed Task — interrupted execution recovered]`` re-issues every interrupted
-   ``run_command`` (and ``subagents``) it can read from the "Interrupted calls" section,
+   ``run_command`` (``subagents``, ``store_secret``) it can read from "Interrupted calls",
    so a paused command runs again — but never one whose arguments were cut short (R11
    elision), which it would only be guessing; ``[Background Report — …]`` quotes the
    report, while ``[Resumed Task — background group finished]`` names each leg and how
@@ -151,7 +151,7 @@ _CALL_LINE_RE: Final = re.compile(r"^\s*(?:[-*]|\d+\.)\s*([A-Za-z_][A-Za-z0-9_]*
 _ARGS_LINE_RE: Final = re.compile(r"^\s*args:\s*(.*)$")
 _HISTORY_LINES: Final = 20
 #: The argument an interrupted call must carry to be re-issued on resume, by tool.
-_RECOVERABLE: Final = {"run_command": "command", "subagents": "objectives"}
+_RECOVERABLE: Final = {"run_command": "command", "subagents": "objectives", "store_secret": "key"}
 
 
 class BuiltinModel:
@@ -366,7 +366,7 @@ def _recover(text: str, available: set[str], turn: int) -> ModelReply:
             "here, so I cannot run it again."
         )
     labels = ", ".join(
-        f"`{_command_text(args)}`" if name == "run_command" else "the sub-agents"
+        f"`{_command_text(args)}`" if name == "run_command" else f"the {name} call"
         for name, args in commands
     )
     return ModelReply(

@@ -22,7 +22,8 @@ class ClampedOutput:
     but never holds more than about ``2 * keep_bytes`` bytes: chunks are decoded
     incrementally (a character split across chunks decodes whole), re-encoded, and only
     their head and a trimmed tail are kept, while ``decoded_bytes`` counts the rest.
-    ``total_bytes`` counts the raw bytes received.
+    ``total_bytes`` counts the raw bytes received. (Unlike `clamp`, it never reads a
+    marker the command printed itself as one of its own: the stream's middle is gone.)
     """
 
     def __init__(self, keep_bytes: int) -> None:

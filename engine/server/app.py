@@ -273,6 +273,7 @@ async def health(request: Request, ctx: ServerContext) -> Response:
         legs=int(statistics.get("legs_running", 0)),
         sandbox=SandboxInfo(active=sandbox.active, detail=sandbox.detail),
         store=await _store_info(engine.store),
+        frontends=[status.info() for status in ctx.frontends],
         statistics=statistics,
     )
     return json_response(body)

@@ -120,3 +120,13 @@ async def attached_events(cluster: Cluster | None, session_id: str) -> AsyncIter
         return
     async with cluster.events.attached(session_id):
         yield
+
+
+async def listeners_changed(cluster: Cluster | None, *, added: bool) -> None:
+    """A front-end's routable listener came or went: tell the peers now, not at the
+    next heartbeat (issue 33). One that came (``listen``, ``subscribe``) returns only
+    once every peer holds its proxy (bounded, `Peers.announce`), so the front-end's
+    acknowledgement means every daemon's asks reach it; one that went is not waited
+    for. Nothing to do when alone."""
+    if cluster is not None:
+        await cluster.peers.announce(confirm=added)

@@ -13,6 +13,7 @@ import attrs
 import trio
 
 from agentrio.engine.core import Engine
+from agentrio.engine.frontends_supervisor import FrontendStatus
 from agentrio.engine.server.commands import Commands
 from agentrio.engine.server.refusals import RefusalLog
 
@@ -57,6 +58,8 @@ class ServerContext:
     #: Open WebSocket connections and event streams, for statistics.
     connections: int = 0
     streams: int = 0
+    #: The chat front-ends the daemon runs, for ``/v1/health`` (set by `serve`).
+    frontends: list[FrontendStatus] = attrs.field(factory=list)
 
     @commands.default
     def _commands(self) -> Commands:

@@ -59,7 +59,7 @@ from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import ConfigError
-from agentrio.engine.frontends_supervisor import enabled_frontends, supervise_frontends
+from agentrio.engine.frontends_supervisor import enabled_frontends, statuses_of, supervise_frontends
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.orphans import kill_orphans, mark_children
 from agentrio.engine.processes.reaper import adopting_orphans
@@ -474,7 +474,9 @@ async def serve(
                 try:
                     async with trio.open_nursery() as frontends:
                         # Chat front-ends (R82): children of the daemon, stopped first.
-                        frontends.start_soon(supervise_frontends, enabled_frontends(config))
+                        specs = enabled_frontends(config)
+                        server.context.frontends = statuses_of(specs)
+                        frontends.start_soon(supervise_frontends, specs, server.context.frontends)
                         why = await _wait_for_stop(signals, stop, server.context)
                         await trio.to_thread.run_sync(write_stop_note, home, pid, why)
                         cancel_scope(frontends.cancel_scope, Cause.SHUTDOWN)

@@ -11,7 +11,9 @@ pub/sub under the store's prefix:
 - ``<prefix>bus:<daemon id>``, read by that daemon alone: what is meant for it.
 
 **Liveness.** Every daemon broadcasts a `Heartbeat` every `HEARTBEAT_S` (with its
-routable listeners, `agentrio.engine.server.peer_asks`) and a `Goodbye` when it stops. A peer
+routable listeners, `agentrio.engine.server.peer_asks`), one at once when a listener comes or
+goes (`announce`: a new one is acknowledged to its front-end only once every peer
+confirmed it), and a `Goodbye` when it stops. A peer
 not heard from for `PEER_TIMEOUT_S` is dead: whatever depended on it is torn down the
 way a closed connection is (its listeners' asks fail closed, its tasks' asks are
 withdrawn). A Redis outage looks like every peer dying at once, which is the safe
@@ -335,6 +337,10 @@ class Peers:
         self._last_seen[sender] = self._clock()
         if isinstance(message, Heartbeat):
             self.on_peer_heartbeat(message)
+            if message.request_id and self._nursery is not None:
+                # Its new listener has its proxy here now: say so (`announce`).
+                confirm = PeerAnswer(sender=self.id, request_id=message.request_id, found=False)
+                self._nursery.start_soon(self.send, sender, confirm)
             if not known and self._nursery is not None:
                 # A newcomer (or one back after an outage) hears us now, not within
                 # the next second: until it does, it would route to nobody.
@@ -397,6 +403,21 @@ class Peers:
                     self._forget(daemon)
 
     # ------------------------------------------------------------------ sending
+
+    async def announce(self, *, confirm: bool) -> None:
+        """Send our listeners now rather than at the next heartbeat: one came or went
+        (issue 33). With ``confirm``, return once every live peer says it holds
+        proxies of them -- at most `REQUEST_TIMEOUT_S`, a peer that does not answer
+        being one about to be taken for dead -- so a ``listen`` acknowledged here is a
+        listener for the asks of every daemon's tasks."""
+        if not confirm:
+            await self._publish(self._bus, Heartbeat(sender=self.id, listeners=self.listeners()))
+            return
+        await self.request(
+            lambda request_id: Heartbeat(
+                sender=self.id, listeners=self.listeners(), request_id=request_id
+            )
+        )
 
     def channel_of(self, daemon: str) -> str:
         return f"{self._store.prefix}bus:{daemon}"

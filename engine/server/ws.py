@@ -70,7 +70,7 @@ from agentrio.engine.pending import (
 )
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.auth import origin_allowed
-from agentrio.engine.server.cluster import attached_events
+from agentrio.engine.server.cluster import attached_events, listeners_changed
 from agentrio.engine.server.commands import Commands
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.server.ws_frames import (
@@ -103,6 +103,7 @@ from agentrio.protocol.frames import (
     Hello,
     Listen,
     Ok,
+    OpenWindow,
     PendingFrame,
     Prove,
     Reply,
@@ -221,6 +222,11 @@ class Connection:
         self.listeners: list[Listener] = []
         self.listen_prefixes: set[str] = set()
         self.subscribed: set[str] = set()
+        #: Whether this connection ever had a listener other daemons route to
+        #: (``listen``, ``subscribe``): then its end is told to them at once.
+        self.routable = False
+        #: Tasks whose background jobs this connection's window took over (`_open_window`).
+        self.adopted: set[str] = set()
         #: Sessions whose window-routed events this connection forwards.
         self._watched: set[str] = set()
         self._nursery: trio.Nursery | None = None
@@ -273,6 +279,9 @@ class Connection:
             cancelled = self.engine.disconnect(self.id)
             for listener in self.listeners:
                 listener.close()
+            if self.routable:
+                with trio.CancelScope(shield=True), trio.move_on_after(CLOSE_TIMEOUT_S):
+                    await listeners_changed(self.commands.cluster, added=False)
             if cancelled:
                 log.info("connection %s closed; %d run(s) cancelled", self.id, cancelled)
 
@@ -361,6 +370,11 @@ class Connection:
                     listener = self.engine.registry.listen(prefix)
                     self.listeners.append(listener)
                     nursery.start_soon(self._pump_asks, listener)
+                    self.routable = True
+                    await listeners_changed(self.commands.cluster, added=True)
+                return ack(frame)
+            case OpenWindow(session_id=session_id, window_hash=window):
+                await self._open_window(check_session_id(session_id), window)
                 return ack(frame)
             case Subscribe(session_id=session_id):
                 check_session_id(session_id)
@@ -456,6 +470,16 @@ class Connection:
                 if isinstance(event, _FINAL_EVENTS):
                     return
 
+    async def _open_window(self, session_id: str, window: str) -> None:
+        """``open_window``: own ``window`` (R78), take over the session's background jobs
+        whose window is open nowhere, and forward the session's window-routed events."""
+        assert self._window_listener is not None
+        self._window_listener.own_window(window)  # Forbidden if open elsewhere
+        self.window_hashes.add(window)
+        registry = self.engine.registry
+        self.adopted.update(self.engine.background.adopt(session_id, window, registry.window_open))
+        await self._watch(session_id)
+
     async def _watch(self, session_id: str) -> None:
         """Make sure this connection forwards the session's window-routed events."""
         if session_id not in self._watched and self._nursery is not None:
@@ -476,7 +500,9 @@ class Connection:
             task_status.started()
             async for task_hash, event in subscription:
                 origin = self.engine.run_origin(task_hash)
-                if origin is None or origin.window_hash not in self.window_hashes:
+                if origin is None or (
+                    origin.window_hash not in self.window_hashes and task_hash not in self.adopted
+                ):
                     continue
                 if session_id in self.subscribed:
                     continue  # the subscription forwards every event already
@@ -503,6 +529,8 @@ class Connection:
                     engine.registry.listen("", session_id=session_id, passive=True),
                     engine.session(session_id).hub.subscribe(replay=True) as subscription,
                 ):
+                    self.routable = True
+                    await listeners_changed(self.commands.cluster, added=True)
                     if ack is not None:
                         await self.send(ack)
                     task_status.started()

@@ -311,6 +311,36 @@ async def test_a_listener_gone_fails_closed_and_a_dead_producer_withdraws(
     assert not third.exists()
 
 
+async def test_a_listen_acknowledged_on_one_daemon_takes_the_asks_of_every_daemon(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Issue 33 item 3, R2, R4, R83: once ``listen`` is acknowledged on B, a task that
+    asks on A at once is shown to it (it used to be denied "no listener" until B's next
+    heartbeat); each round is a new listener, so none rides on a heartbeat already
+    sent. And a listener that goes away is gone on A at once, not at the next beat
+    (the heartbeats are a second apart; five rounds each well under one)."""
+    made = [tmp_path / f"made-{n}" for n in range(5)]
+    with _daemons(tmp_path, redis_url, "ab") as (a, b):
+        with trio.fail_after(DEADLINE_S):
+            await _wait_cluster(a, peers=1, proxies=0)
+            await _wait_cluster(b, peers=1, proxies=0)
+        for target in made:
+            async with _connect(b) as script:
+                listener = await script.listen("chat-")
+                sent = await _send(a, "chat-at-once", f"run: touch {target}")
+                assert sent.status_code == 202, sent.text
+                with trio.fail_after(5):
+                    ask = await _next_ask(listener)
+                assert ask.tool_args["command"] == f"touch {target}"
+                await script.reply(ask.id, approve=True)
+                with trio.fail_after(DEADLINE_S):
+                    task_hash = sent.json()["task_hash"]
+                    assert await _wait_status(a, "chat-at-once", task_hash) == "finished"
+            with trio.fail_after(0.4):
+                await _wait_cluster(a, peers=1, proxies=0)
+    assert all(target.exists() for target in made)
+
+
 async def test_the_daemons_find_each_other_again_after_redis_restarts(
     tmp_path: Path, redis_server: RedisServer, redis_url: str
 ) -> None:

@@ -25,6 +25,7 @@ from agentrio.protocol.frames import (
     ServerFrame,
     Subscribe,
 )
+from agentrio.protocol.frames import Withdrawn as WithdrawnFrame
 from agentrio.protocol.http import HistoryList, PendingTasks, SendStarted
 from agentrio.transport import FrameConnection, open_frame_connection
 from tests.e2e.conftest import Daemon
@@ -209,3 +210,27 @@ async def test_chat_script_listener_answers_a_send_task(daemon: Daemon, tmp_path
             assert frame.task_hash == task_hash
             assert await history(http, "chat-e2e") == [(task_hash, "finished")]
     assert target.exists()
+
+
+async def test_pausing_withdraws_the_question_as_paused(daemon: Daemon, tmp_path: Path) -> None:
+    """Issue 33 item 8, R3, R41: pausing a task at its confirmation withdraws the ask
+    saying the task was paused (it used to say "task canceled"); cancelling says
+    canceled. The command never runs."""
+    target = tmp_path / "never"
+    with trio.fail_after(20):
+        async with open_frame_connection(daemon.ws_url, daemon.token) as conn:
+            reasons = []
+            for request_id, pause in (("p", True), ("c", False)):
+                await conn.send(
+                    Run(request_id=request_id, session_id="cli-wd", input=f"run: touch {target}")
+                )
+                ask = await until(conn, Ask)
+                assert isinstance(ask, Ask)
+                await conn.send(Cancel(task_hash=ask.task_hash, pause=pause))
+                withdrawn = await until(conn, WithdrawnFrame)
+                assert isinstance(withdrawn, WithdrawnFrame)
+                assert withdrawn.id == ask.id
+                reasons.append(withdrawn.reason)
+                await until_done(conn, request_id)
+    assert reasons == ["task paused", "task canceled"]
+    assert not target.exists()

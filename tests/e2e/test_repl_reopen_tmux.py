@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_repl_tmux import Tmux, _start_repl, daemon_home, wait_armed, wait_for
+from tests.e2e.test_repl_tmux import ROOT, Tmux, _start_repl, daemon_home, wait_armed, wait_for
 
 __all__ = ["daemon_home"]  # the fixture, imported for these tests
 
@@ -105,5 +106,42 @@ def test_paused_task_is_found_after_reopening_the_repl(daemon_home: Path) -> Non
             lambda: "no pending tasks in your cli- sessions" in second.lines(), "an empty list"
         )
         assert "no pending tasks in your cli- sessions" in second.lines()
+    finally:
+        second("kill-server")
+
+
+def test_a_leg_ending_after_reopening_the_session_is_shown(daemon_home: Path) -> None:
+    """Issue 33 item 4, R26: a background leg started in one REPL ends after that REPL
+    closed and ``agentrio --session cli-…`` reopened its session: the new REPL shows the
+    leg's end and the follow-up's answer, and its status bar stops counting the leg."""
+    flag = daemon_home.parent / "end-the-leg"  # the leg ends once the test makes it
+    first = Tmux()
+    try:
+        _start_repl(first, daemon_home)
+        session = re.search(r"session (cli-[0-9a-f]+)", first.screen())
+        assert session is not None
+        first("send-keys", "-t", "repl", f"bg: until [ -e {flag} ]; do sleep 0.1; done", "Enter")
+        wait_for(lambda: "Confirm tool call" in first.screen(), "the confirmation dialog")
+        wait_armed(first)
+        first("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "legs 1" in first.screen(), "the leg running")
+        first("send-keys", "-t", "repl", "/quit", "Enter")
+        wait_for(lambda: "REPL-EXITED 0" in first.screen(), "the first REPL to exit")
+    finally:
+        first("kill-server")
+    second = Tmux()
+    command = (
+        f"cd {ROOT} && AGENTRIO_HOME={daemon_home} {sys.executable} -m agentrio.repl "
+        f"--session {session[1]}; echo REPL-EXITED $?; sleep 60"
+    )
+    second("new-session", "-d", "-s", "repl", "-x", "120", "-y", "40", command)
+    try:
+        wait_for(lambda: f"session {session[1]}" in second.screen(), "the reopened session")
+        wait_for(lambda: "legs 1" in second.screen(), "the leg counted")
+        flag.touch()
+        wait_for(lambda: "finished" in second.screen() and "⧗ background" in second.screen(),
+                 "the leg's end", deadline_s=30)  # fmt: skip
+        wait_for(lambda: "The background work for" in second.screen(), "the follow-up")
+        wait_for(lambda: "legs 1" not in second.screen(), "the status bar's count")
     finally:
         second("kill-server")

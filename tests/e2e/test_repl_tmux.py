@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -135,6 +137,8 @@ def test_run_echo_approve_in_dialog(daemon_home: Path) -> None:
         wait_for(lambda: "REPL-EXITED 0" in tmux.lines(), "the REPL to exit with status 0")
         history = (daemon_home / "repl_history").read_text()
         assert "run: echo hello" in history
+        # Issue 33 item 9: owner-only, like every file of the home.
+        assert stat.S_IMODE((daemon_home / "repl_history").stat().st_mode) == 0o600
     finally:
         tmux("kill-server")
 
@@ -320,5 +324,63 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         )
         time.sleep(max(0.0, approved_at + 9 - time.monotonic()))
         assert not late.exists()
+    finally:
+        tmux("kill-server")
+
+
+def test_allowed_forget_says_what_it_removed(daemon_home: Path, tmp_path: Path) -> None:
+    """Issue 33 item 8, R76: after "Always allow" for a command, ``/allowed`` lists it
+    and ``/allowed forget 1`` names the command it removed (it asks again from now on)."""
+    tmux = Tmux()
+    target = tmp_path / "allowed-once"
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", f"run: touch {target}", "Enter")
+        wait_for(lambda: "Always allow this exact command" in tmux.screen(), "the dialog")
+        wait_armed(tmux)
+        choice = re.search(r"(\d)\. Always allow this exact command", tmux.screen())
+        assert choice is not None
+        tmux("send-keys", "-t", "repl", choice[1])
+        wait_for(target.exists, "the command to run")
+        wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
+        tmux("send-keys", "-t", "repl", "/allowed", "Enter")
+        wait_for(lambda: f"  1. touch {target}" in tmux.lines(), "the remembered command")
+        tmux("send-keys", "-t", "repl", "/allowed forget 1", "Enter")
+        wait_for(
+            # (joined: a long temporary path wraps the line at the terminal's width)
+            lambda: (
+                f"forgot touch {target} — it asks again from now on"
+                in tmux.screen().replace("\n", " ")
+            ),
+            "the removed command named",
+        )
+        wait_for(lambda: "no remembered commands" in tmux.screen(), "the list left")
+    finally:
+        tmux("kill-server")
+
+
+def test_history_finds_a_task_by_its_id_and_shows_its_record(daemon_home: Path) -> None:
+    """Issue 33 item 8: ``/history <task id>`` finds the task (its id is what the REPL
+    shows everywhere) and ``/history show 1`` prints its whole record."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        tmux("send-keys", "-t", "repl", "run: echo findme-output", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the confirmation dialog")
+        wait_armed(tmux)
+        tmux("send-keys", "-t", "repl", "Enter")
+        wait_for(lambda: "finished with exit code 0" in tmux.screen(), "the task to end")
+        tmux("send-keys", "-t", "repl", "/history", "Enter")
+        listed = re.compile(r"  1\. \d\d-\d\d \d\d:\d\d  ([0-9a-f]{8})  finished")
+        wait_for(lambda: any(listed.match(ln) for ln in tmux.lines()), "the history list")
+        task_id = next(m[1] for ln in tmux.lines() if (m := listed.match(ln)))
+        tmux("send-keys", "-t", "repl", f"/history {task_id}", "Enter")
+        wait_for(lambda: f"recent tasks matching '{task_id}'" in tmux.screen(), "the id search")
+        wait_for(lambda: any(task_id in ln and "  1. " in ln for ln in tmux.lines()), "the task")
+        tmux("send-keys", "-t", "repl", "/history show 1", "Enter")
+        wait_for(lambda: f"record of task {task_id}:" in tmux.screen(), "the record")
+        wait_for(
+            lambda: "findme-output" in tmux.screen().split("record of task")[-1], "its content"
+        )
     finally:
         tmux("kill-server")

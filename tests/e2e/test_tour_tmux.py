@@ -44,18 +44,24 @@ COLUMNS, ROWS = 160, 50
 DEADLINE_S = 60.0
 
 
-def tour_rows(readme: str) -> list[str]:
-    """What the tour table asks the reader to type, in order."""
+def tour_table(readme: str) -> list[tuple[str, str]]:
+    """The tour table's rows: what it asks the reader to type, and what it says
+    happens, in order."""
     lines = readme.splitlines()
     start = lines.index(HEADER) + 2
     rows = []
     for line in lines[start:]:
         if not line.startswith("|"):
             break
-        cell = line[1:].split(" | ", 1)[0].strip()
-        span = re.fullmatch(r"`([^`]+)`", cell)
-        rows.append(span.group(1) if span else cell)
+        cell, _, says = line[1:].rstrip(" |").partition(" | ")
+        span = re.fullmatch(r"`([^`]+)`", cell.strip())
+        rows.append((span.group(1) if span else cell.strip(), says))
     return rows
+
+
+def tour_rows(readme: str) -> list[str]:
+    """What the tour table asks the reader to type, in order."""
+    return [typed for typed, _ in tour_table(readme)]
 
 
 _SPINNER = re.compile("[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]")
@@ -114,17 +120,20 @@ def _idle(screen: str) -> bool:
     return len(lines) > 1 and lines[-1].endswith("● connected") and lines[-2] == ">"
 
 
-def _answer_dialogs(tmux: Tmux, outcome: re.Pattern[str], row: str, work: Path) -> None:
+def _answer_dialogs(tmux: Tmux, outcome: re.Pattern[str], row: str, work: Path) -> bool:
     """Answer each dialog ``row`` opens until ``outcome`` is printed below the row's
-    input line and nothing runs. Each decision reads one capture (a capture can land
-    between the erase and the redraw of the live area; the next poll sees it whole)."""
+    input line and nothing runs; whether one was a confirmation. Each decision reads
+    one capture (a capture can land between the erase and the redraw of the live area;
+    the next poll sees it whole)."""
     end = time.monotonic() + DEADLINE_S
+    confirmed = False
     while time.monotonic() < end:
         screen = _screen(tmux)
         _, echoed, after = _history(tmux).rpartition(f"> {row}\n")
         if echoed and _idle(screen) and outcome.search(after):
-            return
+            return confirmed
         if "Esc: stop menu" in screen:  # an armed confirmation or question (R77)
+            confirmed = confirmed or "| Confirm tool call |" in screen
             _answer(tmux, screen, work)
             wait_for(lambda: "Esc: stop menu" not in _screen(tmux), "the dialog to close")
         time.sleep(0.05)
@@ -194,9 +203,10 @@ def test_every_builtin_verb_has_a_tour_row() -> None:
 
 def test_the_readme_tour_end_to_end(daemon: Daemon, work: Path) -> None:
     """R5, R42, R44, R47, R77 (issue 19): every row of the README's tour, typed in order,
-    each dialog answered, matches the reviewed golden screen; the secret is never shown."""
-    rows = tour_rows((ROOT / "README.md").read_text(encoding="utf-8"))
-    assert len(rows) >= 8, rows
+    each dialog answered, matches the reviewed golden screen; the secret is never shown;
+    a row says "asks first" exactly when it opens a confirmation (issue 33 item 8)."""
+    table = tour_table((ROOT / "README.md").read_text(encoding="utf-8"))
+    assert len(table) >= 8, table
     tmux = Tmux()
     command = (
         f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m agentrio.repl; "
@@ -205,17 +215,21 @@ def test_the_readme_tour_end_to_end(daemon: Daemon, work: Path) -> None:
     tmux("new-session", "-d", "-s", "repl", "-x", str(COLUMNS), "-y", str(ROWS), command)
     try:
         wait_for(lambda: _idle(_screen(tmux)), "the REPL to connect")
-        for row in rows:
+        wrong = []
+        for row, says in table:
             typed = row.replace("/tmp/", f"{work}/")
             tmux("send-keys", "-t", "repl", "-l", typed)
             tmux("send-keys", "-t", "repl", "Enter")
-            _answer_dialogs(tmux, _outcome(row), typed, work)
+            confirmed = _answer_dialogs(tmux, _outcome(row), typed, work)
+            if confirmed != ("asks first" in says):  # issue 33 item 8: the tour is true
+                wrong.append((row, confirmed))
         tmux("send-keys", "-t", "repl", "C-d")
         wait_for(lambda: "REPL-EXITED 0" in _history(tmux), "the REPL to quit")
         scrollback = _history(tmux)
     finally:
         tmux("kill-server")
     assert SECRET_VALUE not in scrollback
+    assert wrong == [], "rows whose 'asks first' is not what happened (row, confirmed)"
     assert (work / "agentrio-demo").exists()
     got = mask(scrollback, str(work), str(daemon.home))
     if updating():

@@ -109,14 +109,18 @@ def armed(task_hash: str, action: str) -> str:
     return in_task(task_hash, f".confirm[data-open][data-armed] [data-action={action}]")
 
 
+def _block(task_hash: str) -> str:
+    return json.dumps(f'#log .task[data-task="{task_hash}"]')
+
+
 async def state_of(page: Page, task_hash: str) -> str | None:
-    return await page.text(in_task(task_hash, ".badge"))
+    state = await page.evaluate(f"document.querySelector({_block(task_hash)})?.dataset.state")
+    return None if state is None else str(state)
 
 
 async def wait_state(page: Page, task_hash: str, state: str) -> None:
-    selector = json.dumps(in_task(task_hash, ".badge"))
     await page.wait_for(
-        f"document.querySelector({selector})?.textContent === {json.dumps(state)}",
+        f"document.querySelector({_block(task_hash)})?.dataset.state === {json.dumps(state)}",
         f"task {task_hash} {state}",
     )
 
@@ -218,6 +222,10 @@ async def test_dashboard_confirm_ask_pause_resume(page: Page, daemon: Daemon) ->
 
     ask = await send(page, "ask: Which? | a, b")
     await wait_state(page, ask, "parked")
+    # Issue 33 item 11: the badge speaks to a person, not in the engine's words.
+    assert await page.text(in_task(ask, ".badge")) == "waits for your answer"
+    assert await page.text(in_task(ask, ".tool-call pre")) == "Which? (a / b)"  # not JSON
+    assert await page.text(in_task(echo, ".badge")) == "finished"
     assert await page.text(in_task(ask, ".questions .question-text")) == "Which?"
     await page.click(in_task(ask, '.questions [data-option="b"]'))
     resumed = await page.wait_for(
@@ -558,19 +566,20 @@ async def test_resumed_task_shows_the_persons_words(page: Page, daemon: Daemon) 
 async def test_header_task_count_is_live(page: Page, daemon: Daemon) -> None:
     """§7: the header's task count follows the session's events and the page's own
     actions at once (the periodic refresh is only a fallback): it counts a task that
-    starts, and uncounts it when it is stopped, well within the fallback period."""
+    starts, and uncounts it when it is stopped, well within the fallback period. It
+    says "1 running task", never "task(s)" (issue 33 item 11)."""
     await sign_in(page, daemon.token)
-    await header(page, r"· 0 task\(s\)", "no task counted", 5)
+    await header(page, r"· 0 running tasks · 0 background legs$", "no task counted", 5)
     sleeper = await send(page, "run: sleep 30")
-    await header(page, r"· 1 task\(s\)", "the started task counted", 3)
+    await header(page, r"· 1 running task ·", "the started task counted", 3)
     await page.wait_present(armed(sleeper, "cancel-in-confirm"), "the confirmation")
     await page.click(armed(sleeper, "cancel-in-confirm"))
     await wait_state(page, sleeper, "canceled")
-    await header(page, r"· 0 task\(s\)", "the stopped task uncounted", 3)
+    await header(page, r"· 0 running tasks ·", "the stopped task uncounted", 3)
     second = await send(page, "run: sleep 30")
-    await header(page, r"· 1 task\(s\)", "the second task counted", 3)
+    await header(page, r"· 1 running task ·", "the second task counted", 3)
     await page.click(in_task(second, "[data-action=cancel-task]"))
-    await header(page, r"· 0 task\(s\)", "the second task uncounted", 3)
+    await header(page, r"· 0 running tasks ·", "the second task uncounted", 3)
 
 
 @needs_chromium
@@ -634,7 +643,7 @@ async def test_model_markdown_renders_safely(page: Page, daemon: Daemon) -> None
     await wait_state(page, task, "canceled")
     target = os.environ.get(MARKDOWN_SCREENSHOT_ENV)
     if target:
-        await header(page, r"· 0 task\(s\)", "no task counted", 5)
+        await header(page, r"· 0 running tasks ·", "no task counted", 5)
         await page.evaluate(
             f"document.querySelector({json.dumps(in_task(hello, '.assistant'))})"
             ".scrollIntoView({block: 'start'}) ?? true"
@@ -791,8 +800,7 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
     await page.wait_for(
         f"[...document.querySelectorAll({json.dumps(in_task(ask, '.user-text'))})]"
         ".map((n) => n.textContent).includes('main') && "
-        f"document.querySelector({json.dumps(in_task(ask, '.badge'))}).textContent"
-        " === 'finished'",
+        f"document.querySelector({_block(ask)}).dataset.state === 'finished'",
         "the answered question's task to finish",
     )
 
@@ -818,7 +826,7 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
     await wait_state(page, failed, "failed")
     hello = await send(page, "hello")
     await wait_state(page, hello, "finished")
-    await header(page, r"· 0 task\(s\)", "no task counted", 5)
+    await header(page, r"· 0 running tasks ·", "no task counted", 5)
 
     shown = masked(await page.evaluate("document.querySelector('main').innerText")) + "\n"
     if os.environ.get(GOLDEN_ENV) == "1":

@@ -104,6 +104,38 @@ def test_clamp_multibyte_exact_split_points() -> None:
     assert clamp("😀" * 5, 19) == "😀😀😀\n...[4 bytes elided]...\n😀"
 
 
+def test_clamp_again_keeps_one_marker_with_the_whole_count() -> None:
+    """Issue 33 item 1: clamping a clamped text (with a prefix put before it, at the
+    same or a smaller limit) leaves one marker counting every byte of the original left
+    out, never only the bytes of the last cut."""
+    original = "".join(f"{n}\n" for n in range(1, 8001))
+    for first, second, prefix in (
+        (32_768, 32_768, "exit 0\n"),
+        (32_768, 1_000, ""),
+        (500, 499, "é"),
+    ):
+        whole = prefix + original
+        twice = clamp(prefix + clamp(original, first), second)
+        head, marker, rest = twice.partition("\n...[")
+        count, _, tail = rest.partition(" bytes elided]...\n")
+        assert marker
+        assert "bytes elided" not in tail
+        assert whole.startswith(head)
+        assert whole.endswith(tail)
+        assert int(count) == len(whole.encode()) - len(head.encode()) - len(tail.encode())
+        assert clamp(twice, second) == twice
+
+
+def test_clamp_takes_a_split_marker_whole() -> None:
+    """Issue 33 item 1: a cut that would start or end inside an earlier marker widens
+    to take the whole marker (its count is added), so no marker piece is left."""
+    once = clamp("a" * 100, 40)  # "a"*30 + marker(60) + "a"*10
+    assert once == "a" * 30 + "\n...[60 bytes elided]...\n" + "a" * 10
+    again = clamp(once, 41)  # head would end at byte 30, tail start inside the marker
+    assert again == "a" * 30 + "\n...[60 bytes elided]...\n" + "a" * 10
+    assert clamp("b" + once, 40) == "b" + "a" * 29 + "\n...[61 bytes elided]...\n" + "a" * 10
+
+
 def test_clamp_keeps_lone_surrogates() -> None:
     """R11: undecodable process output (surrogate escapes) survives clamping."""
     text = "\udcff" * 10 + "tail"

@@ -22,6 +22,21 @@ TOKEN = "123:TEST"
 T = TypeVar("T")
 
 
+#: Every bot token these tests hand a process (Discord's is the e2e tests' own).
+TEST_TOKENS = (TOKEN, "TEST.DISCORD.TOKEN")
+
+
+@pytest.fixture(autouse=True)
+def no_token_in_any_log(tmp_path: Path) -> Iterator[None]:
+    """Issue 33 item 14: after every front-end test, no log it wrote (the bots', the
+    daemon's) holds a test token."""
+    yield
+    for path in tmp_path.rglob("*.log"):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for token in TEST_TOKENS:
+            assert token not in text, f"{path} holds the bot token"
+
+
 @pytest.fixture
 def fake() -> Iterator[FakeTelegram]:
     server = FakeTelegram(TOKEN).start()

@@ -25,10 +25,11 @@ def test_token_from_env_or_owner_only_file(
     monkeypatch.delenv(variable, raising=False)
     with pytest.raises(SetupError, match=f"agentrio {name} --store-token"):
         read_token(tmp_path, name)
-    path = store_token(tmp_path, name, "  stored-token\n")
+    stored = "123456:" + "A" * 35 if name == "telegram" else "a" * 24 + ".bcdefg." + "h" * 27
+    path = store_token(tmp_path, name, f"  {stored}\n")
     assert path == tmp_path / f"{name}.token"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert read_token(tmp_path, name) == "stored-token"
+    assert read_token(tmp_path, name) == stored
     monkeypatch.setenv(variable, "env-token")
     assert read_token(tmp_path, name) == "env-token"
     monkeypatch.delenv(variable)
@@ -59,9 +60,10 @@ def test_discord_process_stores_a_token_and_exits_2_without_one(tmp_path: Path) 
     missing = subprocess.run(module, env=env, capture_output=True, text=True, timeout=60)
     assert missing.returncode == 2
     assert "AGENTRIO_DISCORD_TOKEN" in missing.stderr
+    token = "a" * 24 + ".bcdefg." + "h" * 27
     stored = subprocess.run(
-        [*module, "--store-token"], env=env, input="abc.def\n", capture_output=True, text=True
+        [*module, "--store-token"], env=env, input=f"{token}\n", capture_output=True, text=True
     )
     assert stored.returncode == 0
-    assert (tmp_path / "discord.token").read_text() == "abc.def\n"
+    assert (tmp_path / "discord.token").read_text() == f"{token}\n"
     assert stat.S_IMODE((tmp_path / "discord.token").stat().st_mode) == 0o600

@@ -24,6 +24,7 @@ from agentrio.protocol.frames import (
     Cancel,
     ListLegs,
     ListPending,
+    OpenWindow,
     Reply,
     Run,
     Withdrawn,
@@ -135,7 +136,11 @@ def run_app(
             h = Harness(pipe, app, sent)
             await h.until(lambda: app.application.is_running, "app start")
             app.deliver(Connected(url="http://127.0.0.1:1", daemon_version="0.1.0"))
-            assert h.frames() == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
+            assert h.frames() == [
+                OpenWindow(session_id=SESSION, window_hash="w1"),
+                ListLegs(session_id=SESSION),
+                ListPending(origin="cli-"),
+            ]
             try:
                 await scenario(h)
             finally:

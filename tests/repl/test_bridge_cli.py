@@ -79,7 +79,7 @@ def test_bridge_round_trip_and_shutdown(tmp_path: Path) -> None:
             await asyncio.wait_for(task, 5)
 
     asyncio.run(main())
-    assert [type(i).__name__ for i in seen] == ["ListLegs", "ListPending", "Run"]
+    assert [type(i).__name__ for i in seen] == ["OpenWindow", "ListLegs", "ListPending", "Run"]
     assert closed == [True]
 
 

@@ -12,6 +12,7 @@ import time
 from agentrio.protocol.frames import (
     ListLegs,
     ListPending,
+    OpenWindow,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -64,7 +65,11 @@ def test_start_says_how_many_tasks_wait() -> None:
     sent: list[object] = []
     state = ReplState(session_id=SESSION, window_hash="w1", send=sent.append)
     state.handle(Connected(url="http://h:1", daemon_version="0.1.0"))
-    assert sent == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
+    assert sent == [
+        OpenWindow(session_id=SESSION, window_hash="w1"),
+        ListLegs(session_id=SESSION),
+        ListPending(origin="cli-"),
+    ]
     state.handle(by_origin(task("a" * 32, OTHER, 120), task("b" * 32, OTHER, 30)))
     assert state.output[-1] == (
         "class:warn",

@@ -25,6 +25,7 @@ from agentrio.protocol.frames import (
     ErrorFrame,
     ListLegs,
     ListPending,
+    OpenWindow,
     PendingFrame,
     PendingList,
     PendingTaskInfo,
@@ -65,7 +66,11 @@ def test_connect_lists_legs_and_pending() -> None:
     assert state.connection == "connecting"
     state.handle(Connected(url="http://h:1", daemon_version="0.1.0"))
     assert state.connection == "connected"
-    assert sent == [ListLegs(session_id=SESSION), ListPending(origin="cli-")]
+    assert sent == [
+        OpenWindow(session_id=SESSION, window_hash="w1"),
+        ListLegs(session_id=SESSION),
+        ListPending(origin="cli-"),
+    ]
     assert "connected to agentrio daemon 0.1.0" in state.output[-1][1]
 
 
@@ -609,7 +614,9 @@ def test_history() -> None:
         ]
     }
     state.handle(HttpResult(call=call, status=200, body=body))
-    assert state.output[-2][1] == "recent tasks matching 'echo':"
+    assert (
+        state.output[-2][1] == "recent tasks matching 'echo' (/history show N opens one's record):"
+    )
     assert state.output[-1][1].endswith("3f2a9c0d  finished run: echo hello")
     state.handle(HttpResult(call=call, status=200, body={"tasks": []}))
     assert state.output[-1][1] == "no finished tasks matching 'echo'"

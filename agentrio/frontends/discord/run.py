@@ -26,7 +26,7 @@ import yarl
 
 from agentrio.frontends.chat import ChatSettings
 from agentrio.frontends.discord.adapter import DiscordBot, DiscordPlatform
-from agentrio.frontends.hosting import Inbox, run_core, stop_signals
+from agentrio.frontends.hosting import Inbox, run_core, stop_signals, unless_stopped
 from agentrio.frontends.setup import SetupError
 from agentrio.guest import GuestPortal, run_with_guest
 from agentrio.protocol.frontends import DiscordConfig
@@ -66,7 +66,10 @@ async def run_bot(home: Path, config: DiscordConfig, token: str) -> None:
 
     async def host(portal: GuestPortal) -> None:
         stop = stop_signals()
-        await _login(client, token)
+        if await unless_stopped(_login(client, token), stop) is None:
+            log.info("stopped before Discord answered")
+            await client.close()
+            return
         connection = asyncio.create_task(client.connect(reconnect=True))
         try:
             waiting = asyncio.create_task(stop.wait())

@@ -15,7 +15,7 @@ from telegram.error import InvalidToken, NetworkError, RetryAfter, TimedOut
 from telegram.ext import Application, TypeHandler
 
 from agentrio.frontends.chat import ChatSettings
-from agentrio.frontends.hosting import Inbox, run_core, stop_signals
+from agentrio.frontends.hosting import Inbox, run_core, stop_signals, unless_stopped
 from agentrio.frontends.setup import SetupError
 from agentrio.frontends.telegram.adapter import TelegramPlatform, seconds_of, updates_to_core
 from agentrio.guest import GuestPortal, run_with_guest
@@ -61,7 +61,9 @@ async def run_bot(home: Path, config: TelegramConfig, token: str) -> None:
     async def host(portal: GuestPortal) -> None:
         application.add_handler(TypeHandler(Update, updates_to_core(inbox)))
         stop = stop_signals()
-        await _initialize(application)
+        if await unless_stopped(_initialize(application), stop) is None:
+            log.info("stopped before Telegram answered")
+            return
         try:
             await application.start()
             assert application.updater is not None

@@ -249,6 +249,21 @@ function confirmTitle(toolName, restricted = false) {
   return `Allow ${toolName}?${tail}`;
 }
 
+/** "1 task", "2 tasks": wording.plural. */
+function plural(count, word) {
+  return `${count} ${word}${count === 1 ? "" : "s"}`;
+}
+
+/** A task's state as its badge says it to a person (``data-state`` keeps the name). */
+const STATE_WORDS = {
+  running: "running",
+  parked: "waits for your answer",
+  paused: "paused, kept",
+  canceled: "stopped",
+  failed: "failed",
+  finished: "finished",
+};
+
 /** How a run that did not finish ended: wording.ended_line. */
 function endedLine(status, reason = "") {
   const why = reason ? `: ${reason}` : "";
@@ -755,7 +770,7 @@ class ChatView {
 
   setState(task, state) {
     task.state = state;
-    task.badge.textContent = state;
+    task.badge.textContent = STATE_WORDS[state] ?? state;
     task.block.dataset.state = state;
     task.actions.replaceChildren();
     if (state === "running") {
@@ -807,7 +822,7 @@ class ChatView {
       case "tool_call":
         this.add(task, el("div", { class: "tool-call" },
           el("span", { class: "tool", text: `→ ${event.tool_name}` }),
-          el("pre", { text: faithfulText(event.args) })));
+          el("pre", { text: readableCall(event.tool_name, event.args) ?? faithfulText(event.args) })));
         break;
       case "tool_result":
         this.add(task, el("div", { class: event.ok ? "tool-result" : "tool-result bad" },
@@ -895,6 +910,25 @@ const SPAN_CHARS = 64;
 /** A tool call's arguments as text, drawn as a confirmation draws them (faithfulLines:
  *  one row per line, its label first, escapes visible), so the log never shows a
  *  two-line command as one or lets a bidi character reorder it (R77). */
+/** An ask_user call as the REPL shows it (repl.render.call_lines): one line per
+ *  question, "Which branch? (main / release)"; null when the arguments are of any
+ *  other shape (then they are shown whole, faithfully). */
+function readableCall(name, args) {
+  if (name !== "ask_user" || Object.keys(args).join() !== "questions") return null;
+  const questions = args.questions;
+  if (!Array.isArray(questions) || !questions.length) return null;
+  const lines = [];
+  for (const q of questions) {
+    if (!q || typeof q !== "object" || typeof q.text !== "string") return null;
+    if (Object.keys(q).some((key) => !["text", "options", "multi"].includes(key))) return null;
+    const options = q.options ?? [];
+    if (!Array.isArray(options) || !options.every((o) => typeof o === "string")) return null;
+    const choices = options.length ? ` (${options.join(" / ")})` : "";
+    lines.push(`${q.text}${choices}${q.multi === true ? " (several answers)" : ""}`);
+  }
+  return lines.join("\n");
+}
+
 function faithfulText(args) {
   return faithfulLines(args)
     .map((line) => (line.label ? `${line.label} ` : "") + line.pieces.map(([, text]) => text).join(""))
@@ -1312,7 +1346,7 @@ async function health() {
   try {
     const response = await fetch("/v1/health", { cache: "no-store", credentials: "omit" });
     const data = await response.json();
-    text = `daemon ${data.version} · ${data.tasks} task(s) · ${data.legs} leg(s)`;
+    text = `daemon ${data.version} · ${plural(data.tasks, "running task")} · ${plural(data.legs, "background leg")}`;
   } catch {
     text = "daemon unreachable";
   }

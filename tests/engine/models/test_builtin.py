@@ -447,7 +447,7 @@ async def test_interrupted_resume_reissues_run_command() -> None:
         '- run_command {"command": "sleep 30", \n...[12 bytes elided]...\n',
         "- run_command\n",
         "(none)\n",
-        '- store_secret {"key": "K"}\n',
+        '- store_secret {"label": "K"}\n',
     ],
 )
 async def test_interrupted_resume_without_parsable_command_just_summarises(
@@ -462,6 +462,18 @@ async def test_interrupted_resume_without_parsable_command_just_summarises(
     assert reply == ModelReply(
         text="Recovered the interrupted task; there is no command to run again."
     )
+
+
+async def test_interrupted_secret_prompt_is_made_again() -> None:
+    """Issue 33 item 5 (R11, R12): a task stopped at its secret prompt makes the prompt
+    again on resume (the secret was never given; nothing else would ask for it)."""
+    text = (
+        "[Resumed Task — interrupted execution recovered]\nInterrupted calls:\n"
+        '- store_secret {"key": "API_KEY"}\nRemaining steps:\nfinish\n'
+    )
+    reply = await ask([user(text)])
+    assert reply.text == "Recovered the interrupted task; running the store_secret call again."
+    assert [(c.name, c.args) for c in reply.tool_calls] == [("store_secret", {"key": "API_KEY"})]
 
 
 async def test_interrupted_resume_without_run_command_tool() -> None:
