@@ -364,10 +364,9 @@ class Engine:
         origin: RunOrigin | None = None,
         allow_all: bool = False,
     ) -> TaskRun:
-        """Resume a pending task as a new run (R11, R12, R36, R37, R42).
-
-        ``message`` (``POST /v1/send``) answers a parked task's saved questions; a task
-        with none reads a non-empty one right after the resume message, as a steer.
+        """Resume a pending task as a new run (R11, R12, R36, R37, R42). ``message``
+        (``POST /v1/send``) answers a parked task's saved questions; a task with none
+        reads a non-empty one right after the resume message, as a steer.
 
         The claim is one atomic compare-and-set in the store: of N concurrent resumes,
         in this process or another, exactly one wins; the rest raise `Conflict` with
@@ -463,7 +462,7 @@ class Engine:
         rows = await self.store.list_resumable(session_id, now=self.services.clock())
         session = self.sessions.get(session_id)  # a query makes no session
         running = session.runs if session is not None else {}
-        return [_info(row) for row in rows if row.task_hash not in running]
+        return [row.info() for row in rows if row.task_hash not in running]
 
     async def pending_by_origin(self, origin: str) -> list[PendingTaskInfo]:
         """The resumable tasks of every session of ``origin`` (``cli-``, ``chat-``, …),
@@ -477,7 +476,7 @@ class Engine:
             origin, now=self.services.clock(), limit=PENDING_BY_ORIGIN_LIMIT
         )
         return [
-            _info(row, with_session=True)
+            row.info(with_session=True)
             for row in rows
             if self.find_run(row.task_hash, row.session_id) is None
         ]
@@ -592,15 +591,3 @@ async def _maintain(store: Store, *, task_status: trio.TaskStatus[None]) -> None
     """The store's upkeep (`Store.maintain`) as a supervised loop."""
     task_status.started()
     await store.maintain()
-
-
-def _info(row: TaskRow, *, with_session: bool = False) -> PendingTaskInfo:
-    return PendingTaskInfo(
-        session_id=row.session_id if with_session else "",
-        task_hash=row.task_hash,
-        objective=row.objective,
-        has_questions=bool(row.questions),
-        questions=list(row.questions),
-        updated_at=row.updated_at,
-        has_jobs=row.has_jobs,
-    )

@@ -47,6 +47,7 @@ from agentrio.home import read_socket
 from agentrio.protocol.codec import decode
 from agentrio.protocol.errors import FrameDecodeError
 from agentrio.protocol.http import ShutdownAccepted
+from agentrio.protocol.wording import plural
 from agentrio.repl.client import no_trust_roots
 from agentrio.repl.daemon import (
     STOPPED_FILE,
@@ -223,10 +224,6 @@ def _ago(seconds: float) -> str:
     return f"{hours // 24} days"
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def _absent_line(found: Probe) -> str:
     """One line for a home whose daemon does not answer."""
     home = found.home
@@ -302,11 +299,11 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
         f"  store     {_store_line(data['store'])}",
         *_frontend_lines(data["frontends"]),
         f"  tasks     {data['tasks_running']} running, {data['tasks_queued']} queued; "
-        f"{_plural(int(data['legs'] or 0), 'background leg')}",
+        f"{plural(int(data['legs'] or 0), 'background leg')}",
         f"  pending   {waiting}",
-        f"  clients   {_plural(int(data['connections'] or 0), 'WebSocket connection')}, "
-        f"{_plural(int(data['event_streams'] or 0), 'event stream')}; "
-        f"{_plural(int(data['sessions'] or 0), 'session')} in memory",
+        f"  clients   {plural(int(data['connections'] or 0), 'WebSocket connection')}, "
+        f"{plural(int(data['event_streams'] or 0), 'event stream')}; "
+        f"{plural(int(data['sessions'] or 0), 'session')} in memory",
     ]
 
 
@@ -333,7 +330,7 @@ def _frontend_lines(frontends: list[dict[str, Any]]) -> list[str]:
         restarts = int(bot.get("restarts") or 0)
         text = f"{bot.get('name')} {state}"
         if restarts:
-            text += f", {_plural(restarts, 'restart')}"
+            text += f", {plural(restarts, 'restart')}"
         if bot.get("last_error"):
             text += f"; last error: {bot['last_error']}"
         lines.append(f"  {'bots' if not lines else '':<10}{text}")
@@ -456,9 +453,9 @@ def _kept(accepted: ShutdownAccepted) -> str:
     if accepted.tasks == 0:
         kept = "no task was running"
     else:
-        kept = f"{_plural(accepted.tasks, 'running task')} kept in /pending"
+        kept = f"{plural(accepted.tasks, 'running task')} kept in /pending"
     if accepted.legs:
-        kept += f"; {_plural(accepted.legs, 'background leg')} ended"
+        kept += f"; {plural(accepted.legs, 'background leg')} ended"
     return kept
 
 

@@ -21,6 +21,7 @@ import attrs
 from agentrio.engine.errors import AgentrioError
 from agentrio.protocol.errors import ErrorCode
 from agentrio.protocol.events import Question
+from agentrio.protocol.frames import PendingTaskInfo
 
 __all__ = [
     "HistoryRow",
@@ -109,6 +110,18 @@ class TaskRow:
     has_jobs: bool = False
     ask_id: str | None = None
     resumed_from: str | None = None
+
+    def info(self, *, with_session: bool = False) -> PendingTaskInfo:
+        """The row as ``GET /v1/pending`` lists it (``session_id`` only across sessions)."""
+        return PendingTaskInfo(
+            session_id=self.session_id if with_session else "",
+            task_hash=self.task_hash,
+            objective=self.objective,
+            has_questions=bool(self.questions),
+            questions=list(self.questions),
+            updated_at=self.updated_at,
+            has_jobs=self.has_jobs,
+        )
 
 
 @attrs.frozen(kw_only=True)
