@@ -184,7 +184,7 @@ async def test_a_stop_or_a_lost_window_during_the_confirmation_runs_nothing(
                     await engine.answer(entry.id, AskReply(action=how), by=listener)  # type: ignore[arg-type]
                 elif how == "paused":
                     assert engine.cancel(followup.task_hash, Cause.PAUSED, session_id=SESSION)
-                    assert await listener.next_notice() == Withdrawn(entry.id, "task canceled")
+                    assert await listener.next_notice() == Withdrawn(entry.id, "task paused")
                 else:
                     listener.close()
                 outcome = await followup.wait_done()
