@@ -298,7 +298,11 @@ async def test_a_busy_pipe_grows_and_reads_grow_with_it(monkeypatch: pytest.Monk
     async def slow_at_first(chunk: bytes) -> None:
         chunks.append(chunk)
         if len(chunks) <= 3:
-            await trio.sleep(0.2)  # the command fills the (grown) pipe meanwhile
+            # the command fills the (grown) pipe meanwhile: a full read is what grows it.
+            # 0.2 s was not always enough on a loaded machine (a whole suite's daemons
+            # on 2 cores): `yes | head` did not fill 64 KiB in time, so no read came
+            # back full and the pipe was never grown.
+            await trio.sleep(1.0)
 
     size = 8_000_000
     result = await run_in_group(f"yes 0123456789 | head -c {size}", on_output=slow_at_first)
