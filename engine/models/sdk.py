@@ -32,6 +32,7 @@ scrubbed from every message.
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import json
 import re
@@ -83,7 +84,7 @@ _CONTEXT_RE: Final = re.compile(
 )
 
 
-class SdkModel:
+class SdkModel(abc.ABC):
     """One model at one endpoint, spoken to through an official SDK client.
 
     Subclasses name the SDK (`sdk_module`), build its client (`make_client`, run in a
@@ -126,10 +127,11 @@ class SdkModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self._name!r}, base_url={self._base_url!r})"
 
+    @abc.abstractmethod
     def make_client(self, sdk: ModuleType) -> Any:
         """The SDK's async client for this endpoint (blocking: in a worker thread)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     async def attempt(
         self,
         client: Any,
@@ -138,7 +140,6 @@ class SdkModel:
         on_text: TextSink | None,
     ) -> ModelReply:
         """One try of the call; SDK exceptions propagate (`classify` maps them)."""
-        raise NotImplementedError
 
     async def complete(
         self,
