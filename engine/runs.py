@@ -52,7 +52,7 @@ from agentrio.engine.snapshot import (
 )
 from agentrio.engine.store.base import HistoryRow, TaskRow
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
-from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.protocol import events as ev
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import DoneStatus
@@ -199,6 +199,7 @@ class TaskRun:
             emit=self.emit,
             cancel=self.handle.cancel,
             add_answers=self.previous_answers.extend,
+            services=self.services,
         )
 
     async def wait_done(self) -> TaskOutcome:
@@ -222,10 +223,7 @@ class Toolbox:
             return ToolOutcome(
                 ok=False, output="", skipped=f"tool {call.name!r} is not available in this task"
             )
-        try:
-            return await tool.execute(ctx, call)
-        except ValueError as exc:  # bad arguments from the model
-            return ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
+        return await run_tool(tool, ctx, call)
 
 
 async def execute_task(
@@ -313,7 +311,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
         # Kept until answered: a run that stops while asking keeps the task exactly as
         # it was, questions and all (R13).
         snapshot = run.resume_snapshot
-        answers = await ask_inline(services, run.tool_context(), snapshot.questions)
+        answers = await ask_inline(run.tool_context(), snapshot.questions)
         if answers is None:
             return _Parked(list(snapshot.questions))
         run.resume_snapshot = None
@@ -372,10 +370,7 @@ async def _run_prelude(run: TaskRun) -> str:
         call = prelude.call
         run.open_calls = [call]
         run.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
-        try:
-            outcome = await prelude.tool.execute(ctx, call)
-        except ValueError as exc:
-            outcome = ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
+        outcome = await run_tool(prelude.tool, ctx, call)
         run.open_calls = []
         text = f"{text}\n\n{prelude.section(_record(run, call, outcome))}"
     return text

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.pending import AskRequest
 from agentrio.engine.snapshot import QA
-from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Refused, ServiceTool, ToolContext, ToolOutcome
 from agentrio.protocol.events import Question
 
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
@@ -52,7 +50,7 @@ class AskUserTool(ServiceTool):
             # A sub-agent cannot park its parent: it asks inline whatever the origin
             # (R80) and is told "not run" when nobody can answer.
             return ToolOutcome(output="", park=questions)
-        answers = await ask_inline(self._services, ctx, questions)
+        answers = await ask_inline(ctx, questions)
         if answers is None:
             return ToolOutcome(output="", park=questions)
         ctx.add_answers(
@@ -61,29 +59,15 @@ class AskUserTool(ServiceTool):
         return ToolOutcome(output=format_answers(questions, answers))
 
 
-async def ask_inline(
-    services: Services, ctx: ToolContext, questions: list[Question]
-) -> list[str] | None:
+async def ask_inline(ctx: ToolContext, questions: list[Question]) -> list[str] | None:
     """Ask ``questions`` in the run's window and return the answers, or None when the
     task should park instead: nobody can take the question (R10), or the reply failed
     for a reason other than user cancellation (R13). A reply choosing "Cancel task" or
     "Abort task" cancels the run with that cause."""
-    request = AskRequest(
-        kind="ask_user",
-        session_id=ctx.session_id,
-        task_hash=ctx.task_hash,
-        window_hash=ctx.window_hash,
-        questions=questions,
-        subagent=ctx.subagent,
-    )
-    registry = services.registry
-    if not registry.has_listener(ctx.session_id, request):
-        return None
     try:
-        reply = await registry.ask(request)
-    except AskFailed:
+        reply = await ctx.ask("ask_user", questions=questions)
+    except Refused:
         return None
-    await ctx.honour_stop(reply.action)
     return list(reply.answers or [])
 
 

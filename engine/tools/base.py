@@ -10,37 +10,74 @@ event, cancel the task with a cause, or record answers for the task's snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 import attrs
 import trio
 
+from agentrio.engine.asks import AskKind, AskReply, AskRequest
 from agentrio.engine.causes import Cause
+from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import QA
 from agentrio.engine.tools.allowed import AllowedCommands
+from agentrio.protocol import events as ev
 from agentrio.protocol.events import Event, Question
 
 if TYPE_CHECKING:
     from agentrio.engine.config import Config
     from agentrio.engine.models.base import Model
-    from agentrio.engine.pending import PendingRegistry
+    from agentrio.engine.pending import Entry, PendingRegistry
     from agentrio.engine.processes.sandbox import Sandbox
     from agentrio.engine.store.base import Store
     from agentrio.engine.tools.sudo import PasswordVerifier
 
 __all__ = [
+    "LEG_NEVER_ASKS",
     "Emit",
+    "Refused",
     "ServiceTool",
     "Services",
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "run_tool",
     "string_arg",
 ]
 
 _E = TypeVar("_E", bound=Event)
+
+#: Why an ask of a background sub-agent's call is refused (R30): a leg never asks.
+LEG_NEVER_ASKS: Final = (
+    "background sub-agents never ask for confirmation or answers, so it was not run"
+)
+#: What the model is told when nobody can take an ask, by kind (R4, R8).
+_UNHEARD: Final[Mapping[str, str]] = {
+    "tool_confirm": "denied: no front-end is listening for confirmations of this session",
+    "secret": "no front-end can take the secret value",
+    "ask_user": "no front-end can take the question",
+}
+#: The prefix of what the model is told when an ask failed (R6), by kind.
+_FAILED: Final[Mapping[str, str]] = {
+    "tool_confirm": "denied",
+    "secret": "no value received",
+    "ask_user": "no answer received",
+}
+
+
+class Refused(Exception):
+    """A tool call that runs nothing, and why (``reason``, the model's ``skipped``).
+
+    `ToolContext.ask` raises it; `run_tool` turns it into the call's outcome, so a tool
+    that does not catch it still refuses. A tool catches it only to say more (or, like
+    ``ask_user``, to park instead)."""
+
+    def __init__(self, reason: str, *, unheard: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        #: True when nobody could take the ask (no listener, or a background leg).
+        self.unheard = unheard
 
 
 class Emit(Protocol):
@@ -81,6 +118,8 @@ class ToolContext:
     cancel: Callable[[Cause], bool]
     #: Record answers the user gave, for the task's snapshot (R12 "previous answers").
     add_answers: Callable[[Sequence[QA]], None]
+    #: The engine's parts; `ask` goes through its registry and password verifier.
+    services: Services
     #: The task an in-process sub-agent works for (R80): its calls run inside that
     #: task's scope and their asks carry that task's hash and window. None otherwise.
     parent_task: str | None = None
@@ -88,12 +127,106 @@ class ToolContext:
     #: asks and ``confirm`` events so the person sees who asks (R80); "" otherwise.
     subagent: str = ""
 
-    async def honour_stop(self, action: str | None) -> None:
-        """Carry out an ask reply's stop choice: ``cancel_task`` ("Stop and discard")
-        cancels the task with cause ``user_canceled``, ``abort_task`` ("Stop, keep to
-        resume") with ``user_aborted``; then this raises `trio.Cancelled` at once, so
-        nothing after the ask runs and the run's exit path decides the rest. ``None``
-        (no stop chosen) returns at once."""
+    async def ask(
+        self,
+        kind: AskKind,
+        *,
+        tool_name: str = "",
+        tool_args: Mapping[str, Any] | None = None,
+        questions: Sequence[Question] = (),
+        restricted: bool = False,
+        subagent: str | None = None,
+    ) -> AskReply:
+        """Ask the person of this task, the one door every tool goes through (R1-R8).
+
+        ``kind`` is ``"tool_confirm"`` (approve ``tool_name`` called with ``tool_args``,
+        exactly as shown), ``"secret"`` (one hidden field: ``questions[0]``, the key in
+        ``tool_args["key"]``) or ``"ask_user"`` (``questions``). ``restricted`` marks a
+        confirmation touching a restricted path: the system password is asked unless
+        cached, and checked here (R7). ``subagent`` labels who asks (default: this
+        context's in-process sub-agent, R80).
+
+        In order: a background leg never asks (R30) and nobody listening (R4) refuse;
+        the ask is registered and announced to event followers (``confirm`` or
+        ``secret_ask``, before anyone can answer); a failed ask (R6) refuses; a stop
+        choice cancels the task with its cause and raises `trio.Cancelled`; a denied
+        confirmation or a wrong password refuses. Every refusal is `Refused`, which
+        `run_tool` turns into the call's "not run" outcome. What returns is the reply
+        to act on: for a confirmation, an approval (its ``remember``/``allow_turn``
+        are the tool's to apply)."""
+        registry = self.services.registry
+        verifier = self.services.verifier
+        need_password = restricted and not await verifier.credentials_cached()
+        request = AskRequest(
+            kind=kind,
+            session_id=self.session_id,
+            task_hash=self.task_hash,
+            window_hash=self.window_hash,
+            tool_name=tool_name,
+            tool_args=dict(tool_args or {}),
+            questions=list(questions),
+            restricted=restricted,
+            need_password=need_password,
+            subagent=self.subagent if subagent is None else subagent,
+        )
+        if self.subagent_of is not None:
+            raise Refused(LEG_NEVER_ASKS, unheard=True)
+        if not registry.has_listener(self.session_id, request):
+            raise Refused(_UNHEARD[kind], unheard=True)
+        entries: list[Entry] = []
+
+        def announce(entry: Entry) -> None:
+            entries.append(entry)
+            self._announce(request, entry.id)
+
+        try:
+            reply = await registry.ask(request, on_registered=announce)
+        except AskFailed as exc:
+            raise Refused(f"{_FAILED[kind]}: {exc}") from None
+        await self._honour_stop(reply.action)
+        if kind != "tool_confirm":
+            return reply
+        if not reply.approve:
+            raise Refused(f"denied by the user{f': {reply.reason}' if reply.reason else ''}")
+        if need_password:
+            ok, error = (
+                await verifier.verify(reply.password)
+                if reply.password
+                else (False, "no password entered")
+            )
+            registry.report_verify(entries[0], ok, error)
+            if not ok:
+                raise Refused(f"denied: system password check failed ({error})")
+        return reply
+
+    def _announce(self, request: AskRequest, confirm_hash: str) -> None:
+        """The event that tells front-ends following events (the web page) of an ask;
+        a secret's names the key, never a value. ``ask_user`` questions have none."""
+        if request.kind == "tool_confirm":
+            self.emit(
+                ev.Confirm,
+                confirm_hash=confirm_hash,
+                tool_name=request.tool_name,
+                args=request.tool_args,
+                restricted=request.restricted,
+                subagent=request.subagent,
+            )
+        elif request.kind == "secret":
+            self.emit(
+                ev.SecretAsk,
+                confirm_hash=confirm_hash,
+                key=str(request.tool_args.get("key", "")),
+                text=request.questions[0].text,
+                subagent=request.subagent,
+            )
+
+    async def _honour_stop(self, action: str | None) -> None:
+        """Carry out an ask reply's stop choice (`ask` does, for every ask):
+        ``cancel_task`` ("Stop and discard") cancels the task with cause
+        ``user_canceled``, ``abort_task`` ("Stop, keep to resume") with
+        ``user_aborted``; then this raises `trio.Cancelled` at once, so nothing after
+        the ask runs and the run's exit path decides the rest. ``None`` (no stop
+        chosen) returns at once."""
         if action is None:
             return
         self.cancel(Cause.USER_CANCELED if action == "cancel_task" else Cause.USER_ABORTED)
@@ -168,6 +301,17 @@ class ServiceTool:
 
     def available(self, ctx: ToolContext) -> bool:
         return True
+
+
+async def run_tool(tool: Tool, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
+    """Execute one call of ``tool``: bad arguments (`ValueError`) and a refusal
+    (`Refused`) become its outcome; every call goes through here."""
+    try:
+        return await tool.execute(ctx, call)
+    except ValueError as exc:  # bad arguments from the model
+        return ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
+    except Refused as refused:
+        return ToolOutcome(ok=False, output="", skipped=refused.reason)
 
 
 def string_arg(call: ToolCallRequest, name: str, default: str | None = None) -> str:

@@ -31,33 +31,26 @@ from __future__ import annotations
 import math
 import shlex
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import trio
 
-from agentrio.engine.errors import AskFailed
 from agentrio.engine.messages import subagent_needs_approval
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.pending import AskReply, AskRequest
 from agentrio.engine.processes.command_env import command_environment
 from agentrio.engine.processes.runner import CommandResult, run_in_group
 from agentrio.engine.processes.sandbox import SandboxError
-from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Refused, Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
-from agentrio.protocol import events as ev
-
-if TYPE_CHECKING:
-    from agentrio.engine.pending import Entry
 
 __all__ = [
     "CommandPlan",
     "RunCommandTool",
     "format_command_result",
     "judge",
-    "refusal_of_reply",
     "run_plan",
     "shown_args",
     "start_failure",
@@ -239,94 +232,20 @@ class RunCommandTool(ServiceTool):
             # the call as still needing approval.
             shown = command if isinstance(command, str) else shlex.join(command)
             return ToolOutcome(ok=False, output="", skipped=subagent_needs_approval(shown))
-        args = shown_args(call.args, cwd)
-        need_password = verdict.restricted and not await services.verifier.credentials_cached()
-        request = AskRequest(
-            kind="tool_confirm",
-            session_id=ctx.session_id,
-            task_hash=ctx.task_hash,
-            window_hash=ctx.window_hash,
-            tool_name=self.name,
-            tool_args=args,
-            restricted=verdict.restricted,
-            need_password=need_password,
-            subagent=ctx.subagent,
-        )
-        if not services.registry.has_listener(ctx.session_id, request):
-            return ToolOutcome(
-                ok=False,
-                output="",
-                skipped=(
-                    "denied: no front-end is listening for confirmations of this session, "
-                    "so the command was not run"
-                ),
-            )
-
-        entry_box: list[Entry] = []
-
-        def announce(entry: Entry) -> None:
-            entry_box.append(entry)
-            ctx.emit(
-                ev.Confirm,
-                confirm_hash=entry.id,
-                tool_name=self.name,
-                args=args,
-                restricted=verdict.restricted,
-                subagent=ctx.subagent,
-            )
-
         try:
-            reply = await services.registry.ask(request, on_registered=announce)
-        except AskFailed as exc:
-            return ToolOutcome(ok=False, output="", skipped=f"denied: {exc}")
-        denial = await self._apply_reply(ctx, reply, need_password, command, cwd, entry_box)
-        return approved if denial is None else denial
-
-    async def _apply_reply(
-        self,
-        ctx: ToolContext,
-        reply: AskReply,
-        need_password: bool,
-        command: str | list[str],
-        cwd: str,
-        entry_box: list[Entry],
-    ) -> ToolOutcome | None:
-        refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
-        if refusal is not None:
-            return ToolOutcome(ok=False, output="", skipped=refusal)
+            reply = await ctx.ask(
+                "tool_confirm",
+                tool_name=self.name,
+                tool_args=shown_args(call.args, cwd),
+                restricted=verdict.restricted,
+            )
+        except Refused as refused:  # per command: a background call refuses commands one by one
+            return ToolOutcome(ok=False, output="", skipped=refused.reason)
         if reply.remember:
-            ctx.allowed.add(command, cwd, at=self._services.clock())
+            ctx.allowed.add(command, cwd, at=services.clock())
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
-        return None
-
-
-async def refusal_of_reply(
-    services: Services,
-    ctx: ToolContext,
-    reply: AskReply,
-    need_password: bool,
-    entry_box: list[Entry],
-) -> str | None:
-    """Why a confirmation's reply runs nothing, or None when it approves: a stop choice
-    stops the task (`ToolContext.honour_stop`), a deny says so with its reason, and a
-    restricted call needs the right system password (R7; the verdict is reported to the
-    asking front-end)."""
-    await ctx.honour_stop(reply.action)
-    if not reply.approve:
-        reason = f": {reply.reason}" if reply.reason else ""
-        return f"denied by the user{reason}"
-    if need_password:
-        ok, error = (
-            await services.verifier.verify(reply.password)
-            if reply.password
-            else (False, "no password entered")
-        )
-        if entry_box:
-            services.registry.report_verify(entry_box[0], ok, error)
-        if not ok:
-            return f"denied: system password check failed ({error})"
-    return None
+        return approved
 
 
 def _command_arg(args: dict[str, Any]) -> str | list[str]:

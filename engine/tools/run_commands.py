@@ -38,27 +38,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import attrs
 
-from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.pending import AskReply, AskRequest
-from agentrio.engine.tools.base import Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Refused, Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.run_command import (
     CommandPlan,
     format_command_result,
     judge,
-    refusal_of_reply,
     run_plan,
     start_failure,
 )
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
-from agentrio.protocol import events as ev
-
-if TYPE_CHECKING:
-    from agentrio.engine.pending import Entry
 
 __all__ = [
     "MAX_PROPOSALS",
@@ -197,54 +190,18 @@ class RunCommandsTool(ServiceTool):
     ) -> ToolOutcome | None:
         """Ask once; None when the person approved, else the outcome that says why
         nothing ran."""
-        services = self._services
-        need_password = restricted and not await services.verifier.credentials_cached()
         # Shown: the arguments written afresh from the very list that will run (the
         # call's own arguments read back to it, so the two are equal).
-        shown = proposal_args(proposals)
-        request = AskRequest(
-            kind="tool_confirm",
-            session_id=ctx.session_id,
-            task_hash=ctx.task_hash,
-            window_hash=ctx.window_hash,
-            tool_name=self.name,
-            tool_args=shown,
-            restricted=restricted,
-            need_password=need_password,
-            subagent=self._proposed_by,
-        )
-        if not services.registry.has_listener(ctx.session_id, request):
-            return _none_run("denied: no front-end is listening for confirmations of this session")
-        entry_box: list[Entry] = []
-
-        def announce(entry: Entry) -> None:
-            entry_box.append(entry)
-            ctx.emit(
-                ev.Confirm,
-                confirm_hash=entry.id,
+        try:
+            reply = await ctx.ask(
+                "tool_confirm",
                 tool_name=self.name,
-                args=shown,
+                tool_args=proposal_args(proposals),
                 restricted=restricted,
                 subagent=self._proposed_by,
             )
-
-        try:
-            reply = await services.registry.ask(request, on_registered=announce)
-        except AskFailed as exc:
-            return _none_run(f"denied: {exc}")
-        return await self._apply_reply(ctx, reply, need_password, proposals, entry_box)
-
-    async def _apply_reply(
-        self,
-        ctx: ToolContext,
-        reply: AskReply,
-        need_password: bool,
-        proposals: Sequence[Proposal],
-        entry_box: list[Entry],
-    ) -> ToolOutcome | None:
-        refusal = await refusal_of_reply(self._services, ctx, reply, need_password, entry_box)
-        if refusal is not None:
-            return _none_run(refusal)
+        except Refused as refused:
+            return _none_run(refused.reason)
         if reply.remember:  # each command exactly (R76); allow_turn adds nothing here
             for proposal in proposals:
                 assert proposal.cwd is not None  # resolved in `execute`
