@@ -36,20 +36,14 @@ from agentrio.engine.runs import (
     PreludeCall,
     RunOrigin,
     TaskRun,
-    Toolbox,
     execute_task,
     resume_input,
 )
 from agentrio.engine.sessions import Session, SessionRegistry
 from agentrio.engine.snapshot import Snapshot, snapshot_from_json
 from agentrio.engine.store.base import Store, TaskRow, marker_key
-from agentrio.engine.tools.ask_user import AskUserTool
-from agentrio.engine.tools.background_tools import BackgroundCommandTool, BackgroundSubagentsTool
 from agentrio.engine.tools.base import Services
-from agentrio.engine.tools.history import ChatHistoryTool
-from agentrio.engine.tools.run_command import RunCommandTool
-from agentrio.engine.tools.secrets import StoreSecretTool
-from agentrio.engine.tools.subagents import SubagentsTool
+from agentrio.engine.tools.shipped import shipped_toolbox
 from agentrio.protocol import events as ev
 from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from agentrio.protocol.http import HistoryEntry, HistoryRecord
@@ -106,29 +100,9 @@ class Engine:
             leg_limit=self.config.background.max_tasks or None,
             holders=(self.registry, self.background),
         )
-        #: The tools of in-process sub-agents (R80): they confirm and ask through the
-        #: parent's front-end, but start no legs and no sub-agents (R20).
-        self.inprocess_toolbox = Toolbox(
-            [
-                RunCommandTool(services),
-                AskUserTool(services),
-                StoreSecretTool(services),
-                ChatHistoryTool(services),
-            ]
-        )
-        self.toolbox = Toolbox(
-            [
-                RunCommandTool(services),
-                AskUserTool(services),
-                StoreSecretTool(services),
-                ChatHistoryTool(services),
-                BackgroundCommandTool(services, self.background),
-                BackgroundSubagentsTool(services, self.background),
-                SubagentsTool(services, self.inprocess_toolbox),
-            ]
-        )
-        #: The tools of background sub-agent runs (R30): no questions, no legs.
-        self.subagent_toolbox = Toolbox([RunCommandTool(services), ChatHistoryTool(services)])
+        #: Every tool (`agentrio.engine.tools.registry`): a task, an in-process
+        #: sub-agent (R80) and a background leg (R30) each get what its `Reach` allows.
+        self.toolbox = shipped_toolbox(services, self.background)
         self._by_connection: dict[str, set[TaskRun]] = {}
         #: Who started each recent run, kept after it ends so front-ends can route
         #: its late events (leg reports) and follow-ups to the right window.
@@ -242,8 +216,7 @@ class Engine:
             run.on_end.append(self._forget_connection)
         run.on_end.append(self.background.on_task_end)
         run.on_end.append(self._run_ended)
-        toolbox = self.subagent_toolbox if run.subagent_of is not None else self.toolbox
-        await self._supervisor.start(execute_task, run, toolbox, handle=run.handle)
+        await self._supervisor.start(execute_task, run, self.toolbox, handle=run.handle)
 
     async def _forget_connection(self, run: TaskRun) -> None:
         runs = self._by_connection.get(run.origin.connection_id)

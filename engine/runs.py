@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, Literal, TypeVar
 
@@ -53,6 +53,7 @@ from agentrio.engine.snapshot import (
 from agentrio.engine.store.base import HistoryRow, TaskRow
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
+from agentrio.engine.tools.registry import Toolbox
 from agentrio.protocol import events as ev
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import DoneStatus
@@ -62,7 +63,6 @@ __all__ = [
     "RunOrigin",
     "TaskOutcome",
     "TaskRun",
-    "Toolbox",
     "execute_task",
     "resume_input",
 ]
@@ -206,24 +206,6 @@ class TaskRun:
         await self.handle.wait_finished()
         assert self.outcome is not None
         return self.outcome
-
-
-class Toolbox:
-    """The tools a run may call, and the one place a call is executed."""
-
-    def __init__(self, tools: Sequence[Tool]) -> None:
-        self._tools = {tool.name: tool for tool in tools}
-
-    def available(self, ctx: ToolContext) -> list[Tool]:
-        return [tool for tool in self._tools.values() if tool.available(ctx)]
-
-    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
-        tool = self._tools.get(call.name)
-        if tool is None or not tool.available(ctx):
-            return ToolOutcome(
-                ok=False, output="", skipped=f"tool {call.name!r} is not available in this task"
-            )
-        return await run_tool(tool, ctx, call)
 
 
 async def execute_task(

@@ -12,7 +12,7 @@ from typing import Any
 
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import QA
-from agentrio.engine.tools.base import Refused, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Reach, Refused, ServiceTool, ToolContext, ToolOutcome
 from agentrio.protocol.events import Question
 
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
@@ -20,6 +20,7 @@ __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
 
 class AskUserTool(ServiceTool):
     name = "ask_user"
+    reach = Reach(unasked=False, in_subagents=True, in_legs=False)  # it is the asking
 
     def spec(self) -> ToolSpec:
         question = {

@@ -26,7 +26,7 @@ import attrs
 
 from agentrio.engine.messages import legs_started
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.tools.base import Services, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Reach, Services, ToolContext, ToolOutcome
 from agentrio.engine.tools.run_command import CommandPlan, RunCommandTool
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 
@@ -111,6 +111,8 @@ class _Confirmer(RunCommandTool):
 
 class BackgroundCommandTool:
     name = "background_command"
+    #: Read-only commands start unasked (in the sandbox); legs start no legs (R20).
+    reach = Reach(unasked=True, in_subagents=False, in_legs=False)
 
     def __init__(self, services: Services, legs: BackgroundLegs) -> None:
         self._services = services
@@ -181,6 +183,7 @@ class BackgroundCommandTool:
 
 class BackgroundSubagentsTool:
     name = "background_subagents"
+    reach = Reach(unasked=True, in_subagents=False, in_legs=False)
 
     def __init__(self, services: Services, legs: BackgroundLegs) -> None:
         self._services = services

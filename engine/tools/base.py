@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LEG_NEVER_ASKS",
     "Emit",
+    "Reach",
     "Refused",
     "ServiceTool",
     "Services",
@@ -280,8 +281,29 @@ class Services:
     clock: Callable[[], float]
 
 
+@attrs.frozen(kw_only=True)
+class Reach:
+    """What a tool declares about where it may run (see the module docstring).
+
+    ``unasked``: some of its calls run with no person asked (a read-only command in
+    the sandbox, a history lookup); False when every call asks (``ask_user``,
+    ``store_secret``, an MCP tool without a rule). ``in_subagents``: offered to
+    in-process sub-agents (R80), whose asks go to the parent's window.
+    ``in_legs``: offered to background sub-agents' runs (R30), which never ask."""
+
+    unasked: bool
+    in_subagents: bool
+    in_legs: bool
+
+
 class Tool(Protocol):
+    """A tool: its ``name`` and schema (``spec``), where it may run (``reach``,
+    `agentrio.engine.tools.registry`), whether this call's run may use it now
+    (``available``), and its call (``execute``: ask through `ToolContext.ask`, raise
+    `Refused` or `ValueError` to refuse, return the outcome)."""
+
     name: str
+    reach: Reach
 
     def spec(self) -> ToolSpec: ...
 

@@ -16,7 +16,7 @@ from agentrio.engine.messages import FOLLOWUP_HEADER
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import RESULT_LIMIT, clamp
 from agentrio.engine.store.base import HistoryRow, Store
-from agentrio.engine.tools.base import ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Reach, ServiceTool, ToolContext, ToolOutcome
 
 __all__ = ["SHORT_HASH", "ChatHistoryTool"]
 
@@ -28,6 +28,7 @@ _READ_SCAN: Final = 200
 
 class ChatHistoryTool(ServiceTool):
     name = "chat_history"
+    reach = Reach(unasked=True, in_subagents=True, in_legs=True)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(

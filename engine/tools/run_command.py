@@ -41,7 +41,14 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.processes.command_env import command_environment
 from agentrio.engine.processes.runner import CommandResult, run_in_group
 from agentrio.engine.processes.sandbox import SandboxError
-from agentrio.engine.tools.base import Refused, Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import (
+    Reach,
+    Refused,
+    Services,
+    ServiceTool,
+    ToolContext,
+    ToolOutcome,
+)
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
@@ -150,6 +157,7 @@ def start_failure(plan: CommandPlan, exc: OSError, cwd: str | None = None) -> st
 
 class RunCommandTool(ServiceTool):
     name = "run_command"
+    reach = Reach(unasked=True, in_subagents=True, in_legs=True)  # read-only, sandboxed
 
     def spec(self) -> ToolSpec:
         return ToolSpec(

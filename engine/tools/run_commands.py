@@ -43,7 +43,14 @@ from typing import Any, Final
 import attrs
 
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.tools.base import Refused, Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import (
+    Reach,
+    Refused,
+    Services,
+    ServiceTool,
+    ToolContext,
+    ToolOutcome,
+)
 from agentrio.engine.tools.run_command import (
     CommandPlan,
     format_command_result,
@@ -144,6 +151,7 @@ class RunCommandsTool(ServiceTool):
     event, so the person sees whose commands these are."""
 
     name = "run_commands"
+    reach = Reach(unasked=False, in_subagents=False, in_legs=False)  # a prelude only
 
     def __init__(self, services: Services, *, proposed_by: str) -> None:
         super().__init__(services)

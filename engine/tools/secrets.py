@@ -11,7 +11,7 @@ import re
 from typing import Final
 
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.tools.base import ServiceTool, ToolContext, ToolOutcome, string_arg
+from agentrio.engine.tools.base import Reach, ServiceTool, ToolContext, ToolOutcome, string_arg
 from agentrio.protocol.events import Question
 
 __all__ = ["StoreSecretTool"]
@@ -21,6 +21,7 @@ SECRET_KEY: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
 class StoreSecretTool(ServiceTool):
     name = "store_secret"
+    reach = Reach(unasked=False, in_subagents=True, in_legs=False)
 
     def spec(self) -> ToolSpec:
         return ToolSpec(

@@ -16,8 +16,8 @@ A sub-agent works through a `ToolContext` derived from the parent's:
   (R3);
 * ``parent_task`` set, which gives it a deliver target
   (`agentrio.engine.tools.base.ToolContext.deliver_to`): its result goes to the parent, so it
-  gets no background tools and no ``subagents`` (R20) -- and the toolbox it is given
-  holds neither anyway;
+  gets no background tools and no ``subagents`` (R20): their `Reach` keeps them from
+  sub-agents (`agentrio.engine.tools.registry`);
 * ``subagent``, its label (``sub-agent N/M: <objective>``), carried by its asks and
   ``confirm`` events so the person sees who is asking;
 * the parent's ``cancel`` (a confirmation's "Cancel task" / "Abort task" stops the
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import attrs
 import trio
@@ -54,9 +54,10 @@ from agentrio.engine.messages import (
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
 from agentrio.engine.models.catalog import session_model
 from agentrio.engine.snapshot import clamp
-from agentrio.engine.tools.base import Services, ServiceTool, Tool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import Reach, Services, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.registry import Toolbox
 
-__all__ = ["MAX_SUBAGENTS", "SubagentResult", "SubagentTools", "SubagentsTool"]
+__all__ = ["MAX_SUBAGENTS", "SubagentResult", "SubagentsTool"]
 
 log = logging.getLogger("agentrio.subagents")
 
@@ -66,15 +67,6 @@ MAX_SUBAGENTS: Final = 8
 _MARKER_BYTES: Final = 40
 #: How much of one sub-agent call's output its ``calls:`` line keeps.
 _CALL_LINE_CHARS: Final = 160
-
-
-class SubagentTools(Protocol):
-    """The tools a sub-agent may call (`agentrio.engine.runs.Toolbox` is one): offered by
-    availability, executed in one place."""
-
-    def available(self, ctx: ToolContext) -> list[Tool]: ...
-
-    async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome: ...
 
 
 @attrs.frozen
@@ -89,12 +81,14 @@ class SubagentResult:
 
 
 class SubagentsTool(ServiceTool):
-    """See the module docstring. ``tools`` is the sub-agents' toolbox: no background
-    tools and no ``subagents``."""
+    """See the module docstring. ``tools`` is the engine's toolbox; a sub-agent is
+    offered what each tool's `Reach` allows it (no background tools, no ``subagents``:
+    a sub-agent's sub-agents would report to a helper, never to a person)."""
 
     name = SUBAGENTS_TOOL
+    reach = Reach(unasked=True, in_subagents=False, in_legs=False)  # R20
 
-    def __init__(self, services: Services, tools: SubagentTools) -> None:
+    def __init__(self, services: Services, tools: Toolbox) -> None:
         super().__init__(services)
         self._tools = tools
 
@@ -120,11 +114,6 @@ class SubagentsTool(ServiceTool):
                 "required": ["objectives"],
             },
         )
-
-    def available(self, ctx: ToolContext) -> bool:
-        """Only for requests without a deliver target: a sub-agent's sub-agents would
-        report to a helper, never to a person (see `ToolContext.deliver_to`)."""
-        return ctx.deliver_to is None
 
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         objectives = _objectives(call.args)
