@@ -386,7 +386,14 @@ def _record(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> str:
         content = f"not run: {outcome.skipped}"
     else:
         content = clamp(outcome.output, limit)
-        run.emit(ev.ToolResult, call_id=call.id, tool_name=call.name, ok=outcome.ok, output=content)
+        run.emit(
+            ev.ToolResult,
+            call_id=call.id,
+            tool_name=call.name,
+            ok=outcome.ok,
+            output=content,
+            details=outcome.details,
+        )
         if not outcome.ok:
             run.last_error = content[:500]
     run.completed.append(

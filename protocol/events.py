@@ -26,10 +26,14 @@ __all__ = [
     "Pending",
     "Question",
     "SecretAsk",
+    "StartedLeg",
     "SteerInjected",
+    "SubagentEnd",
+    "SubagentLegEnd",
     "TaskStarted",
     "Text",
     "ToolCall",
+    "ToolDetails",
     "ToolResult",
     "ToolSkipped",
 ]
@@ -84,6 +88,44 @@ class ToolCall:
 
 
 @attrs.frozen(kw_only=True)
+class StartedLeg:
+    """A background leg a tool call started (R20-R22): ``queued`` when the session's
+    leg limit made it wait."""
+
+    leg_id: str
+    label: str
+    queued: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class SubagentEnd:
+    """How one in-process sub-agent of a ``subagents`` call ended (R80): its label
+    (``sub-agent N/M: <objective>``), status, error, the calls it made (one short
+    line each) and its final answer."""
+
+    label: str
+    status: Literal["finished", "failed"]
+    error: str = ""
+    final: str = ""
+    calls: list[str] = attrs.field(factory=list)
+
+
+_OMIT: Any = {"omit_if_default": True}
+
+
+@attrs.frozen(kw_only=True)
+class ToolDetails:
+    """What a tool result means, typed, for the front-ends (the model reads
+    ``output``, the prose): the job and legs a background tool started, the ending of
+    each sub-agent of a ``subagents`` call. Renderers read these, never the prose;
+    fields not set are left out of the JSON."""
+
+    job_id: str = attrs.field(default="", metadata=_OMIT)
+    legs: list[StartedLeg] = attrs.field(factory=list, metadata=_OMIT)
+    subagents: list[SubagentEnd] = attrs.field(factory=list, metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
 class ToolResult:
     KIND: ClassVar[str] = "tool_result"
     seq: int
@@ -92,6 +134,9 @@ class ToolResult:
     tool_name: str
     ok: bool
     output: str
+    #: Typed details for front-ends (`ToolDetails`); None, and left out, for a tool
+    #: whose result is its text alone.
+    details: ToolDetails | None = attrs.field(default=None, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)
@@ -180,6 +225,17 @@ class LegReport:
 
 
 @attrs.frozen(kw_only=True)
+class SubagentLegEnd:
+    """How a background sub-agent leg ended (R30): its report file, its error, the
+    calls it could not run for want of approval, and its final answer."""
+
+    report: str
+    error: str = attrs.field(default="", metadata=_OMIT)
+    needs: list[str] = attrs.field(factory=list, metadata=_OMIT)
+    answer: str = attrs.field(default="", metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
 class LegFinished:
     KIND: ClassVar[str] = "leg_finished"
     seq: int
@@ -188,6 +244,9 @@ class LegFinished:
     leg_id: str
     status: Literal["finished", "failed", "canceled"]
     result: str
+    #: A background sub-agent's ending, typed for the renderers (``result`` is the
+    #: prose the model reads); None, and left out, for commands.
+    subagent: SubagentLegEnd | None = attrs.field(default=None, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)

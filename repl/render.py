@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any, Final
 
 from agentrio.protocol import wording
@@ -32,9 +31,12 @@ from agentrio.protocol.events import (
     Pending,
     SecretAsk,
     SteerInjected,
+    SubagentEnd,
+    SubagentLegEnd,
     TaskStarted,
     Text,
     ToolCall,
+    ToolDetails,
     ToolResult,
     ToolSkipped,
 )
@@ -62,12 +64,6 @@ Line = tuple[str, str | Fragments]
 FOLD_LINES: Final = 8
 #: Characters of one shown line before it is clipped.
 LINE_WIDTH: Final = 200
-#: Tools whose result tells the model where its legs' reports will arrive.
-BACKGROUND_TOOLS: Final = frozenset({"background_command", "background_subagents"})
-_LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
-#: How a background sub-agent's result starts and where its answer begins.
-_REPORT_SAVED: Final = "report saved to "
-_FINAL_ANSWER: Final = "final answer:\n"
 
 
 def markdown_line(fragments: Fragments) -> Line:
@@ -232,14 +228,10 @@ def render_event(event: Event) -> list[Line]:
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")]
         case ToolCall(tool_name=name, args=args):
             return call_lines(name, args)
-        case ToolResult(ok=True, output=output, tool_name=name) if name in BACKGROUND_TOOLS:
-            if _LEG_RE.search(output):
-                return []  # each leg's start is its own notice (`LegStarted`)
-            return [("class:ok", f"  ✓ {name}"), *fold(output, style="class:result", indent="    ")]
-        case ToolResult(ok=True, output=output, tool_name="subagents") if ended := _subagents_ended(
-            output
-        ):
-            return [("class:ok", "  ✓ subagents"), *ended]
+        case ToolResult(ok=True, details=ToolDetails(legs=[_, *_])):
+            return []  # each leg's start is its own notice (`LegStarted`)
+        case ToolResult(ok=True, tool_name=name, details=ToolDetails(subagents=[_, *_] as ended)):
+            return [("class:ok", f"  ✓ {name}"), *_subagents_ended(ended)]
         case ToolResult(ok=ok, output=output, tool_name=name):
             mark = ("class:ok", f"  ✓ {name}") if ok else ("class:error", f"  ✗ {name} failed")
             return [mark, *fold(output, style="class:result", indent="    ")]
@@ -257,9 +249,10 @@ def render_event(event: Event) -> list[Line]:
             return [("class:leg", f"⧗ background {leg} {verb}: {clip(label)}")]
         case LegReport(leg_id=leg, text=text):
             return [("class:leg", f"⧗ report from {leg}:"), *fold(text, style="class:result")]
-        case LegFinished(leg_id=leg, status=status, result=result):
+        case LegFinished(leg_id=leg, status=status, result=result, subagent=ending):
             style = "class:leg" if status == "finished" else "class:warn"
-            return [(style, f"⧗ background {leg} {status}"), *leg_result(status, result)]
+            shown = fold(result, style="class:result") if ending is None else leg_ending(ending)
+            return [(style, f"⧗ background {leg} {status}"), *shown]
         case JobSettled():
             # Each leg's end was shown; a follow-up task's answer comes as its own block
             # (`agentrio.repl.transcript`), whichever of the two events arrives first.
@@ -272,24 +265,18 @@ def render_event(event: Event) -> list[Line]:
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
 
 
-def leg_result(status: str, result: str) -> list[Line]:
-    """A finished leg's result, folded. A background sub-agent's (engine/messages.py
-    `subagent_result`: ``report saved to <path>``, ``sub-agent <status>``, ``final
-    answer:`` …) shows its report's path with ``~`` for the home directory, leaves out
-    the status line the header already says, and renders the answer's Markdown like
-    model text."""
-    head, _, rest = result.partition("\n")
-    if not head.startswith(_REPORT_SAVED):
-        return fold(result, style="class:result")
-    lines: list[Line] = [("class:result", f"  report: {clip(_tilde(head[len(_REPORT_SAVED) :]))}")]
-    first, _, after = rest.partition("\n")
-    if first == f"sub-agent {status}":
-        rest = after
-    before, marker, answer = rest.partition(_FINAL_ANSWER)
-    lines += fold(before, style="class:result")
-    if marker:
+def leg_ending(ending: SubagentLegEnd) -> list[Line]:
+    """A background sub-agent's ending (``leg_finished.subagent``): its report's path
+    with ``~`` for the home directory, its error and the calls still needing approval,
+    and its answer's Markdown rendered like model text. The status is in the header."""
+    lines: list[Line] = [("class:result", f"  report: {clip(_tilde(ending.report))}")]
+    if ending.error:
+        lines += fold(f"error: {ending.error}", style="class:result")
+    if ending.needs:
+        lines += fold("still needs approval:\n" + "\n".join(ending.needs), style="class:result")
+    if ending.answer:
         lines.append(("class:result", "  final answer:"))
-        lines += _markdown_fold(answer)
+        lines += _markdown_fold(ending.answer)
     return lines
 
 
@@ -308,12 +295,10 @@ def _tilde(path: str) -> str:
     return "~" + path[len(home) :] if home and path.startswith(home + "/") else path
 
 
-def _subagents_ended(output: str) -> list[Line]:
-    """A ``subagents`` result (engine/tools/subagents.py) folded to one line per
-    sub-agent, ``sub-agent 1/2: <objective> — finished``; the model's reply quotes
-    the answers. Empty for output of another shape."""
-    heads = re.findall(r"^## (sub-agent \d+/\d+: .*)\nstatus: *(.*)$", output, re.MULTILINE)
-    return [("class:result", f"    {clip(head)} — {clip(status, 40)}") for head, status in heads]
+def _subagents_ended(ended: list[SubagentEnd]) -> list[Line]:
+    """A ``subagents`` result folded to one line per sub-agent (its typed details),
+    ``sub-agent 1/2: <objective> — finished``; the model's reply quotes the answers."""
+    return [("class:result", f"    {clip(end.label)} — {clip(end.status, 40)}") for end in ended]
 
 
 def render_done_status(status: str, error: str) -> list[Line]:

@@ -27,6 +27,7 @@ from agentrio.engine.store.files import make_private_dirs, write_private_atomic
 from agentrio.engine.tools.run_command import CommandPlan
 from agentrio.engine.tools.run_commands import Proposal
 from agentrio.engine.watch import REPORT_KEEP_BYTES
+from agentrio.protocol.events import SubagentLegEnd
 from agentrio.protocol.frames import LegInfo
 
 __all__ = [
@@ -70,6 +71,9 @@ class Leg:
     ended_at: float | None = None
     #: The clamped result (R24), set when the leg ends.
     result: str = ""
+    #: A sub-agent leg's ending, typed for the front-ends (``leg_finished``'s
+    #: ``report``, ``error``, ``needs``, ``answer``): what ``result`` says in prose.
+    ending: SubagentLegEnd | None = None
     #: Watch reports kept (R24): each at most 8 KiB, all at most 32 KiB.
     reports: list[str] = attrs.field(factory=list)
     #: How many of the oldest reports were dropped to keep within the limit.

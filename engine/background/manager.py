@@ -398,6 +398,7 @@ class BackgroundManager:
             leg_id=leg.id,
             status=leg.state,
             result=leg.result,
+            subagent=leg.ending,
         )
         try:
             await self._router.maybe_settle(job)

@@ -28,6 +28,7 @@ from agentrio.engine.causes import Cause
 from agentrio.engine.messages import NEEDS_APPROVAL, subagent_report, subagent_result
 from agentrio.engine.tools.run_command import RunCommandTool
 from agentrio.engine.tools.run_commands import proposal_from_call
+from agentrio.protocol.events import SubagentLegEnd
 
 __all__ = ["run_subagent_leg"]
 
@@ -79,6 +80,9 @@ async def run_subagent_leg(
         record=child.record,
     )
     await write_report(report_path, report)
+    leg.ending = SubagentLegEnd(
+        report=str(report_path), error=outcome.error, needs=needs, answer=final
+    )
     state: LegState = "finished" if outcome.status == "finished" else "failed"
     return state, subagent_result(
         path=str(report_path), status=outcome.status, error=outcome.error, final=final, needs=needs

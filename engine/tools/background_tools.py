@@ -29,6 +29,7 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.tools.base import Reach, Services, ToolContext, ToolOutcome
 from agentrio.engine.tools.run_command import CommandPlan, RunCommandTool
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
+from agentrio.protocol.events import StartedLeg, ToolDetails
 
 __all__ = [
     "BackgroundCommandTool",
@@ -47,6 +48,13 @@ class StartedJob:
 
     job_id: str
     legs: list[tuple[str, str, bool]]
+
+    def details(self) -> ToolDetails:
+        """The job and its legs, typed, for the front-ends (``tool_result.details``)."""
+        legs = [
+            StartedLeg(leg_id=leg, label=label, queued=queued) for leg, label, queued in self.legs
+        ]
+        return ToolDetails(job_id=self.job_id, legs=legs)
 
 
 class BackgroundLegs(Protocol):
@@ -178,7 +186,7 @@ class BackgroundCommandTool:
         output = legs_started(started.job_id, started.legs)
         if refused:
             output += "\nNot started:\n" + "\n".join(refused)
-        return ToolOutcome(ok=not refused, output=output)
+        return ToolOutcome(ok=not refused, output=output, details=started.details())
 
 
 class BackgroundSubagentsTool:
@@ -216,4 +224,6 @@ class BackgroundSubagentsTool:
         started = await self._legs.start_legs(
             ctx, "sub", objectives, objective=objective, next_step=next_step
         )
-        return ToolOutcome(output=legs_started(started.job_id, started.legs))
+        return ToolOutcome(
+            output=legs_started(started.job_id, started.legs), details=started.details()
+        )

@@ -23,7 +23,7 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import QA
 from agentrio.engine.tools.allowed import AllowedCommands
 from agentrio.protocol import events as ev
-from agentrio.protocol.events import Event, Question
+from agentrio.protocol.events import Event, Question, ToolDetails
 
 if TYPE_CHECKING:
     from agentrio.engine.config import Config
@@ -263,6 +263,9 @@ class ToolOutcome:
     ok: bool = True
     skipped: str = ""
     park: list[Question] | None = None
+    #: Typed details for front-ends (``tool_result.details``): what ``output`` says
+    #: in prose for the model, so that no renderer parses it back.
+    details: ToolDetails | None = None
 
 
 @attrs.frozen(kw_only=True)

@@ -56,8 +56,9 @@ from agentrio.engine.models.catalog import session_model
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.tools.base import Reach, Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.registry import Toolbox
+from agentrio.protocol.events import SubagentEnd, ToolDetails
 
-__all__ = ["MAX_SUBAGENTS", "SubagentResult", "SubagentsTool"]
+__all__ = ["MAX_SUBAGENTS", "SubagentsTool"]
 
 log = logging.getLogger("agentrio.subagents")
 
@@ -67,17 +68,6 @@ MAX_SUBAGENTS: Final = 8
 _MARKER_BYTES: Final = 40
 #: How much of one sub-agent call's output its ``calls:`` line keeps.
 _CALL_LINE_CHARS: Final = 160
-
-
-@attrs.frozen
-class SubagentResult:
-    """How one sub-agent ended: ``finished`` with its final answer, or ``failed``."""
-
-    label: str
-    status: str
-    final: str = ""
-    error: str = ""
-    calls: tuple[str, ...] = ()
 
 
 class SubagentsTool(ServiceTool):
@@ -118,7 +108,7 @@ class SubagentsTool(ServiceTool):
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         objectives = _objectives(call.args)
         labels = [subagent_label(i, len(objectives), o) for i, o in enumerate(objectives)]
-        results: list[SubagentResult | None] = [None] * len(objectives)
+        results: list[SubagentEnd | None] = [None] * len(objectives)
 
         async def one(index: int) -> None:
             results[index] = await self._run_one(ctx, labels[index], objectives[index])
@@ -141,9 +131,10 @@ class SubagentsTool(ServiceTool):
         return ToolOutcome(
             ok=all(r.status == "finished" for r in ended),
             output="\n\n".join([SUBAGENTS_RESULT_HEADER, *sections]),
+            details=ToolDetails(subagents=ended),
         )
 
-    async def _run_one(self, parent: ToolContext, label: str, objective: str) -> SubagentResult:
+    async def _run_one(self, parent: ToolContext, label: str, objective: str) -> SubagentEnd:
         """One sub-agent's loop; a failure ends it alone. Cancellation is not caught:
         it belongs to the parent's exit path."""
         messages = [
@@ -165,7 +156,9 @@ class SubagentsTool(ServiceTool):
                 reply = await model.complete(messages, [t.spec() for t in tools])
                 messages.append(reply.to_message())
                 if not reply.tool_calls:
-                    return SubagentResult(label, "finished", reply.text, calls=tuple(calls))
+                    return SubagentEnd(
+                        label=label, status="finished", final=reply.text, calls=calls
+                    )
                 for request in reply.tool_calls:
                     content = await self._call(ctx, request)
                     calls.append(_call_line(request, content))
@@ -183,7 +176,7 @@ class SubagentsTool(ServiceTool):
         except Exception as exc:
             log.exception("sub-agent %r of task %s failed", label, parent.task_hash)
             error = f"internal error: {type(exc).__name__}: {exc}"
-        return SubagentResult(label, "failed", error=error, calls=tuple(calls))
+        return SubagentEnd(label=label, status="failed", error=error, calls=calls)
 
     async def _call(self, ctx: ToolContext, request: ToolCallRequest) -> str:
         """One call of a sub-agent, as the text its model reads (clamped like a task's)."""

@@ -6,7 +6,14 @@ from typing import Any
 
 import pytest
 
-from agentrio.protocol.events import LegFinished, LegReport, ToolResult
+from agentrio.protocol.events import (
+    LegFinished,
+    LegReport,
+    SubagentEnd,
+    SubagentLegEnd,
+    ToolDetails,
+    ToolResult,
+)
 from agentrio.repl.markdown import CODE, CODE_BLOCK
 from agentrio.repl.render import (
     LINE_WIDTH,
@@ -123,14 +130,27 @@ def test_readable_calls_stay_faithful() -> None:
 
 
 def test_a_subagents_result_folds_to_a_line_per_sub_agent() -> None:
-    """Issue 19: a ``subagents`` result (internal header, status and calls lines) shows
-    as one line per sub-agent and how it ended; the model's reply quotes the answers."""
+    """Issue 19, issue 32: a ``subagents`` result shows as one line per sub-agent and
+    how it ended, read from its typed details (not the prose the model reads); the
+    model's reply quotes the answers."""
     output = (
         "[Sub-agent results]\n\n## sub-agent 1/2: run: ls\nstatus: finished\ncalls:\n"
         "- run_command {} → exit 0\nfinal answer:\nok\n\n## sub-agent 2/2: b\n"
         "status: failed\ncalls:\nfinal answer:\nno"
     )
-    result = ToolResult(seq=1, at=0.0, call_id="c", tool_name="subagents", ok=True, output=output)
+    ended = [
+        SubagentEnd(label="sub-agent 1/2: run: ls", status="finished", final="ok"),
+        SubagentEnd(label="sub-agent 2/2: b", status="failed", final="no"),
+    ]
+    result = ToolResult(
+        seq=1,
+        at=0.0,
+        call_id="c",
+        tool_name="subagents",
+        ok=True,
+        output=output,
+        details=ToolDetails(subagents=ended),
+    )
     assert [line_text(line) for line in render_event(result)] == [
         "  ✓ subagents",
         "    sub-agent 1/2: run: ls — finished",
@@ -149,8 +169,18 @@ def test_a_sub_agent_leg_report_is_rendered_for_the_person(
         "report saved to /home/ann/.agentrio/sessions/cli-1/reports/sub_0000000a.md\n"
         "sub-agent finished\nfinal answer:\n`ls` finished:\n```\nnotes.txt\n```"
     )
+    ending = SubagentLegEnd(
+        report="/home/ann/.agentrio/sessions/cli-1/reports/sub_0000000a.md",
+        answer="`ls` finished:\n```\nnotes.txt\n```",
+    )
     finished = LegFinished(
-        seq=1, at=0.0, job_id="job_1", leg_id="sub_0000000a", status="finished", result=result
+        seq=1,
+        at=0.0,
+        job_id="job_1",
+        leg_id="sub_0000000a",
+        status="finished",
+        result=result,
+        subagent=ending,
     )
     lines = render_event(finished)
     assert [line_text(line) for line in lines] == [

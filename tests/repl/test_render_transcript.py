@@ -12,9 +12,11 @@ from agentrio.protocol.events import (
     LegFinished,
     LegReport,
     LegStarted,
+    StartedLeg,
     TaskStarted,
     Text,
     ToolCall,
+    ToolDetails,
     ToolResult,
 )
 from agentrio.repl.markdown import BOLD, CODE_BLOCK
@@ -150,7 +152,19 @@ def test_a_background_start_is_announced_once() -> None:
     state.handle(
         event(
             ToolResult(
-                seq=5, at=0.0, call_id="c", tool_name="background_command", ok=True, output=output
+                seq=5,
+                at=0.0,
+                call_id="c",
+                tool_name="background_command",
+                ok=True,
+                output=output,
+                details=ToolDetails(
+                    job_id="job_1",
+                    legs=[
+                        StartedLeg(leg_id="cmd_0000000a", label="echo one"),
+                        StartedLeg(leg_id="cmd_0000000b", label="echo two"),
+                    ],
+                ),
             )
         )
     )
