@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: The most earlier exchanges a task's input is assembled from (the store's tail).
-WINDOW: Final = 200
+WINDOW: Final = 100
 #: A tool result of an older exchange, when the budget needs its room.
 ELIDED_RESULT: Final = "[result elided to fit the context; run the call again if it matters]"
 #: What a tool call that never got a result reads, in a stored exchange.
