@@ -42,6 +42,7 @@ BENCHES = [
     ("B12", "bench.b12_frontends"),
     ("B15", "bench.b15_hello"),
     ("B13", "bench.b13_model_turn"),
+    ("B14", "bench.b14_conversation"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"

@@ -124,6 +124,13 @@ class ModelConfig:
     #: Names of ``[models.NAME]`` tried in order when this model still fails after
     #: its retries (never for a context-length refusal).
     fallback: list[str] = attrs.field(factory=list)
+    #: The model's context window in tokens: a task's input (system prompt, summary,
+    #: earlier exchanges, its own turns) is kept within it less a reserve for the reply.
+    context_tokens: int = attrs.field(default=128_000, validator=attrs.validators.ge(1024))
+    #: USD per million input / cached input / output tokens, for ``/usage``; 0: unknown.
+    price_input: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    price_cached_input: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    price_output: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
 
 
 @attrs.frozen(kw_only=True)

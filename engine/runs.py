@@ -34,6 +34,8 @@ import attrs
 import trio
 
 from agentrio.engine.causes import Cause
+from agentrio.engine.compaction import call_model, load_context
+from agentrio.engine.conversation import StoredConversation, close_open_calls, exchange_json
 from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
 from agentrio.engine.messages import CANCELED_REPLY, resume_message, resume_said
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest
@@ -51,11 +53,13 @@ from agentrio.engine.snapshot import (
     snapshot_to_json,
 )
 from agentrio.engine.store.base import HistoryRow, TaskRow
+from agentrio.engine.toolbox import Toolbox
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.protocol import events as ev
-from agentrio.protocol.events import Question
+from agentrio.protocol import wording
+from agentrio.protocol.events import Question, TokenUsage
 from agentrio.protocol.frames import DoneStatus
 
 __all__ = [
@@ -175,6 +179,14 @@ class TaskRun:
     subagent_of: str | None = None
     #: Calls made before the model's first turn (`PreludeCall`); emptied once made.
     prelude: list[PreludeCall] = attrs.field(factory=list)
+    #: The system prompt every model call of this run starts with; empty: none.
+    system: str = ""
+    #: The session's earlier conversation as this run sends it, and what it was fitted
+    #: from (None: the run sees no earlier conversation), `agentrio.engine.compaction`.
+    context: list[Message] = attrs.field(factory=list)
+    stored: StoredConversation | None = None
+    #: What this run's model calls consumed.
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
 
     @property
     def session_id(self) -> str:
@@ -302,6 +314,8 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     if run.prelude:
         run.input = await _run_prelude(run)
     run.messages.append(Message(role="user", content=run.input))
+    if run.subagent_of is None:  # a background sub-agent starts from its objective
+        await load_context(run)
     for _turn in range(services.config.max_turns):
         _inject(run)
         ctx = run.tool_context()
@@ -312,9 +326,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
             streamed.append(delta)
             run.emit(ev.Text, text=delta)
 
-        reply = await session_model(services.model, run.session_id).complete(
-            run.messages, [tool.spec() for tool in tools], on_text=on_text
-        )
+        reply = await call_model(run, [tool.spec() for tool in tools], on_text=on_text)
         if reply.text and not streamed:
             run.emit(ev.Text, text=reply.text)
         if reply.reasoning:
@@ -448,7 +460,7 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
             case _Finished(text):
                 # The turn loop recorded the final reply already.
                 await _end_in_history(run, "finished", "")
-                run.emit(ev.Done, text=text)
+                run.emit(ev.Done, text=text, usage=run.usage, session_usage=run.session.usage)
                 run.outcome = TaskOutcome(status="finished", text=text)
             case _Parked(questions):
                 ask_id = await _end_parked(run, questions)
@@ -456,7 +468,7 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 run.outcome = TaskOutcome(status="parked")
             case _Failed(error):
                 run.last_error = error
-                await _end_in_history(run, "failed", f"error: {error}")
+                await _end_in_history(run, "failed", f"error: {error}", note=f"[Failed: {error}]")
                 run.emit(ev.Failed, error=error)
                 run.outcome = TaskOutcome(status="failed", error=error)
             case None:
@@ -471,7 +483,9 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                     )
                 else:
                     last = f"\nlast error: {run.last_error}" if run.last_error else ""
-                    await _end_in_history(run, "canceled", f"assistant: {CANCELED_REPLY}{last}")
+                    await _end_in_history(
+                        run, "canceled", f"assistant: {CANCELED_REPLY}{last}", note=CANCELED_REPLY
+                    )
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
                 run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
     except Exception as exc:  # the store failed: say so, never hang the caller
@@ -542,9 +556,18 @@ async def _end_kept(run: TaskRun, row: TaskRow) -> None:
 
 
 async def _end_in_history(
-    run: TaskRun, status: Literal["finished", "failed", "canceled"], last: str
+    run: TaskRun, status: Literal["finished", "failed", "canceled"], last: str, note: str = ""
 ) -> None:
-    content = "\n".join([*run.record, last] if last else run.record)
+    """Record the run in history, with its exchange (its messages and the ``note`` a
+    failure or cancel leaves) unless it is a background sub-agent's."""
+    used = run.usage
+    tokens = wording.usage_line(
+        used.input_tokens, used.cached_input_tokens, used.output_tokens, used.cost_usd
+    )
+    record = [*run.record, last] if last else list(run.record)
+    content = "\n".join([*record, f"usage: {tokens}"] if used.calls else record)
+    notes = [Message(role="assistant", content=note)] if note else []
+    exchange = "" if run.subagent_of else exchange_json(close_open_calls([*run.messages, *notes]))
     history = HistoryRow(
         session_id=run.session_id,
         task_hash=run.task_hash,
@@ -554,5 +577,6 @@ async def _end_in_history(
         reasoning=run.reasoning,
         status=status,
         content=content,
+        exchange=exchange,
     )
     await run.services.store.end_run(run.session_id, run.task_hash, history=history, keep=None)

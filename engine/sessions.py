@@ -33,9 +33,10 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 import attrs
 import trio
 
+from agentrio.engine.conversation import Calibration
 from agentrio.engine.ids import check_session_id, origin_of
 from agentrio.engine.tools.allowed import AllowedCommands
-from agentrio.protocol.events import Event
+from agentrio.protocol.events import Event, TokenUsage
 
 __all__ = [
     "DEFAULT_IDLE_SESSIONS_BYTES",
@@ -348,6 +349,10 @@ class Session(Generic[R]):
         #: `trio.current_time` when the registry's sweep first found the session idle
         #: and unused since; None while it is busy or was used since.
         self.idle_since: float | None = None
+        #: The token estimate's calibration and the model usage of this session's
+        #: tasks, for this daemon's life (`agentrio.engine.compaction`).
+        self.calibration = Calibration()
+        self.usage = TokenUsage()
 
     def statistics(self) -> SessionStatistics:
         queued = sum(1 for run in self.runs.values() if run.queued)

@@ -15,6 +15,7 @@ import attrs
 __all__ = [
     "EVENT_TYPES",
     "Canceled",
+    "Compacted",
     "Confirm",
     "Done",
     "Event",
@@ -32,6 +33,7 @@ __all__ = [
     "SubagentLegEnd",
     "TaskStarted",
     "Text",
+    "TokenUsage",
     "ToolCall",
     "ToolDetails",
     "ToolResult",
@@ -278,11 +280,54 @@ class Failed:
 
 
 @attrs.frozen(kw_only=True)
+class TokenUsage:
+    """Tokens model calls consumed, as the providers reported them (0: not reported),
+    and their cost in USD from the configured prices (0: no price configured)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: The part of ``input_tokens`` served from the provider's prompt cache.
+    cached_input_tokens: int = 0
+    calls: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            calls=self.calls + other.calls,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class Compacted:
+    """The session's earlier conversation was compacted to fit the model's context:
+    ``summarised`` exchanges folded into its summary, ``elided`` older tool results
+    left out of this task's input. ``reason``: ``budget`` (it no longer fit),
+    ``requested`` (``/compact``) or ``context_length`` (the provider refused the input
+    as too long)."""
+
+    KIND: ClassVar[str] = "compacted"
+    seq: int
+    at: float
+    summarised: int
+    elided: int = 0
+    reason: str = "budget"
+
+
+@attrs.frozen(kw_only=True)
 class Done:
+    """The task finished; ``text`` is its final reply, ``usage`` what its model calls
+    consumed and ``session_usage`` the session's total in this daemon's life."""
+
     KIND: ClassVar[str] = "done"
     seq: int
     at: float
     text: str
+    usage: TokenUsage = TokenUsage()
+    session_usage: TokenUsage = TokenUsage()
 
 
 Event = (
@@ -299,6 +344,7 @@ Event = (
     | LegReport
     | LegFinished
     | JobSettled
+    | Compacted
     | Canceled
     | Failed
     | Done

@@ -20,9 +20,11 @@ __all__ = [
     "ESC_KEEP_RUNNING",
     "STOP_DISCARD",
     "STOP_KEEP",
+    "compacted_line",
     "confirm_title",
     "ended_line",
     "plural",
+    "usage_line",
 ]
 
 #: Run the proposed call once.
@@ -81,3 +83,20 @@ def ended_line(status: str, *, reason: str = "") -> str:
         case "shutdown":
             return "⏸ stopped (daemon shut down) — kept: resume it with /pending"
     return f"⏸ stopped ({status}){why} — kept: resume it with /pending"
+
+
+def compacted_line(summarised: int, elided: int) -> str:
+    """A ``compacted`` event as every front-end says it."""
+    parts = []
+    if summarised:
+        parts.append(f"{plural(summarised, 'earlier exchange')} summarised")
+    if elided:
+        parts.append(f"{plural(elided, 'older tool result')} left out")
+    return "⟲ conversation compacted: " + (", ".join(parts) or "nothing to fold")
+
+
+def usage_line(input_tokens: int, cached: int, output_tokens: int, cost_usd: float) -> str:
+    """A task's or session's token usage as every front-end says it."""
+    cached_part = f" ({cached} cached)" if cached else ""
+    cost = f" · ${cost_usd:.4f}" if cost_usd else ""
+    return f"tokens: {input_tokens} in{cached_part}, {output_tokens} out{cost}"

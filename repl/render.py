@@ -20,6 +20,7 @@ from typing import Any, Final
 from agentrio.protocol import wording
 from agentrio.protocol.events import (
     Canceled,
+    Compacted,
     Confirm,
     Done,
     Event,
@@ -261,6 +262,8 @@ def render_event(event: Event) -> list[Line]:
             return [("class:warn", wording.ended_line(cause))]
         case Failed(error=error):
             return [("class:error", f"✗ failed: {clip(error)}")]
+        case Compacted(summarised=summarised, elided=elided):
+            return [("class:dim", wording.compacted_line(summarised, elided))]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 import attrs
 
+from agentrio.engine.conversation import StoredConversation, Summary
 from agentrio.engine.errors import AgentrioError
 from agentrio.protocol.errors import ErrorCode
 from agentrio.protocol.events import Question
@@ -141,6 +142,10 @@ class HistoryRow:
         validator=attrs.validators.in_(("finished", "failed", "canceled"))
     )
     content: str
+    #: The run's part of the session's conversation (`agentrio.engine.conversation`,
+    #: `exchange_json`), stored with the row; empty: none. Rows read back from
+    #: `Store.list_history` may come without it.
+    exchange: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -288,6 +293,17 @@ class Store(Protocol):
         ...
 
     async def get_history(self, session_id: str, task_hash: str) -> HistoryRow | None: ...
+
+    # -- conversation (issue 31) -------------------------------------------------------
+
+    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+        """The session's summary and the exchanges that ended after it, oldest first:
+        the newest ``limit`` of them only (never the whole history)."""
+        ...
+
+    async def put_summary(self, session_id: str, summary: Summary) -> None:
+        """Replace the session's summary."""
+        ...
 
     # -- secrets (R60, R73) ----------------------------------------------------------
 

@@ -51,6 +51,7 @@ import coredis
 import coredis.exceptions
 import trio
 
+from agentrio.engine.conversation import StoredConversation, Summary, exchange_of
 from agentrio.engine.errors import BadRequest, Conflict, NotFound
 from agentrio.engine.messages import CONFLICT_RUNNING
 from agentrio.engine.store import redis_lua as lua
@@ -451,6 +452,30 @@ class RedisStore:
             "get_history", lambda: self._client.hget(self._prefix + "hrow:" + session_id, task_hash)
         )
         return None if text is None else _history_row(str(text))
+
+    # -- conversation ------------------------------------------------------------------
+    # The exchange rides in the history row's JSON: the newest rows are the tail.
+
+    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+        text = await self._call(
+            "conversation", lambda: self._client.get(self._prefix + "summary:" + session_id)
+        )
+        summary = None if text is None else Summary(**json.loads(text))
+        after = -1.0 if summary is None else summary.upto
+        exchanges = [
+            exchange_of(row.task_hash, row.end_at, row.exchange)
+            for row in await self.list_history(session_id, limit=limit)
+            if row.exchange and row.end_at > after
+        ]
+        return StoredConversation(summary=summary, exchanges=exchanges[::-1])
+
+    async def put_summary(self, session_id: str, summary: Summary) -> None:
+        key = self._prefix + "summary:" + session_id
+        await self._call(
+            "put_summary", lambda: self._client.set(key, _dumps(attrs.asdict(summary)))
+        )
+        self._writes += 1
+        self._batches += 1
 
     # -- secrets -------------------------------------------------------------------
 

@@ -40,6 +40,7 @@ from typing import Any, Final, TypeVar
 
 import trio
 
+from agentrio.engine.conversation import StoredConversation, Summary, exchange_of
 from agentrio.engine.errors import BadRequest, Conflict, NotFound
 from agentrio.engine.messages import CONFLICT_RUNNING
 from agentrio.engine.store import sqlite_schema as schema
@@ -379,6 +380,33 @@ class SqliteStore:
 
         found = await self._run("get_history", get)
         return None if found is None else schema.history_row(found)
+
+    # -- conversation ------------------------------------------------------------------
+
+    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+        def read(conn: sqlite3.Connection) -> StoredConversation:
+            found = conn.execute(
+                "SELECT text, upto FROM summaries WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            summary = None if found is None else Summary(text=found["text"], upto=found["upto"])
+            rows = conn.execute(
+                "SELECT task_hash, end_at, messages FROM exchanges "
+                "WHERE session_id = ? AND end_at > ? ORDER BY end_at DESC LIMIT ?",
+                (session_id, -1.0 if summary is None else summary.upto, limit),
+            ).fetchall()
+            exchanges = [exchange_of(r["task_hash"], r["end_at"], r["messages"]) for r in rows]
+            return StoredConversation(summary=summary, exchanges=exchanges[::-1])
+
+        return await self._run("conversation", read)
+
+    async def put_summary(self, session_id: str, summary: Summary) -> None:
+        def put(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT OR REPLACE INTO summaries (session_id, text, upto) VALUES (?, ?, ?)",
+                (session_id, summary.text, summary.upto),
+            )
+
+        await self._write("put_summary", put)
 
     # -- secrets -------------------------------------------------------------------
 

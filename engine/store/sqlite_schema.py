@@ -9,7 +9,9 @@ with ``IF NOT EXISTS`` inside ``BEGIN IMMEDIATE``, which is also the migration f
 older version as long as versions only add tables: version 2 added ``sessions`` (each
 session's latest task, R36), version 3 the ``history_search`` index (below), filled
 from the existing rows in the same transaction, and ``tasks_by_origin`` (a reopened
-REPL's listing of its ``cli-`` tasks read every stored task). A file of a newer
+REPL's listing of its ``cli-`` tasks read every stored task), version 4 the
+conversation's ``exchanges`` (one per history row that has one, written with it) and
+``summaries`` (one per session), `agentrio.engine.conversation`. A file of a newer
 version is refused.
 
 **History search** (issue 23). ``history_search`` is an FTS5 table with the
@@ -66,7 +68,7 @@ __all__ = [
 ]
 
 #: ``PRAGMA user_version`` of the schema below.
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 #: Seconds a writer waits for another process's write lock before giving up.
 BUSY_TIMEOUT: Final = 30.0
 
@@ -107,6 +109,19 @@ CREATE INDEX IF NOT EXISTS history_by_end ON history (session_id, end_at);
 CREATE TABLE IF NOT EXISTS sessions (
     session_id  TEXT PRIMARY KEY,
     latest_task TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS exchanges (
+    session_id TEXT NOT NULL,
+    task_hash  TEXT NOT NULL,
+    end_at     REAL NOT NULL,
+    messages   TEXT NOT NULL,
+    PRIMARY KEY (session_id, task_hash)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS exchanges_by_end ON exchanges (session_id, end_at);
+CREATE TABLE IF NOT EXISTS summaries (
+    session_id TEXT PRIMARY KEY,
+    text       TEXT NOT NULL,
+    upto       REAL NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS secrets (
     session_id TEXT NOT NULL,
@@ -344,16 +359,25 @@ def history_params(row: HistoryRow) -> tuple[Any, ...]:
         row.reasoning,
         row.status,
         row.content,
+        row.exchange,
     )
 
 
-def add_history_row(conn: sqlite3.Connection, params: tuple[Any, ...]) -> None:
+def add_history_row(conn: sqlite3.Connection, row_params: tuple[Any, ...]) -> None:
+    """Write a history row (`history_params`) and its exchange, if it has one."""
+    params, exchange = row_params[:-1], row_params[-1]
     # A delete then an insert, not INSERT OR REPLACE: a row REPLACE removes fires no
     # delete trigger (unless recursive triggers are on), so its index entry would stay.
     conn.execute("DELETE FROM history WHERE session_id = ? AND task_hash = ?", params[:2])
     conn.execute(f"INSERT INTO history ({HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", params)
     # One transaction with the history row: see `Store.add_history` (R72).
     conn.execute("DELETE FROM tasks WHERE session_id = ? AND task_hash = ?", params[:2])
+    if exchange:
+        conn.execute(
+            "INSERT OR REPLACE INTO exchanges (session_id, task_hash, end_at, messages) "
+            "VALUES (?, ?, ?, ?)",
+            (*params[:3], exchange),
+        )
 
 
 def set_latest_row(conn: sqlite3.Connection, session_id: str, task_hash: str) -> None:

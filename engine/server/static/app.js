@@ -254,6 +254,21 @@ function plural(count, word) {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
+/** A ``compacted`` event, in the words of protocol/wording.py ``compacted_line``. */
+function compactedLine(summarised, elided) {
+  const parts = [];
+  if (summarised) parts.push(`${plural(summarised, "earlier exchange")} summarised`);
+  if (elided) parts.push(`${plural(elided, "older tool result")} left out`);
+  return `⟲ conversation compacted: ${parts.join(", ") || "nothing to fold"}`;
+}
+
+/** A ``done`` event's usage, in the words of protocol/wording.py ``usage_line``. */
+function usageLine(usage) {
+  const cached = usage.cached_input_tokens ? ` (${usage.cached_input_tokens} cached)` : "";
+  const cost = usage.cost_usd ? ` · $${usage.cost_usd.toFixed(4)}` : "";
+  return `tokens: ${usage.input_tokens} in${cached}, ${usage.output_tokens} out${cost}`;
+}
+
 /** A task's state as its badge says it to a person (``data-state`` keeps the name). */
 const STATE_WORDS = {
   running: "running",
@@ -845,6 +860,9 @@ class ChatView {
         this.setState(task, "parked");
         refreshPending();
         break;
+      case "compacted":
+        this.add(task, el("div", { class: "note", text: compactedLine(event.summarised, event.elided) }));
+        break;
       case "steer_injected":
         this.add(task, el("div", { class: "note", text: `steer: ${event.text}` }));
         break;
@@ -875,6 +893,9 @@ class ChatView {
         const answer = last && last.classList.contains("assistant") ? last : this.add(task, el("div", { class: "assistant" }));
         answer.markdown = event.text;
         renderAnswer(answer);
+        if (event.usage && event.usage.calls) {
+          this.add(task, el("div", { class: "note usage", text: usageLine(event.usage) }));
+        }
         this.setState(task, "finished");
         break;
       }
