@@ -272,20 +272,20 @@ function endedLine(status, reason = "") {
     case "canceled":
       return "✗ stopped and discarded";
     case "paused":
-      return "⏸ paused — kept: resume it with /pending";
+      return "‖ paused — kept: resume it with /pending";
     case "aborted":
     case "user_aborted":
-      return `⏸ stopped${why} — kept: resume it with /pending`;
+      return `‖ stopped${why} — kept: resume it with /pending`;
     case "disconnected":
-      return "⏸ stopped (window closed) — kept: resume it with /pending";
+      return "‖ stopped (window closed) — kept: resume it with /pending";
     case "parked":
       return "? waits for answers — answer it with /pending";
     case "failed":
       return `✗ failed${why || ": unknown error"}`;
     case "shutdown":
-      return "⏸ stopped (daemon shut down) — kept: resume it with /pending";
+      return "‖ stopped (daemon shut down) — kept: resume it with /pending";
   }
-  return `⏸ stopped (${status})${why} — kept: resume it with /pending`;
+  return `‖ stopped (${status})${why} — kept: resume it with /pending`;
 }
 // ---- wording: end ---------------------------------------------------------------
 
