@@ -19,6 +19,7 @@ from tests.e2e.test_web import (
     armed,
     chromium,
     daemon_home,
+    http,
     in_task,
     needs_chromium,
     page,
@@ -54,3 +55,39 @@ async def test_a_paused_task_reads_without_empty_boxes(page: Page, daemon: Daemo
     assert "‖ paused — kept: resume it from the Pending tab" in said
     shown = str(await page.evaluate("document.body.innerText"))
     assert [c for c in sorted(set(shown)) if ord(c) > 127 and not has_glyph(c)] == []
+
+
+async def listed(page: Page) -> list[str]:
+    found = await page.evaluate(
+        "[...document.querySelectorAll('#session-list li')].map((li) => li.dataset.session)"
+    )
+    return [str(id) for id in found]
+
+
+@needs_chromium
+async def test_session_list_is_the_daemons_and_signing_in_makes_no_empty_one(
+    page: Page, daemon: Daemon
+) -> None:
+    """§7, R70: the page lists the daemon's ``chat-`` sessions (``GET /v1/sessions``),
+    also one this browser never opened; signing in and "New session" list no empty
+    session; a session is listed once something was sent in it. The route refuses
+    another origin and a missing token."""
+    async with http(daemon, daemon.token) as client:
+        sent = await client.post("/v1/send", json={"session_id": "chat-elsewhere", "input": "hi"})
+        assert sent.status_code == 202, sent.text
+        assert (await client.get("/v1/sessions", params={"origin": "x-"})).status_code == 400
+    async with http(daemon) as anonymous:
+        assert (await anonymous.get("/v1/sessions", params={"origin": "chat-"})).status_code == 401
+    await sign_in(page, daemon.token)
+    await page.wait_for(
+        "document.querySelector('#session-list [data-session=\"chat-elsewhere\"]') !== null",
+        "the daemon's session listed",
+    )
+    assert await listed(page) == ["chat-elsewhere"]
+    await page.click("#new-session")
+    await page.click("#new-session")
+    assert await listed(page) == ["chat-elsewhere"]
+    current = str(await page.evaluate("document.getElementById('chat-title').textContent"))
+    hello = await send(page, "hello")
+    await wait_state(page, hello, "finished")
+    assert await listed(page) == [current, "chat-elsewhere"]

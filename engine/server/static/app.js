@@ -15,6 +15,7 @@
 
 const TOKEN_KEY = "agentrio.token";
 const SESSIONS_KEY = "agentrio.sessions";
+const HIDDEN_KEY = "agentrio.sessions.hidden";
 const CURRENT_KEY = "agentrio.current";
 const SESSION_ID = /^chat-[A-Za-z0-9_-]{1,123}$/;
 const RECONNECT_MS = [500, 1000, 2000, 5000];
@@ -644,6 +645,7 @@ function knownSessions() {
 }
 
 function remember(id) {
+  localStorage.setItem(HIDDEN_KEY, JSON.stringify(hiddenSessions().filter((k) => k !== id)));
   const list = knownSessions().filter((known) => known !== id);
   list.unshift(id);
   localStorage.setItem(SESSIONS_KEY, JSON.stringify(list));
@@ -651,6 +653,42 @@ function remember(id) {
 
 function forget(id) {
   localStorage.setItem(SESSIONS_KEY, JSON.stringify(knownSessions().filter((k) => k !== id)));
+  const hidden = hiddenSessions().filter((k) => k !== id);
+  hidden.unshift(id);
+  localStorage.setItem(HIDDEN_KEY, JSON.stringify(hidden.slice(0, 500)));
+}
+
+/** Sessions removed from this browser's list (× on a session the daemon lists). */
+function hiddenSessions() {
+  try {
+    const list = JSON.parse(localStorage.getItem(HIDDEN_KEY) || "[]");
+    return Array.isArray(list) ? list.filter((id) => SESSION_ID.test(id)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The daemon's chat- sessions that started a task (GET /v1/sessions), once fetched. */
+let daemonSessions = [];
+
+async function refreshSessions() {
+  try {
+    const data = await api("GET", `/v1/sessions?${new URLSearchParams({ origin: "chat-" })}`);
+    daemonSessions = data.sessions.filter((id) => SESSION_ID.test(id));
+  } catch {
+    return; // the list this browser remembers still shows
+  }
+  renderSessions();
+}
+
+/** The listed sessions: this browser's, newest first, then the daemon's others. A new
+ *  session is listed once something was sent in it, so signing in or "New session"
+ *  leaves no empty one behind (issue 33 item 11). */
+function listedSessions() {
+  const hidden = new Set(hiddenSessions());
+  const local = knownSessions();
+  const seen = new Set(local);
+  return [...local, ...daemonSessions.filter((id) => !seen.has(id) && !hidden.has(id))];
 }
 
 function newSessionId() {
@@ -661,7 +699,7 @@ function newSessionId() {
 function renderSessions() {
   const list = $("session-list");
   list.replaceChildren();
-  for (const id of knownSessions()) {
+  for (const id of listedSessions()) {
     const current = view?.sessionId === id;
     list.append(
       el(
@@ -670,7 +708,7 @@ function renderSessions() {
         button(id, "select-session", () => select(id), { class: "link" }),
         button("×", "forget-session", () => {
           forget(id);
-          if (current) select(knownSessions()[0] || newSessionId());
+          if (current) select(listedSessions()[0] || newSessionId());
           else renderSessions();
         }, { class: "small quiet", title: "Remove from this list", "aria-label": `Remove ${id} from this list` }),
       ),
@@ -1285,7 +1323,6 @@ let view = null;
 
 function select(sessionId) {
   view?.close();
-  remember(sessionId);
   localStorage.setItem(CURRENT_KEY, sessionId);
   view = new ChatView(sessionId);
   renderSessions();
@@ -1313,6 +1350,7 @@ function signIn() {
   $("logout").hidden = false;
   const saved = localStorage.getItem(CURRENT_KEY);
   select(saved && SESSION_ID.test(saved) ? saved : knownSessions()[0] || newSessionId());
+  refreshSessions();
 }
 
 async function send() {
@@ -1323,6 +1361,8 @@ async function send() {
   try {
     await api("POST", "/v1/send", { session_id: view.sessionId, input: text });
     input.value = "";
+    remember(view.sessionId);
+    renderSessions();
     healthSoon();
   } catch (error) {
     $("send-error").textContent = `send failed: ${error.message}`;
@@ -1382,6 +1422,7 @@ function main() {
     }
     $("open-session-error").textContent = "";
     $("open-session-id").value = "";
+    remember(id);
     select(id);
   });
   $("composer").addEventListener("submit", (event) => {
