@@ -23,6 +23,7 @@ from tests.e2e.test_web import (
     in_task,
     needs_chromium,
     page,
+    resumed_task,
     send,
     sign_in,
     wait_state,
@@ -91,3 +92,29 @@ async def test_session_list_is_the_daemons_and_signing_in_makes_no_empty_one(
     hello = await send(page, "hello")
     await wait_state(page, hello, "finished")
     assert await listed(page) == [current, "chat-elsewhere"]
+
+
+@needs_chromium
+async def test_show_record_says_what_the_person_said_on_resume(page: Page, daemon: Daemon) -> None:
+    """R12, R72: the history's "Show record" of a task resumed with an answer shows the
+    answer as what the person said, never the engine's resume message meant for the
+    model (``[Resumed Task — …]``)."""
+    await sign_in(page, daemon.token)
+    ask = await send(page, "ask: Which? | apple, banana")
+    await wait_state(page, ask, "parked")
+    await page.click(in_task(ask, '.questions [data-option="banana"]'))
+    answered = await resumed_task(page, ask)
+    await wait_state(page, answered, "finished")
+    await page.click('[data-tab="history"]')
+    entry = f'#history-list [data-task="{answered}"]'
+    await page.wait_present(entry, "the resumed task in History")
+    await page.click(f"{entry} [data-action=show-record]")
+    record = str(
+        await page.wait_for(
+            "!document.getElementById('history-record').hidden && "
+            "document.getElementById('history-record').textContent",
+            "the record",
+        )
+    )
+    assert record.startswith("user: banana\n"), record
+    assert "Resumed Task" not in record
