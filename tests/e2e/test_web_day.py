@@ -118,3 +118,33 @@ async def test_show_record_says_what_the_person_said_on_resume(page: Page, daemo
     )
     assert record.startswith("user: banana\n"), record
     assert "Resumed Task" not in record
+
+
+AT_BOTTOM = (
+    "(() => { const log = document.getElementById('log');"
+    " return log.scrollHeight > log.clientHeight"
+    " && log.scrollHeight - log.scrollTop - log.clientHeight <= 2; })()"
+)
+
+
+@needs_chromium
+async def test_chat_follows_arriving_output_unless_scrolled_up(page: Page, daemon: Daemon) -> None:
+    """§7: while a task's answer arrives the chat stays scrolled to its bottom (the last
+    lines are never left below the fold); scrolled up to read, it stays where the person
+    put it; back at the bottom, it follows again."""
+    await sign_in(page, daemon.token)
+    for _ in range(4):
+        hello = await send(page, "hello")
+        await wait_state(page, hello, "finished")
+    await page.wait_for(AT_BOTTOM, "the chat at its bottom after the answers")
+    await page.evaluate("document.getElementById('log').scrollTop = 0")
+    reading = await send(page, "hello")
+    await wait_state(page, reading, "finished")
+    assert await page.evaluate("document.getElementById('log').scrollTop") == 0
+    await page.evaluate(
+        "(() => { const log = document.getElementById('log');"
+        " log.scrollTop = log.scrollHeight; })()"
+    )
+    again = await send(page, "hello")
+    await wait_state(page, again, "finished")
+    await page.wait_for(AT_BOTTOM, "the chat following again")

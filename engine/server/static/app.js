@@ -16,6 +16,8 @@
 const TOKEN_KEY = "agentrio.token";
 const SESSIONS_KEY = "agentrio.sessions";
 const HIDDEN_KEY = "agentrio.sessions.hidden";
+/** How near the bottom (px) still counts as at the bottom for following output. */
+const FOLLOW_SLACK_PX = 24;
 const CURRENT_KEY = "agentrio.current";
 const SESSION_ID = /^chat-[A-Za-z0-9_-]{1,123}$/;
 const RECONNECT_MS = [500, 1000, 2000, 5000];
@@ -727,11 +729,29 @@ class ChatView {
     this.log = $("log");
     this.log.replaceChildren();
     $("chat-title").textContent = sessionId;
+    this.followOutput();
     this.stream();
+  }
+
+  /** Keep the chat scrolled to the bottom while output arrives (new blocks, growing
+   *  answers, tool output), unless the person scrolled up to read; scrolling back to
+   *  the bottom follows again (issue 33 item 11). */
+  followOutput() {
+    const log = this.log;
+    this.following = true;
+    log.addEventListener("scroll", this.onScroll = () => {
+      this.following = log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
+    });
+    this.observer = new MutationObserver(() => {
+      if (this.following) log.scrollTop = log.scrollHeight;
+    });
+    this.observer.observe(log, { childList: true, subtree: true, characterData: true });
   }
 
   close() {
     this.controller.abort();
+    this.observer.disconnect();
+    this.log.removeEventListener("scroll", this.onScroll);
   }
 
   status(text) {
@@ -802,7 +822,8 @@ class ChatView {
 
   add(task, node) {
     task.body.append(node);
-    node.scrollIntoView({ block: "nearest" });
+    // A card waiting for an answer is brought into view even when not following.
+    if (!this.following && node.dataset?.open !== undefined) node.scrollIntoView({ block: "nearest" });
     return node;
   }
 
