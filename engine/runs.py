@@ -243,7 +243,7 @@ async def execute_task(
             resumed_from=run.resumed_from,
             said=run.said,
         )
-        run.record.append(f"user: {run.input}")
+        run.record.append(_user_line(run))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(
                 partial(
@@ -288,6 +288,13 @@ async def _forget(run: TaskRun) -> None:
             log.exception("end hook of task %s failed", run.task_hash)
 
 
+def _user_line(run: TaskRun) -> str:
+    """The record's line for what the person said: on a resume their answers (or
+    "resumed"), never the engine's resume message, which is meant for the model and
+    which the history's "Show record" showed (issue 33 item 11)."""
+    return f"user: {run.said or 'resumed'}" if run.resumed_from else f"user: {run.input}"
+
+
 def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) -> str:
     """The first message of a resumed run (R12); answers join ``previous_answers``."""
     run.said = resume_said(snapshot.questions, answers)
@@ -310,7 +317,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
             return _Parked(list(snapshot.questions))
         run.resume_snapshot = None
         run.input = resume_input(run, snapshot, answers)
-        run.record.append(f"user: {run.input}")
+        run.record.append(_user_line(run))
     if run.prelude:
         run.input = await _run_prelude(run)
     run.messages.append(Message(role="user", content=run.input))

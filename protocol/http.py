@@ -32,6 +32,7 @@ __all__ = [
     "SendRequest",
     "SendStarted",
     "SendSteered",
+    "SessionList",
     "SessionModel",
     "ShutdownAccepted",
     "ShutdownRequest",
@@ -83,6 +84,14 @@ class ConfirmRequest:
 @attrs.frozen(kw_only=True)
 class PendingTasks:
     tasks: list[PendingTaskInfo]
+
+
+@attrs.frozen(kw_only=True)
+class SessionList:
+    """``GET /v1/sessions?origin=chat-``: the ids of the sessions of one origin that
+    started a task, sorted (the web page's session list, issue 33 item 11)."""
+
+    sessions: list[str]
 
 
 @attrs.frozen(kw_only=True)
@@ -254,6 +263,7 @@ BODY_TYPES: tuple[type[Any], ...] = (
     CancelResult,
     ConfirmRequest,
     PendingTasks,
+    SessionList,
     Questions,
     ResumeRequest,
     ResumeAccepted,

@@ -71,18 +71,18 @@ def ended_line(status: str, *, reason: str = "") -> str:
         case "user_canceled" | "canceled":
             return "✗ stopped and discarded"
         case "paused":
-            return "⏸ paused — kept: resume it with /pending"
+            return "‖ paused — kept: resume it with /pending"
         case "aborted" | "user_aborted":
-            return f"⏸ stopped{why} — kept: resume it with /pending"
+            return f"‖ stopped{why} — kept: resume it with /pending"
         case "disconnected":
-            return "⏸ stopped (window closed) — kept: resume it with /pending"
+            return "‖ stopped (window closed) — kept: resume it with /pending"
         case "parked":
             return "? waits for answers — answer it with /pending"
         case "failed":
             return f"✗ failed{why or ': unknown error'}"
         case "shutdown":
-            return "⏸ stopped (daemon shut down) — kept: resume it with /pending"
-    return f"⏸ stopped ({status}){why} — kept: resume it with /pending"
+            return "‖ stopped (daemon shut down) — kept: resume it with /pending"
+    return f"‖ stopped ({status}){why} — kept: resume it with /pending"
 
 
 def compacted_line(summarised: int, elided: int) -> str:

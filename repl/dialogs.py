@@ -55,6 +55,7 @@ from prompt_toolkit.widgets import Frame, TextArea
 from agentrio.protocol.events import Question
 from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from agentrio.protocol.frames import Ask
+from agentrio.protocol.wording import confirm_title
 from agentrio.repl.commands import ConfirmChoice
 from agentrio.repl.hints import confirm_hint, question_hint
 from agentrio.repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
@@ -234,9 +235,12 @@ class ConfirmDialog:
         return keys
 
     def _layout(self) -> Frame:
-        title: StyleAndTextTuples = [("class:dialog.title", f"Run {self.ask.tool_name}?")]
+        # One wording with the page and the bots (protocol/wording.py, issue 33 item 11).
+        plain = confirm_title(self.ask.tool_name)
+        title: StyleAndTextTuples = [("class:dialog.title", plain)]
         if self.ask.restricted:
-            title.append(("class:dialog.warn", "  ⚠ touches a restricted path"))
+            tail = confirm_title(self.ask.tool_name, restricted=True)[len(plain) :]
+            title.append(("class:dialog.warn", f"⚠{tail}"))
         if self.ask.subagent:  # who asks (R80): one label line
             title.append(("class:dialog.title", f"\nfrom {clip(self.ask.subagent, 200)}"))
         more = Window(

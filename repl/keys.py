@@ -48,7 +48,7 @@ PRESS_AGAIN: Final = "press Ctrl+C again to quit"
 def quit_line(task_input: str, session_id: str) -> str:
     """What quitting does to one running task, and where it waits afterwards."""
     return (
-        f"⏸ {clip(task_input, 60)} — stopped (window closed), kept: it waits in /pending; "
+        f"‖ {clip(task_input, 60)} — stopped (window closed), kept: it waits in /pending; "
         f"reopen with `{agentrio_command()} --session {session_id}`"
     )
 

@@ -65,7 +65,7 @@ CHOICES: Final[dict[str, str]] = {
 OUTCOMES: Final[dict[str, str]] = {
     "a": "✓ approved",
     "r": "✓ approved, and always allowed in this chat's session",
-    "k": "⏸ stopped — kept: resume it with /pending",
+    "k": "‖ stopped — kept: resume it with /pending",
     "x": "✗ stopped and discarded",
 }
 

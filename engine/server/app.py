@@ -375,6 +375,11 @@ async def pending_by_origin(request: Request, ctx: ServerContext) -> Response:
     return json_response(await ctx.commands.pending(ListPending(origin=origin)))
 
 
+async def sessions(request: Request, ctx: ServerContext) -> Response:
+    """``GET /v1/sessions?origin=chat-``: the origin's sessions that started a task."""
+    return json_response(await ctx.commands.sessions(request.query_params.get("origin", "")))
+
+
 async def questions(request: Request, ctx: ServerContext) -> Response:
     found = await ctx.commands.questions(_session_id(request), _task_hash(request))
     return json_response(found)
@@ -496,6 +501,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route("/v1/send", _endpoint(send), methods=["POST"]),
         Route("/v1/shutdown", _endpoint(shutdown), methods=["POST"]),
         Route("/v1/pending", _endpoint(pending_by_origin), methods=["GET"]),
+        Route("/v1/sessions", _endpoint(sessions), methods=["GET"]),
         Route(session + "/cancel/{task_hash}", _endpoint(cancel), methods=["POST"]),
         Route(session + "/pause/{task_hash}", _endpoint(pause), methods=["POST"]),
         Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),

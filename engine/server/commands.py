@@ -43,7 +43,7 @@ from typing import Final
 from agentrio.engine.causes import Cause
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
-from agentrio.engine.ids import check_session_id, check_task_hash
+from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
 from agentrio.engine.pending import AskReply, Entry, Listener
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.cluster import Cluster
@@ -73,10 +73,21 @@ from agentrio.protocol.http import (
     SendRequest,
     SendStarted,
     SendSteered,
+    SessionList,
     SessionModel,
 )
 
-__all__ = ["Authorize", "Commands", "check_ask_id", "check_leg_id", "check_rule_id"]
+__all__ = [
+    "SESSION_LIST_LIMIT",
+    "Authorize",
+    "Commands",
+    "check_ask_id",
+    "check_leg_id",
+    "check_rule_id",
+]
+
+#: At most this many session ids in one `SessionList`.
+SESSION_LIST_LIMIT: Final = 500
 
 #: Ask ids (``confirm_hash``) are 32 lowercase hex, like task hashes.
 _ASK_ID: Final = re.compile(r"[0-9a-f]{32}")
@@ -260,6 +271,16 @@ class Commands:
         if frame.origin:
             return PendingTasks(tasks=await self.engine.pending_by_origin(frame.origin))
         return PendingTasks(tasks=await self.engine.pending_tasks(frame.session_id))
+
+    async def sessions(self, origin: str) -> SessionList:
+        """The sessions of ``origin`` that started a task (at most `SESSION_LIST_LIMIT`):
+        the web page lists the daemon's ``chat-`` sessions, not only those this browser
+        remembers. `BadRequest` for an origin that is none of ``cli-``, ``chat-``,
+        ``tg-``, ``dc-``. No new exposure, as `pending` by origin."""
+        if origin not in ORIGINS:
+            raise BadRequest(f"invalid origin {origin[:64]!r}: one of {', '.join(ORIGINS)}")
+        found = await self.engine.store.session_ids(origin, limit=SESSION_LIST_LIMIT)
+        return SessionList(sessions=found)
 
     async def questions(self, session_id: str, task_hash: str) -> Questions:
         """The saved questions of a parked task (`NotFound` for an unknown task)."""

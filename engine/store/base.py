@@ -199,6 +199,12 @@ class Store(Protocol):
         from memory (`agentrio.engine.sessions.SessionRegistry`) and rebuilt on its next use."""
         ...
 
+    async def session_ids(self, prefix: str, *, limit: int) -> list[str]:
+        """The sessions whose id starts with ``prefix`` that ever started a task (those
+        with a `latest_task`), sorted, at most ``limit``: the web page's session list
+        (``GET /v1/sessions``, issue 33 item 11)."""
+        ...
+
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
         """Drop a pending task; ``False`` when there was none. Its marker is left alone."""
         ...

@@ -281,6 +281,11 @@ class RedisStore:
         )
         return None if found is None else str(found)
 
+    async def session_ids(self, prefix: str, *, limit: int) -> list[str]:
+        """See `agentrio.engine.store.base.Store.session_ids`."""
+        found = await self._call("session_ids", lambda: self._client.hkeys(self._prefix + "latest"))
+        return sorted(str(k) for k in found if str(k).startswith(prefix))[:limit]
+
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
         return bool(await self._script("delete_task", "DELETE_TASK", session_id, task_hash))
 

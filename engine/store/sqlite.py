@@ -173,6 +173,19 @@ class SqliteStore:
 
         return await self._run("latest_task", get)
 
+    async def session_ids(self, prefix: str, *, limit: int) -> list[str]:
+        """See `agentrio.engine.store.base.Store.session_ids`."""
+
+        def select(conn: sqlite3.Connection) -> list[str]:
+            found = conn.execute(
+                "SELECT session_id FROM sessions WHERE substr(session_id, 1, ?) = ? "
+                "ORDER BY session_id LIMIT ?",
+                (len(prefix), prefix, limit),
+            ).fetchall()
+            return [str(row["session_id"]) for row in found]
+
+        return await self._run("session_ids", select)
+
     async def delete_task(self, session_id: str, task_hash: str) -> bool:
         def delete(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(

@@ -88,7 +88,7 @@ def test_esc_in_a_question_stops_and_keeps_the_task(daemon_home: Path) -> None:
         wait_for(lambda: POPUP in tmux.screen(), "the stop popup")
         _keys(tmux, "2")  # Stop, keep to resume
         wait_for(
-            lambda: "⏸ paused — kept: resume it with /pending" in tmux.lines(), "the paused task"
+            lambda: "‖ paused — kept: resume it with /pending" in tmux.lines(), "the paused task"
         )
         assert not any(line.startswith("  → Which colour?") for line in tmux.lines())
     finally:
@@ -154,7 +154,7 @@ def test_quit_with_a_task_running_says_where_it_waits(daemon_home: Path) -> None
         _keys(tmux, "C-d")
         wait_for(lambda: EXITED in tmux.lines(), "the REPL to exit")
         joined = tmux("capture-pane", "-p", "-J", "-t", "repl").splitlines()
-        said = [ln for ln in joined if ln.startswith("⏸ run: sleep 30 — stopped")]
+        said = [ln for ln in joined if ln.startswith("‖ run: sleep 30 — stopped")]
         assert said, tmux.screen()
         match = re.search(
             r"kept: it waits in /pending; reopen with `(\S*agentrio) --session (cli-\S+)`",

@@ -80,7 +80,7 @@ def test_paused_task_is_found_after_reopening_the_repl(daemon_home: Path) -> Non
         first("send-keys", "-t", "repl", "Escape")
         wait_for(lambda: "2. Stop, keep to resume" in first.screen(), "the Pause choice")
         first("send-keys", "-t", "repl", "2")
-        wait_for(lambda: "⏸ paused — kept" in first.screen(), "the paused task")
+        wait_for(lambda: "‖ paused — kept" in first.screen(), "the paused task")
         first("send-keys", "-t", "repl", "/quit", "Enter")
         wait_for(lambda: "REPL-EXITED 0" in first.lines(), "the REPL to exit")
     finally:

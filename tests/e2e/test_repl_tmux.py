@@ -168,7 +168,7 @@ def test_esc_pause_then_resume_from_pending(daemon_home: Path) -> None:
         wait_for(lambda: "2. Stop, keep to resume" in tmux.screen(), "the Pause choice")
         tmux("send-keys", "-t", "repl", "2")
         wait_for(
-            lambda: "⏸ paused — kept: resume it with /pending" in tmux.lines(),
+            lambda: "‖ paused — kept: resume it with /pending" in tmux.lines(),
             "the paused task",
         )
         tmux("send-keys", "-t", "repl", "/pending", "Enter")

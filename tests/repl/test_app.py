@@ -608,7 +608,7 @@ def test_ctrl_d_with_a_task_running_says_it_is_kept() -> None:
         await h.press(CTRL_D)
         await h.until(lambda: not h.app.application.is_running, "exit")
         assert any(
-            text.startswith("⏸ run: sleep 30 — stopped (window closed), kept")
+            text.startswith("‖ run: sleep 30 — stopped (window closed), kept")
             and f"agentrio --session {SESSION}" in text
             for _, text in h.state.output
         )

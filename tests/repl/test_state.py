@@ -379,9 +379,9 @@ def test_done_text_shown_when_nothing_streamed() -> None:
 def test_done_statuses() -> None:
     """R41, R42: paused/parked/aborted runs point at /pending and refresh the list."""
     for status, line in [
-        ("paused", "⏸ paused — kept: resume it with /pending"),
+        ("paused", "‖ paused — kept: resume it with /pending"),
         ("parked", "? waits for answers — answer it with /pending"),
-        ("aborted", "⏸ stopped: disconnected — kept: resume it with /pending"),
+        ("aborted", "‖ stopped: disconnected — kept: resume it with /pending"),
     ]:
         state, sent = connected_state()
         rid = start_run(state, sent)

@@ -15,6 +15,9 @@
 
 const TOKEN_KEY = "agentrio.token";
 const SESSIONS_KEY = "agentrio.sessions";
+const HIDDEN_KEY = "agentrio.sessions.hidden";
+/** How near the bottom (px) still counts as at the bottom for following output. */
+const FOLLOW_SLACK_PX = 24;
 const CURRENT_KEY = "agentrio.current";
 const SESSION_ID = /^chat-[A-Za-z0-9_-]{1,123}$/;
 const RECONNECT_MS = [500, 1000, 2000, 5000];
@@ -287,20 +290,20 @@ function endedLine(status, reason = "") {
     case "canceled":
       return "✗ stopped and discarded";
     case "paused":
-      return "⏸ paused — kept: resume it with /pending";
+      return "‖ paused — kept: resume it with /pending";
     case "aborted":
     case "user_aborted":
-      return `⏸ stopped${why} — kept: resume it with /pending`;
+      return `‖ stopped${why} — kept: resume it with /pending`;
     case "disconnected":
-      return "⏸ stopped (window closed) — kept: resume it with /pending";
+      return "‖ stopped (window closed) — kept: resume it with /pending";
     case "parked":
       return "? waits for answers — answer it with /pending";
     case "failed":
       return `✗ failed${why || ": unknown error"}`;
     case "shutdown":
-      return "⏸ stopped (daemon shut down) — kept: resume it with /pending";
+      return "‖ stopped (daemon shut down) — kept: resume it with /pending";
   }
-  return `⏸ stopped (${status})${why} — kept: resume it with /pending`;
+  return `‖ stopped (${status})${why} — kept: resume it with /pending`;
 }
 // ---- wording: end ---------------------------------------------------------------
 
@@ -659,6 +662,7 @@ function knownSessions() {
 }
 
 function remember(id) {
+  localStorage.setItem(HIDDEN_KEY, JSON.stringify(hiddenSessions().filter((k) => k !== id)));
   const list = knownSessions().filter((known) => known !== id);
   list.unshift(id);
   localStorage.setItem(SESSIONS_KEY, JSON.stringify(list));
@@ -666,6 +670,42 @@ function remember(id) {
 
 function forget(id) {
   localStorage.setItem(SESSIONS_KEY, JSON.stringify(knownSessions().filter((k) => k !== id)));
+  const hidden = hiddenSessions().filter((k) => k !== id);
+  hidden.unshift(id);
+  localStorage.setItem(HIDDEN_KEY, JSON.stringify(hidden.slice(0, 500)));
+}
+
+/** Sessions removed from this browser's list (× on a session the daemon lists). */
+function hiddenSessions() {
+  try {
+    const list = JSON.parse(localStorage.getItem(HIDDEN_KEY) || "[]");
+    return Array.isArray(list) ? list.filter((id) => SESSION_ID.test(id)) : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The daemon's chat- sessions that started a task (GET /v1/sessions), once fetched. */
+let daemonSessions = [];
+
+async function refreshSessions() {
+  try {
+    const data = await api("GET", `/v1/sessions?${new URLSearchParams({ origin: "chat-" })}`);
+    daemonSessions = data.sessions.filter((id) => SESSION_ID.test(id));
+  } catch {
+    return; // the list this browser remembers still shows
+  }
+  renderSessions();
+}
+
+/** The listed sessions: this browser's, newest first, then the daemon's others. A new
+ *  session is listed once something was sent in it, so signing in or "New session"
+ *  leaves no empty one behind (issue 33 item 11). */
+function listedSessions() {
+  const hidden = new Set(hiddenSessions());
+  const local = knownSessions();
+  const seen = new Set(local);
+  return [...local, ...daemonSessions.filter((id) => !seen.has(id) && !hidden.has(id))];
 }
 
 function newSessionId() {
@@ -676,7 +716,7 @@ function newSessionId() {
 function renderSessions() {
   const list = $("session-list");
   list.replaceChildren();
-  for (const id of knownSessions()) {
+  for (const id of listedSessions()) {
     const current = view?.sessionId === id;
     list.append(
       el(
@@ -685,7 +725,7 @@ function renderSessions() {
         button(id, "select-session", () => select(id), { class: "link" }),
         button("×", "forget-session", () => {
           forget(id);
-          if (current) select(knownSessions()[0] || newSessionId());
+          if (current) select(listedSessions()[0] || newSessionId());
           else renderSessions();
         }, { class: "small quiet", title: "Remove from this list", "aria-label": `Remove ${id} from this list` }),
       ),
@@ -704,11 +744,29 @@ class ChatView {
     this.log = $("log");
     this.log.replaceChildren();
     $("chat-title").textContent = sessionId;
+    this.followOutput();
     this.stream();
+  }
+
+  /** Keep the chat scrolled to the bottom while output arrives (new blocks, growing
+   *  answers, tool output), unless the person scrolled up to read; scrolling back to
+   *  the bottom follows again (issue 33 item 11). */
+  followOutput() {
+    const log = this.log;
+    this.following = true;
+    log.addEventListener("scroll", this.onScroll = () => {
+      this.following = log.scrollHeight - log.scrollTop - log.clientHeight <= FOLLOW_SLACK_PX;
+    });
+    this.observer = new MutationObserver(() => {
+      if (this.following) log.scrollTop = log.scrollHeight;
+    });
+    this.observer.observe(log, { childList: true, subtree: true, characterData: true });
   }
 
   close() {
     this.controller.abort();
+    this.observer.disconnect();
+    this.log.removeEventListener("scroll", this.onScroll);
   }
 
   status(text) {
@@ -779,7 +837,8 @@ class ChatView {
 
   add(task, node) {
     task.body.append(node);
-    node.scrollIntoView({ block: "nearest" });
+    // A card waiting for an answer is brought into view even when not following.
+    if (!this.following && node.dataset?.open !== undefined) node.scrollIntoView({ block: "nearest" });
     return node;
   }
 
@@ -1306,7 +1365,6 @@ let view = null;
 
 function select(sessionId) {
   view?.close();
-  remember(sessionId);
   localStorage.setItem(CURRENT_KEY, sessionId);
   view = new ChatView(sessionId);
   renderSessions();
@@ -1334,6 +1392,7 @@ function signIn() {
   $("logout").hidden = false;
   const saved = localStorage.getItem(CURRENT_KEY);
   select(saved && SESSION_ID.test(saved) ? saved : knownSessions()[0] || newSessionId());
+  refreshSessions();
 }
 
 async function send() {
@@ -1344,6 +1403,8 @@ async function send() {
   try {
     await api("POST", "/v1/send", { session_id: view.sessionId, input: text });
     input.value = "";
+    remember(view.sessionId);
+    renderSessions();
     healthSoon();
   } catch (error) {
     $("send-error").textContent = `send failed: ${error.message}`;
@@ -1403,6 +1464,7 @@ function main() {
     }
     $("open-session-error").textContent = "";
     $("open-session-id").value = "";
+    remember(id);
     select(id);
   });
   $("composer").addEventListener("submit", (event) => {
