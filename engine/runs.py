@@ -53,7 +53,6 @@ from agentrio.engine.snapshot import (
     snapshot_to_json,
 )
 from agentrio.engine.store.base import HistoryRow, TaskRow
-from agentrio.engine.toolbox import Toolbox
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.engine.tools.registry import Toolbox

@@ -80,4 +80,9 @@ class Toolbox:
             return ToolOutcome(
                 ok=False, output="", skipped=f"tool {call.name!r} is not available in this task"
             )
+        if call.args_error:  # malformed arguments: an error result the model can act on
+            sent = f"; the arguments sent were: {call.raw_args}" if call.raw_args else ""
+            return ToolOutcome(
+                ok=False, output=f"invalid call of {call.name}: {call.args_error}{sent}"
+            )
         return await run_tool(tool, ctx, call)
