@@ -28,7 +28,7 @@ import trio
 from agentrio.engine.compaction import budget
 from agentrio.engine.config import ModelConfig
 from agentrio.engine.conversation import WINDOW, Calibration, exchange_json, fit
-from agentrio.engine.models.base import Message, ToolCallRequest
+from agentrio.engine.models import Message, ToolCallRequest
 from agentrio.engine.store import SqliteStore
 from bench.common import BenchArgs, BenchResult, Stats, machine_line, main
 

@@ -71,5 +71,9 @@ PUBLIC_MODULES: Final = frozenset(
         "agentrio.engine.processes",
         # The model protocol and building a configured model (bench/b13_model_turn.py).
         "agentrio.engine.models",
+        # How a task's input is fitted from the session's exchanges within the context
+        # budget, which bench/b14_conversation.py measures without a daemon.
+        "agentrio.engine.conversation",
+        "agentrio.engine.compaction",
     }
 )

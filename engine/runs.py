@@ -571,7 +571,9 @@ async def _end_in_history(
         used.input_tokens, used.cached_input_tokens, used.output_tokens, used.cost_usd
     )
     record = [*run.record, last] if last else list(run.record)
-    content = "\n".join([*record, f"usage: {tokens}"] if used.calls else record)
+    # A model that reports no tokens (the built-in one) leaves no usage line to read.
+    reported = used.input_tokens or used.output_tokens
+    content = "\n".join([*record, f"usage: {tokens}"] if reported else record)
     notes = [Message(role="assistant", content=note)] if note else []
     exchange = "" if run.subagent_of else exchange_json(close_open_calls([*run.messages, *notes]))
     history = HistoryRow(

@@ -11,6 +11,7 @@ from agentrio.engine.models.base import Message as Message
 from agentrio.engine.models.base import Model as Model
 from agentrio.engine.models.base import ModelError as ModelError
 from agentrio.engine.models.base import ModelReply as ModelReply
+from agentrio.engine.models.base import ToolCallRequest as ToolCallRequest
 from agentrio.engine.models.base import ToolSpec as ToolSpec
 from agentrio.engine.models.factory import close_model as close_model
 from agentrio.engine.models.factory import make_model as make_model
@@ -21,6 +22,7 @@ __all__ = [
     "Model",
     "ModelError",
     "ModelReply",
+    "ToolCallRequest",
     "ToolSpec",
     "close_model",
     "make_model",

@@ -74,10 +74,11 @@ class Puppet:
 
 
 def followup_into(follow: list[str]) -> TurnFn:
-    """A follow-up turn: records the follow-up task's first message, answers ``summary``."""
+    """A follow-up turn: records the follow-up task's own input (the last message; the
+    session's earlier exchanges come before it), answers ``summary``."""
 
     async def followup(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
-        follow.append(messages[0].content)
+        follow.append(messages[-1].content)
         return ModelReply(text="summary")
 
     return followup

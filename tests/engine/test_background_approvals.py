@@ -306,8 +306,9 @@ class Scene:
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         first = messages[0].content
-        if first.startswith(FOLLOWUP_HEADER):
-            self.followup.append(first)
+        latest = messages[-1].content  # a follow-up's own input: the session's exchanges precede it
+        if latest.startswith(FOLLOWUP_HEADER):
+            self.followup.append(latest)
             return ModelReply(text="summary")
         if first == "child":
             if self.child_calls:

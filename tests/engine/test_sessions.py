@@ -330,7 +330,10 @@ async def test_finished_tasks_in_many_sessions_leave_at_most_the_idle_bound(
             run = await engine.start_task(f"chat-many-{index}", "hello")
             assert (await run.wait_done()).status == "finished"
         live = [s.id for s in engine.sessions.live()]
-        # Each holds ~3.7 KiB (its few events and the session): a sixth would pass
-        # 5 × 3 KiB, and every drop leaves three, so four remain after the twentieth.
-        assert live == [f"chat-many-{index}" for index in range(16, 20)]
-        assert engine.statistics()["sessions_dropped"] == 16
+        charges = [s.hub.statistics().replay_bytes + SESSION_BYTES for s in engine.sessions.live()]
+        # Each holds its few events (the done event with its usage) and the session's
+        # own SESSION_BYTES: the newest that fit within the bound remain, no others.
+        assert 1 <= len(live) < 5
+        assert sum(charges) <= config.server.idle_sessions_bytes
+        assert live == [f"chat-many-{index}" for index in range(20 - len(live), 20)]
+        assert engine.statistics()["sessions_dropped"] == 20 - len(live)

@@ -952,7 +952,8 @@ class ChatView {
         const answer = last && last.classList.contains("assistant") ? last : this.add(task, el("div", { class: "assistant" }));
         answer.markdown = event.text;
         renderAnswer(answer);
-        if (event.usage && event.usage.calls) {
+        // A model that reports no tokens (the built-in one) leaves no usage line.
+        if (event.usage && (event.usage.input_tokens || event.usage.output_tokens)) {
           this.add(task, el("div", { class: "note usage", text: usageLine(event.usage) }));
         }
         this.setState(task, "finished");
