@@ -11,14 +11,19 @@ event. `call_model` is every model call of a run: it sends::
 
 refits the earlier part when the run's own turns have grown, counts the call's usage
 (the run's and the session's, with its cost) and calibrates the session's token
-estimate with what the provider reported. A context-length refusal compacts the whole
+estimate with what the provider reported. Each retry of a call (a rate limit, a server
+error, a timeout: `agentrio.engine.models.retry`) is announced by a ``retrying`` event
+before its wait. A context-length refusal compacts the whole
 earlier conversation, elides the run's own older tool results, and tries once more.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final, Protocol
+
+import trio
 
 from agentrio.engine.config import ModelConfig
 from agentrio.engine.conversation import (
@@ -36,6 +41,7 @@ from agentrio.engine.models.base import (
     Message,
     ModelError,
     ModelReply,
+    Retrying,
     TextSink,
     ToolSpec,
     Usage,
@@ -48,6 +54,7 @@ from agentrio.protocol.events import TokenUsage
 
 __all__ = [
     "SUMMARY_PROMPT",
+    "announce_retry",
     "budget",
     "call_model",
     "compact",
@@ -178,7 +185,9 @@ async def compact(
         Message(role="user", content=clamp(transcript, room)),
     ]
     try:
-        reply = await session_model(services.model, session_id).complete(messages, [])
+        model = session_model(services.model, session_id)
+        on_retry = None if run is None else partial(announce_retry, run)
+        reply = await model.complete(messages, [], on_retry=on_retry)
         text = reply.text.strip()
         if run is not None:
             _count(run, config, reply)
@@ -216,6 +225,13 @@ def _count(run: TaskRun, config: ModelConfig, reply: ModelReply) -> None:
     run.session.usage = run.session.usage + used
 
 
+async def announce_retry(run: TaskRun, retry: Retrying) -> None:
+    """Tell the run's listeners that its model call is tried again (a ``retrying``
+    event: "rate limited, retrying in 4 s"), before the back-off's wait."""
+    run.emit(ev.Retrying, reason=retry.reason, attempt=retry.attempt, delay_s=retry.delay_s)
+    await trio.lowlevel.checkpoint()
+
+
 def _elide_own_results(run: TaskRun) -> int:
     """Elide the run's own tool results but the last turn's; returns how many."""
     last = max((i for i, m in enumerate(run.messages) if m.role == "assistant"), default=-1)
@@ -248,7 +264,9 @@ async def call_model(
     for attempt in range(2):
         messages = [*_head(run), *run.context, *run.messages]
         try:
-            reply = await model.complete(messages, tools, on_text=on_text)
+            reply = await model.complete(
+                messages, tools, on_text=on_text, on_retry=partial(announce_retry, run)
+            )
         except ContextLengthError:
             if attempt or run.stored is None:
                 raise

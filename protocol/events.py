@@ -26,6 +26,7 @@ __all__ = [
     "LegStarted",
     "Pending",
     "Question",
+    "Retrying",
     "SecretAsk",
     "StartedLeg",
     "SteerInjected",
@@ -318,6 +319,24 @@ class Compacted:
 
 
 @attrs.frozen(kw_only=True)
+class Retrying:
+    """A model call failed in a way worth another try (a rate limit, a server error, a
+    dropped connection, a timeout) and is tried again in ``delay_s`` seconds (the
+    provider's ``Retry-After`` when it sent one). ``attempt`` is the try that failed
+    (1: the first). ``reason`` is short and for people (``rate limited``, ``server
+    error 503``, ``timed out``); a fallback to the next model of ``[model] fallback``
+    is one too, with no wait (``gpt-5 failed, trying claude-sonnet-4-5``). A cancel
+    during the wait ends the task at once."""
+
+    KIND: ClassVar[str] = "retrying"
+    seq: int
+    at: float
+    reason: str
+    attempt: int
+    delay_s: float
+
+
+@attrs.frozen(kw_only=True)
 class Done:
     """The task finished; ``text`` is its final reply, ``usage`` what its model calls
     consumed and ``session_usage`` the session's total in this daemon's life."""
@@ -345,6 +364,7 @@ Event = (
     | LegFinished
     | JobSettled
     | Compacted
+    | Retrying
     | Canceled
     | Failed
     | Done

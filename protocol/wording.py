@@ -10,6 +10,7 @@ equal.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "confirm_title",
     "ended_line",
     "plural",
+    "retrying_line",
     "usage_line",
 ]
 
@@ -100,3 +102,14 @@ def usage_line(input_tokens: int, cached: int, output_tokens: int, cost_usd: flo
     cached_part = f" ({cached} cached)" if cached else ""
     cost = f" · ${cost_usd:.4f}" if cost_usd else ""
     return f"tokens: {input_tokens} in{cached_part}, {output_tokens} out{cost}"
+
+
+def retrying_line(reason: str, delay_s: float) -> str:
+    """A ``retrying`` event as every front-end says it: ``↻ rate limited, retrying in
+    4 s``, the wait rounded up to the second (never promising a retry sooner than it
+    comes), ``<1 s`` under a second; a fallback to another model, which does not wait,
+    is its reason alone."""
+    if delay_s <= 0:
+        return f"↻ {reason}"
+    shown = "<1" if delay_s < 1 else str(math.ceil(delay_s))
+    return f"↻ {reason}, retrying in {shown} s"

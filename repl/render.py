@@ -30,6 +30,7 @@ from agentrio.protocol.events import (
     LegReport,
     LegStarted,
     Pending,
+    Retrying,
     SecretAsk,
     SteerInjected,
     SubagentEnd,
@@ -264,6 +265,8 @@ def render_event(event: Event) -> list[Line]:
             return [("class:error", f"✗ failed: {clip(error)}")]
         case Compacted(summarised=summarised, elided=elided):
             return [("class:dim", wording.compacted_line(summarised, elided))]
+        case Retrying(reason=reason, delay_s=delay):
+            return [output_line("class:warn", wording.retrying_line(clip(reason), delay))]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
 

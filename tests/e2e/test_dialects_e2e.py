@@ -136,12 +136,21 @@ def dialect(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def start_daemon(home: Path, aimock: Aimock, dialect: str) -> DaemonProcess:
+async def start_daemon(home: Path, aimock: Aimock, dialect: str, **model: Any) -> DaemonProcess:
+    """A daemon whose ``[model]`` speaks ``dialect`` to ``aimock`` (no retries unless
+    ``model`` overrides ``retries``, like any other key)."""
     name, extra = DIALECTS[dialect]
     base_url = aimock.url if dialect == "anthropic" else f"{aimock.url}/v1"
     home.mkdir(parents=True)
     config = {
-        "model": {"provider": dialect, "name": name, "base_url": base_url, "retries": 1, **extra}
+        "model": {
+            "provider": dialect,
+            "name": name,
+            "base_url": base_url,
+            "retries": 1,
+            **extra,
+            **model,
+        }
     }
     (home / "config.toml").write_text(tomli_w.dumps(config))
     return await trio.to_thread.run_sync(DaemonProcess, home)

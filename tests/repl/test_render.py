@@ -9,6 +9,7 @@ import pytest
 from agentrio.protocol.events import (
     LegFinished,
     LegReport,
+    Retrying,
     SubagentEnd,
     SubagentLegEnd,
     ToolDetails,
@@ -194,3 +195,19 @@ def test_a_sub_agent_leg_report_is_rendered_for_the_person(
     ]
     assert any(CODE in style for style, _ in line_fragments(lines[3:4]))
     assert any(CODE_BLOCK in style for style, _ in line_fragments(lines[5:6]))
+
+
+def test_a_retry_reads_as_its_reason_and_wait() -> None:
+    """Issue 31 (6): a ``retrying`` event is one warning line, the wait rounded up to
+    the second ("rate limited, retrying in 4 s"); a fallback (no wait) is its reason,
+    and a hostile reason cannot repaint the line."""
+    assert render_event(Retrying(seq=1, at=0, reason="rate limited", attempt=1, delay_s=3.2)) == [
+        ("class:warn", "↻ rate limited, retrying in 4 s")
+    ]
+    assert render_event(Retrying(seq=1, at=0, reason="timed out", attempt=2, delay_s=0.4)) == [
+        ("class:warn", "↻ timed out, retrying in <1 s")
+    ]
+    fallback = Retrying(seq=1, at=0, reason="gpt-5 failed, trying claude", attempt=1, delay_s=0)
+    assert render_event(fallback) == [("class:warn", "↻ gpt-5 failed, trying claude")]
+    (hostile,) = render_event(Retrying(seq=1, at=0, reason="x\r\x1b[2K", attempt=1, delay_s=1))
+    assert line_text(hostile) == "↻ x\\r\\x1b[2K, retrying in 1 s"

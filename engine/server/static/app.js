@@ -265,6 +265,13 @@ function compactedLine(summarised, elided) {
   return `⟲ conversation compacted: ${parts.join(", ") || "nothing to fold"}`;
 }
 
+/** A ``retrying`` event, in the words of protocol/wording.py ``retrying_line``. */
+function retryingLine(reason, delaySeconds) {
+  if (delaySeconds <= 0) return `↻ ${reason}`;
+  const shown = delaySeconds < 1 ? "<1" : String(Math.ceil(delaySeconds));
+  return `↻ ${reason}, retrying in ${shown} s`;
+}
+
 /** A ``done`` event's usage, in the words of protocol/wording.py ``usage_line``. */
 function usageLine(usage) {
   const cached = usage.cached_input_tokens ? ` (${usage.cached_input_tokens} cached)` : "";
@@ -921,6 +928,9 @@ class ChatView {
         break;
       case "compacted":
         this.add(task, el("div", { class: "note", text: compactedLine(event.summarised, event.elided) }));
+        break;
+      case "retrying":
+        this.add(task, el("div", { class: "note warn retrying", text: retryingLine(event.reason, event.delay_s) }));
         break;
       case "steer_injected":
         this.add(task, el("div", { class: "note", text: `steer: ${event.text}` }));

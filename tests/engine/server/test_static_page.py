@@ -95,6 +95,27 @@ def test_js_wording_is_the_python_wording() -> None:
     assert got["labels"] == LABELS
 
 
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_js_retry_and_usage_lines_are_the_python_ones() -> None:
+    """Issue 31 (6, 7): ``retryingLine`` and ``usageLine`` of app.js, run under node,
+    give exactly ``retrying_line`` and ``usage_line``: the page and the REPL say "rate
+    limited, retrying in 4 s" and a task's tokens in the same words."""
+    delays = [0, 0.25, 0.999, 1, 3.2, 4, 29.5, 30]
+    usages = [[120, 0, 7, 0], [1830, 1024, 96, 0.0031], [5, 0, 0, 12.5]]
+    script = (
+        section("wording")
+        + "\nconst [delays, usages] = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+        + "process.stdout.write(JSON.stringify({\n"
+        + "  retrying: delays.map((d) => retryingLine('rate limited', d)),\n"
+        + "  usage: usages.map(([i, c, o, d]) => usageLine({input_tokens: i,"
+        + " cached_input_tokens: c, output_tokens: o, cost_usd: d})),\n"
+        + "}));\n"
+    )
+    got = run_node(script, [delays, usages])
+    assert got["retrying"] == [wording.retrying_line("rate limited", d) for d in delays]
+    assert got["usage"] == [wording.usage_line(*u) for u in usages]
+
+
 def text(value: str) -> list[str]:
     return ["text", value]
 

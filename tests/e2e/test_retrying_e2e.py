@@ -1,0 +1,116 @@
+"""A model that rate-limits, end to end through the real daemon and aimock, in each
+dialect (issue 31 item 6): a 429 with ``Retry-After`` is one ``retrying`` event and
+then the reply; a cancel during a 30 s back-off ends the task at once.
+
+aimock answers the first request of a fixture with its own 429 (``sequenceIndex`` 0,
+its ``Retry-After`` header) and the next with the reply, so the fault comes from a
+server no one here wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from agentrio.protocol.events import Canceled, Retrying, Text
+from agentrio.protocol.frames import Accepted, Cancel, DoneFrame, EventFrame, Run, ServerFrame
+from agentrio.transport import FrameConnection, open_frame_connection
+from tests.aimock import Aimock, start_aimock, write_fixture
+from tests.e2e.test_dialects_e2e import DIALECTS, start_daemon, until_done
+
+
+@pytest.fixture(params=list(DIALECTS))
+def dialect(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def limited(words: str, retry_after_s: int, reply: str) -> list[dict[str, Any]]:
+    """Fixtures: the first request with ``words`` is rate limited, the next answered."""
+    return [
+        {
+            "match": {"userMessage": words, "sequenceIndex": 0},
+            "response": {
+                "error": {"message": "Rate limit reached", "type": "rate_limit_error"},
+                "status": 429,
+                "retryAfter": retry_after_s,
+            },
+        },
+        {"match": {"userMessage": words, "sequenceIndex": 1}, "response": {"content": reply}},
+    ]
+
+
+@contextlib.asynccontextmanager
+async def limited_daemon(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str, fixtures: list[dict[str, Any]]
+) -> AsyncIterator[tuple[Aimock, FrameConnection]]:
+    """aimock serving ``fixtures``, a daemon speaking ``dialect`` to it with 3 tries
+    per call, and a connection to the daemon; the daemon must stop cleanly."""
+    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures))
+    daemon = await start_daemon(tmp_path / "home", aimock, dialect, retries=3)
+    try:
+        with trio.fail_after(60):
+            async with open_frame_connection(daemon.info.ws_url, daemon.info.token) as conn:
+                yield aimock, conn
+    finally:
+        assert await trio.to_thread.run_sync(daemon.stop) == 0
+
+
+def events(frames: list[ServerFrame], kind: type[Any]) -> list[Any]:
+    return [f.event for f in frames if isinstance(f, EventFrame) and isinstance(f.event, kind)]
+
+
+async def test_429_then_success_shows_exactly_one_retrying_event(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (6): aimock refuses the first request with 429 and ``Retry-After: 1``;
+    the task gets exactly one ``retrying`` event (rate limited, the provider's 1 s, the
+    first try) before the reply's text, and finishes with it."""
+    fixtures = limited("busy hour", 1, "Answered after the wait.")
+    async with limited_daemon(nursery, tmp_path, dialect, fixtures) as (aimock, conn):
+        await conn.send(Run(request_id="r", session_id="cli-429", input="busy hour"))
+        frames = await until_done(conn, "r")
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    assert (done.status, done.error) == ("finished", "")
+    (retrying,) = events(frames, Retrying)
+    assert (retrying.reason, retrying.attempt, retrying.delay_s) == ("rate limited", 1, 1.0)
+    kinds = [type(f.event) for f in frames if isinstance(f, EventFrame)]
+    assert kinds.index(Retrying) < kinds.index(Text)
+    assert "".join(t.text for t in events(frames, Text)) == "Answered after the wait."
+    statuses = [entry["response"]["status"] for entry in await aimock.journal()]
+    assert statuses == [429, 200]
+
+
+async def test_cancel_during_a_30_s_back_off_lands_at_once(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (6): with aimock asking to wait 30 s, a ``cancel`` sent once the
+    ``retrying`` event arrived ends the task (its ``canceled`` event and ``done``)
+    within 100 ms, and the model is not asked again."""
+    fixtures = limited("slow hour", 30, "never sent")
+    async with limited_daemon(nursery, tmp_path, dialect, fixtures) as (aimock, conn):
+        await conn.send(Run(request_id="r", session_id="cli-wait", input="slow hour"))
+        task_hash = ""
+        while True:
+            frame = await conn.receive()
+            if isinstance(frame, Accepted):
+                task_hash = frame.task_hash
+            if isinstance(frame, EventFrame) and isinstance(frame.event, Retrying):
+                break
+        assert frame.event.delay_s == 30.0
+        sent_at = trio.current_time()
+        await conn.send(Cancel(task_hash=task_hash, session_id="cli-wait"))
+        frames = await until_done(conn, "r")
+        ended_at = trio.current_time()
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    assert done.status == "canceled"
+    (canceled,) = events(frames, Canceled)
+    assert canceled.cause == "user_canceled"
+    assert ended_at - sent_at < 0.1, ended_at - sent_at
+    assert [entry["response"]["status"] for entry in await aimock.journal()] == [429]
