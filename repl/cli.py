@@ -25,9 +25,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, NoReturn
 
-__all__ = ["COMMANDS", "build_parser", "main", "version"]
+__all__ = [
+    "COMMANDS",
+    "SESSION_ID",
+    "add_home_option",
+    "add_session_option",
+    "build_parser",
+    "main",
+    "version",
+]
 
-_SESSION = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
+#: What ``--session ID`` accepts: a ``cli-`` session id.
+SESSION_ID: Final = re.compile(r"cli-[A-Za-z0-9_-]{1,124}")
 
 #: ``name: (one line of help, "module:function")``: the function takes the arguments
 #: from the command's name on (``["status", "--json"]``) and returns the exit status.
@@ -49,6 +58,10 @@ COMMANDS: Final = {
     "logs": (
         "print the daemon's log (<home>/daemon.log); -f follows it",
         "agentrio.repl.logs:main",
+    ),
+    "exec": (
+        "run one task without the REPL: its text to stdout, an exit code for its ending",
+        "agentrio.repl.exec_run:main",
     ),
     "completion": (
         "print a bash or zsh completion script",
@@ -117,18 +130,28 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Home: --home DIR, else $AGENTRIO_HOME, else ~/.config/agentrio.",
     )
     parser.add_argument("--version", action=_Version, help="print agentrio's version and exit")
+    add_home_option(parser)
+    add_session_option(parser)
+    commands = parser.add_subparsers(dest="command", title="commands")
+    for name, (line, _) in COMMANDS.items():
+        commands.add_parser(name, help=line, add_help=False)
+    return parser
+
+
+def add_home_option(parser: argparse.ArgumentParser) -> None:
+    """``--home DIR``, as every command of the REPL's side takes it."""
     parser.add_argument(
         "--home",
         metavar="DIR",
         help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
     )
+
+
+def add_session_option(parser: argparse.ArgumentParser) -> None:
+    """``--session ID`` (checked against `SESSION_ID` by the caller)."""
     parser.add_argument(
         "--session", metavar="ID", help="continue session ID (cli-…) instead of a new one"
     )
-    commands = parser.add_subparsers(dest="command", title="commands")
-    for name, (line, _) in COMMANDS.items():
-        commands.add_parser(name, help=line, add_help=False)
-    return parser
 
 
 def _split(argv: list[str]) -> tuple[list[str], str | None, list[str]]:
@@ -159,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             after = [*after, "--home", home] if home else after
         return _run_command(command, after)
     args = build_parser().parse_args(argv)
-    if args.session and not _SESSION.fullmatch(args.session):
+    if args.session and not SESSION_ID.fullmatch(args.session):
         print(f"agentrio: --session must look like cli-<letters, digits, _ or ->: {args.session!r}")
         return 2
     return _run_repl(args)

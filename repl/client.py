@@ -55,6 +55,7 @@ __all__ = [
     "RETRY_DELAYS",
     "START_BACKOFF_S",
     "Connect",
+    "connect_endpoint",
     "do_http",
     "forward",
     "no_trust_roots",
@@ -111,13 +112,15 @@ def no_trust_roots() -> ssl.SSLContext:
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
-def _default_connect(
+def connect_endpoint(
     endpoint: Endpoint,
     http: HttpApi,
     *,
-    on_frame: Callable[[ServerFrame], None],
-    on_unreadable: Callable[[FrameDecodeError], None],
+    on_frame: Callable[[ServerFrame], None] | None = None,
+    on_unreadable: Callable[[FrameDecodeError], None] | None = None,
 ) -> AbstractAsyncContextManager[Client]:
+    """`agentrio.connect` to the daemon `ensure_daemon` found: over its Unix socket
+    when it has one, else TCP (the REPL's and ``agentrio exec``'s one way in)."""
     return connect(
         LOCAL_URL if endpoint.socket else endpoint.http_base,
         endpoint.token,
@@ -228,7 +231,7 @@ async def run_client(
     outgoing: trio.MemoryReceiveChannel[Outgoing],
     deliver: Callable[[Incoming], None],
     locate: Locate | None = None,
-    connect: Connect = _default_connect,
+    connect: Connect = connect_endpoint,
     stopped: Stopped | None = None,
 ) -> None:
     """Keep one daemon connection alive until cancelled (the REPL exits)."""

@@ -69,10 +69,12 @@ def command_parsers() -> dict[str, argparse.ArgumentParser]:
     from agentrio.frontends.setup import build_parser as frontend_parser
     from agentrio.repl.cli import COMMANDS
     from agentrio.repl.control import build_parser as control_parser
+    from agentrio.repl.exec_run import build_parser as exec_parser
     from agentrio.repl.logs import build_parser as logs_parser
 
     found = {**_subcommands(engine_parser()), **_subcommands(control_parser())}
     found["logs"] = logs_parser()
+    found["exec"] = exec_parser()
     found["completion"] = build_parser()
     found["telegram"] = frontend_parser("telegram", "Telegram")
     found["discord"] = frontend_parser("discord", "Discord")

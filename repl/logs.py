@@ -23,6 +23,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Final
 
+from agentrio.repl.cli import add_home_option
+
 __all__ = ["POLL_S", "build_parser", "main"]
 
 #: How often ``-f`` looks for new lines.
@@ -47,11 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="how many of the last lines to print first (default 100; 0: all)",
     )
-    parser.add_argument(
-        "--home",
-        metavar="DIR",
-        help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
-    )
+    add_home_option(parser)
     return parser
 
 

@@ -4,15 +4,25 @@ From a ``cli-`` task with a connected window the question goes through the regis
 and the same run continues with the answer. From any other origin — or a ``cli-`` task
 whose window is gone — the tool asks the loop to *park*: the turn's other calls run,
 a snapshot is written, the run ends, and an answer resumes it as a new turn.
+A front-end that cannot ask anyone (``agentrio exec``) may decline the question with
+a reason (a reply with ``approve`` false): the model reads that as the call's result.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from agentrio.engine.asks import AskReply
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import QA
-from agentrio.engine.tools.base import Reach, Refused, ServiceTool, ToolContext, ToolOutcome
+from agentrio.engine.tools.base import (
+    Reach,
+    Refused,
+    ServiceTool,
+    ToolContext,
+    ToolOutcome,
+    declined,
+)
 from agentrio.protocol.events import Question
 
 __all__ = ["AskUserTool", "ask_inline", "format_answers", "parse_questions"]
@@ -51,9 +61,12 @@ class AskUserTool(ServiceTool):
             # A sub-agent cannot park its parent: it asks inline whatever the origin
             # (R80) and is told "not run" when nobody can answer.
             return ToolOutcome(output="", park=questions)
-        answers = await ask_inline(ctx, questions)
-        if answers is None:
+        reply = await _ask(ctx, questions)
+        if reply is None:
             return ToolOutcome(output="", park=questions)
+        if reply.approve is False:
+            return ToolOutcome(ok=False, output="", skipped=declined(reply.reason))
+        answers = list(reply.answers or [])
         ctx.add_answers(
             [QA(question=q.text, answer=a) for q, a in zip(questions, answers, strict=False)]
         )
@@ -64,12 +77,21 @@ async def ask_inline(ctx: ToolContext, questions: list[Question]) -> list[str] |
     """Ask ``questions`` in the run's window and return the answers, or None when the
     task should park instead: nobody can take the question (R10), or the reply failed
     for a reason other than user cancellation (R13). A reply choosing "Cancel task" or
-    "Abort task" cancels the run with that cause."""
-    try:
-        reply = await ctx.ask("ask_user", questions=questions)
-    except Refused:
+    "Abort task" cancels the run with that cause. A declined question (a reply with
+    ``approve`` false) stays unanswered: None too."""
+    reply = await _ask(ctx, questions)
+    if reply is None or reply.approve is False:
         return None
     return list(reply.answers or [])
+
+
+async def _ask(ctx: ToolContext, questions: list[Question]) -> AskReply | None:
+    """The reply to ``questions``, or None when nobody could take them or the ask
+    failed (the caller parks)."""
+    try:
+        return await ctx.ask("ask_user", questions=questions)
+    except Refused:
+        return None
 
 
 def parse_questions(args: dict[str, Any]) -> list[Question]:

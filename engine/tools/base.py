@@ -43,6 +43,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolOutcome",
+    "declined",
     "run_tool",
     "string_arg",
 ]
@@ -65,6 +66,12 @@ _FAILED: Final[Mapping[str, str]] = {
     "secret": "no value received",
     "ask_user": "no answer received",
 }
+
+
+def declined(reason: str) -> str:
+    """What the model reads when a question or a secret ask was declined (a reply with
+    ``approve`` false, from a front-end that cannot ask anyone: ``agentrio exec``)."""
+    return f"not answered, declined: {reason}" if reason else "not answered, declined"
 
 
 class Refused(Exception):

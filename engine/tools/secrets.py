@@ -11,7 +11,14 @@ import re
 from typing import Final
 
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.tools.base import Reach, ServiceTool, ToolContext, ToolOutcome, string_arg
+from agentrio.engine.tools.base import (
+    Reach,
+    ServiceTool,
+    ToolContext,
+    ToolOutcome,
+    declined,
+    string_arg,
+)
 from agentrio.protocol.events import Question
 
 __all__ = ["StoreSecretTool"]
@@ -47,6 +54,8 @@ class StoreSecretTool(ServiceTool):
             tool_args={"key": key},
             questions=[Question(text=f"Value for the secret {key!r}", secret=True)],
         )
+        if reply.approve is False:
+            return ToolOutcome(ok=False, output="", skipped=declined(reply.reason))
         value = reply.password or (reply.answers[0] if reply.answers else "")
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")
