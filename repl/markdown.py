@@ -9,8 +9,11 @@ It stays faithful to the text, like the confirmation dialog (`agentrio.protocol.
 rendering drops only markup characters (the ``*``, ``_``, `````, ``#`` and bullet
 characters it replaces by styles), never hides or reorders any other character, and
 shows control, invisible and bidi characters as escapes (`agentrio.protocol.faithful.escape_char`)
-in the ``md.escape`` style. A fence line itself stays visible (dimmed), so a code block
-cut short by the end of a stream simply continues as code.
+in the ``md.escape`` style. A fence line is drawn, not shown raw (issue 33 item 8): its
+backticks or tildes become a dim rule, ``─── python`` with the fence's info string when
+it has one, a plain ``───`` to close; the code between is shown as it is (highlighted),
+with no gutter, so it copies out of the terminal unchanged. A code block cut short by
+the end of a stream simply continues as code.
 
 Rendering goes line by line with the open fence as the only state (`render_line`), so
 streamed text is drawn as each whole line arrives; `render_markdown` renders a whole
@@ -35,6 +38,7 @@ from pygments.util import ClassNotFound
 from agentrio.protocol.faithful import escape_char, is_invisible
 
 __all__ = [
+    "FENCE_RULE",
     "MARKUP_CHARS",
     "Fence",
     "Fragment",
@@ -49,7 +53,7 @@ Fragment = tuple[str, str]
 Fragments = tuple[Fragment, ...]
 
 #: Characters the rendering may drop (or replace: ``•``, ``─``) because they are markup.
-MARKUP_CHARS: Final = frozenset("*_`#-+")
+MARKUP_CHARS: Final = frozenset("*_`#-+~")
 
 BOLD: Final = "class:md.bold bold"
 EMPHASIS: Final = "class:md.emphasis italic"
@@ -65,6 +69,8 @@ ESCAPE: Final = "class:md.escape bg:#ffd75f #000000"
 #: The pygments style code blocks are coloured with (readable on dark and light themes).
 PYGMENTS_STYLE: Final = "monokai"
 TAB: Final = "    "
+#: What a code block's fence lines are drawn as (its info string follows the opening).
+FENCE_RULE: Final = "───"
 
 _FENCE_RE: Final = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([^`\s]*)")
 _HEADING_RE: Final = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+|$)(.*?)(?:[ \t]+#+)?[ \t]*$")
@@ -115,10 +121,12 @@ def render_line(line: str, fence: Fence | None) -> tuple[Fragments, Fence | None
     line = line.replace("\t", TAB)
     if fence is not None:
         if fence.closes(line):
-            return escaped([(FENCE, line)]), None
+            return escaped([(FENCE, FENCE_RULE)]), None
         return escaped(_highlight(line, fence.language)), fence
     if match := _FENCE_RE.match(line):
-        return escaped([(FENCE, line)]), Fence(match.group(1), match.group(2).lower())
+        info = line[match.end(1) :].strip()
+        drawn = f"{FENCE_RULE} {info}" if info else FENCE_RULE
+        return escaped([(FENCE, drawn)]), Fence(match.group(1), match.group(2).lower())
     return escaped(_block(line)), None
 
 

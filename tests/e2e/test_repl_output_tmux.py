@@ -232,12 +232,16 @@ def test_help_lists_the_verbs_and_the_tour_ask_row_works(builtin_home: Path, tmu
 
 
 def test_model_markdown_is_drawn(builtin_home: Path, tmux: Tmux) -> None:
-    """Issue 19: the model's Markdown is drawn, not shown raw: inline code loses its
-    backticks; a fenced block shows its lines (the builtin model fences a command's
-    output)."""
+    """Issues 19 and 33 (item 8): the model's Markdown is drawn, not shown raw: inline
+    code loses its backticks; a fenced block shows its lines between two drawn rules,
+    no backtick fence on screen (the builtin model fences a command's output)."""
     _start_repl(tmux, builtin_home)
     tmux("send-keys", "-t", "repl", "run: echo hello", "Enter")
     wait_for(lambda: "echo hello finished with exit code 0:" in tmux.lines(), "the summary")
+    wait_for(lambda: _history(tmux).count("───") == 2, "the code block's closing rule")
     lines = _history(tmux)
     assert "Running echo hello." in lines
     assert not any("`echo hello`" in line for line in lines)
+    summary = lines.index("echo hello finished with exit code 0:")
+    assert lines[summary + 1 : summary + 4] == ["───", "hello", "───"]
+    assert not any("```" in line for line in lines)

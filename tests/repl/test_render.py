@@ -189,9 +189,9 @@ def test_a_sub_agent_leg_report_is_rendered_for_the_person(
         "  report: ~/.agentrio/sessions/cli-1/reports/sub_0000000a.md",
         "  final answer:",
         "    ls finished:",
-        "    ```",
+        "    ───",
         "    notes.txt",
-        "    ```",
+        "    ───",
     ]
     assert any(CODE in style for style, _ in line_fragments(lines[3:4]))
     assert any(CODE_BLOCK in style for style, _ in line_fragments(lines[5:6]))

@@ -57,16 +57,25 @@ def test_headings_bullets_numbers_and_rules() -> None:
     assert "md.heading" in lines[1][0][0]
 
 
-def test_fenced_code_is_highlighted_and_fences_stay_visible() -> None:
+def test_fenced_code_is_highlighted_and_its_fences_drawn() -> None:
+    """Issue 33 item 8: a fence is drawn as a dim rule naming its info string, not
+    shown raw; the code between keeps its characters (no gutter: it copies out
+    unchanged) and is highlighted."""
     lines = render_markdown("```python\ndef f():\n    return 1\n```\nafter *x*")
     assert [plain(line) for line in lines] == [
-        "```python",
+        "─── python",
         "def f():",
         "    return 1",
-        "```",
+        "───",
         "after x",
     ]
-    assert lines[0] == ((FENCE, "```python"),)
+    assert lines[0] == ((FENCE, "─── python"),)
+    assert lines[3] == ((FENCE, "───"),)
+    assert [plain(line) for line in render_markdown("  ~~~ js title=x.js\n1\n~~~~")] == [
+        "─── js title=x.js",
+        "1",
+        "───",
+    ]
     keyword = styles_of(lines[1], "def")
     assert keyword
     assert keyword[0].startswith(CODE_BLOCK)
@@ -91,12 +100,12 @@ def test_a_half_streamed_fence_renders_as_code() -> None:
     assert fence is not None
     fragments, fence = render_line("````", fence)
     assert fence is None
-    assert plain(fragments) == "````"
+    assert plain(fragments) == "───"
 
 
 def test_a_longer_fence_is_not_closed_by_a_shorter_one() -> None:
     lines = render_markdown("````\n```\nstill code\n````\n*x*")
-    assert [plain(line) for line in lines] == ["````", "```", "still code", "````", "x"]
+    assert [plain(line) for line in lines] == ["───", "```", "still code", "───", "x"]
 
 
 def test_control_and_bidi_characters_show_as_escapes() -> None:

@@ -187,7 +187,8 @@ def test_model_text_is_rendered_markdown() -> None:
         state.handle(event(Text(seq=seq, at=0.0, text=piece)))
     state.handle(done(rid))
     lines = state.output[mark:]
-    assert [line_text(line) for line in lines] == ["Here is it:", "```python", "x = 1", "```", "ok"]
+    shown = [line_text(line) for line in lines]
+    assert shown == ["Here is it:", "─── python", "x = 1", "───", "ok"]
     assert (BOLD, "it") in lines[0][1]
     assert all(style.startswith(CODE_BLOCK) for style, _ in lines[2][1])
     assert ("", "ok") == lines[-1]
@@ -203,4 +204,4 @@ def test_a_run_cut_inside_a_fence_prints_its_last_line_as_code() -> None:
     mark = len(state.output)
     state.handle(event(Text(seq=2, at=0.0, text="```\nrm -rf **x**")))
     state.handle(done(rid, "canceled"))
-    assert texts(state, mark)[:2] == ["```", "rm -rf **x**"]
+    assert texts(state, mark)[:2] == ["───", "rm -rf **x**"]
