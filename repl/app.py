@@ -13,8 +13,10 @@ drawn at once but takes the keyboard only when *armed*: once it has been on scre
 `ARM_DELAY_S` with no key pressed. Every key pressed before that restarts the wait and
 goes where it was going — the input line: typed text stays there, and an Enter submits
 the line as the person meant (``/legs⏎`` lists the legs and leaves the dialog open).
-Only then does the focus move into the dialog. Popups (Esc's cancel menu, the leg
-menu) open on the person's own key and are armed at once.
+Only then does the focus move into the dialog, and the dialog is armed only once it
+holds the focus with every key of its form (`agentrio.repl.menus.focus`), so a dialog
+drawn armed takes the very next key — so does a form's next question. Popups (Esc's
+cancel menu, the leg menu) open on the person's own key and are armed at once.
 
 Esc in an ask's dialog opens the stop popup of its task over it (R47); the dialog is
 kept, not rebuilt, so "Keep running" returns to it as it was — its selection, typed
@@ -146,9 +148,6 @@ class ReplApp:
         # yet Esc then Enter (Alt+Enter) must still arrive as one key.
         self.application.ttimeoutlen = 0.05
         self.application.timeoutlen = KEY_TIMEOUT_S
-        #: A dialog that appeared but could not take the focus before being drawn.
-        self._focus_pending: AnyContainer | Buffer | None = None
-        self.application.after_render += self._retry_focus
         self.application.key_processor.before_key_press += self._key_pressed
 
     # ------------------------------------------------------------ running
@@ -268,14 +267,16 @@ class ReplApp:
         else:
             self.dialog = None
         self._stop_arming()
-        target: AnyContainer | Buffer = self.buffer
-        if self.dialog is not None and self.dialog.armed:
-            target = self.dialog.focus_target()
-            if self.dialog is kept and self._ask_focus is not None:
-                target = self._ask_focus
-        elif self.dialog is not None:
-            self._start_arming()
-        self._focus_pending = None if focus(target) else target
+        dialog = self.dialog
+        if dialog is None or not dialog.armed:
+            focus(self.buffer)  # an ask's dialog takes the keyboard once armed (`_arm`)
+            if dialog is not None:
+                self._start_arming()
+            return
+        target: AnyContainer = dialog.focus_target()
+        if dialog is kept and self._ask_focus is not None:
+            target = self._ask_focus
+        focus(target)
 
     def _start_arming(self) -> None:
         """(Re)start the arming delay of the dialog on screen."""
@@ -301,18 +302,11 @@ class ReplApp:
         dialog = self.dialog
         if dialog is None or dialog.armed:
             return
+        if not focus(dialog.focus_target()):
+            self._start_arming()  # never shown armed while the keys go elsewhere
+            return
         dialog.arm()
-        target = dialog.focus_target()
-        self._focus_pending = None if focus(target) else target
         self.application.invalidate()
-
-    def _retry_focus(self, _: object) -> None:
-        """Right after the render that first drew a new dialog, give it the focus —
-        before any key can reach the input line instead."""
-        target = self._focus_pending
-        if target is not None and focus(target):
-            self._focus_pending = None
-            self.application.invalidate()
 
     def _popup_dialog(self, popup: Popup) -> PopupDialog:
         def choose(index: int) -> None:

@@ -32,16 +32,24 @@ __all__ = ["Menu", "PopupDialog", "escape_keys", "focus", "hint_line", "text_win
 
 
 def focus(target: AnyContainer | Buffer) -> bool:
-    """Focus ``target``; False when it cannot take the focus yet.
+    """Focus ``target`` so that the very next key reaches it with all of its keys;
+    False when ``target`` is not part of the layout.
 
-    prompt_toolkit only focuses windows that were visible at the last render, so a
-    dialog that was just swapped in can be focused only after it is drawn once: the
-    caller retries after the next render.
+    prompt_toolkit gathers the keys of the focused window from the window up through
+    its parent containers (a dialog's Esc, a confirmation's scroll keys) and caches the
+    set per window, but it learns which container is whose parent only when it renders.
+    A window focused before it was ever drawn — the next question of a form, built as
+    the one before is answered; a dialog armed before a loaded machine drew it — took a
+    key typed in that moment with its own keys only, and kept that set: the form's Esc
+    never reached it again (issue 33 item 10). So the parent links are refreshed here,
+    at the moment of focusing, not at the next render.
     """
+    layout = get_app().layout
     try:
-        get_app().layout.focus(target)
+        layout.focus(target)
     except ValueError:
         return False
+    layout.update_parents_relations()
     return True
 
 

@@ -56,7 +56,7 @@ def test_question_open_when_the_repl_closes_is_asked_in_the_next_one(daemon_home
         second("send-keys", "-t", "repl", "/pending 1", "Enter")
         wait_for(lambda: "continuing in session cli-" in second.screen(), "the session switch")
         wait_for(lambda: "2. blue" in second.screen(), "the question asked again")
-        wait_for(lambda: "arming…" not in second.screen(), "the form to be armed")
+        wait_armed(second)
         second("send-keys", "-t", "repl", "2")  # blue
         wait_for(lambda: "Resumed with your answers:" in second.screen(), "the answered resume")
         wait_for(lambda: "A: blue" in second.screen(), "the answer given")

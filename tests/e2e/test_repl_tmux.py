@@ -55,7 +55,10 @@ ARMED = "↑↓ choose"
 
 def wait_armed(tmux: Tmux) -> None:
     """Wait until the dialog on screen is armed: keys sent before would go to the
-    input line (R77)."""
+    input line (R77). It waits for the armed hint to be drawn, never for the arming
+    hint to be gone: a capture taken while the live area is redrawn (lines printed
+    above it, a loaded machine) lacks both, and a key sent then went to the input line
+    (issue 33 item 10)."""
     wait_for(lambda: ARMED in tmux.screen(), "the dialog to be armed")
 
 

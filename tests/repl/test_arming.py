@@ -24,6 +24,7 @@ from tests.repl.test_app import ENTER, Harness, pipe_session, run_app
 #: The arming delay of the tests where keys race the arming (see the docstring).
 KEYS_DELAY_S = 1.0
 PAGE_DOWN = "\x1b[6~"
+DOWN = "\x1b[B"
 END = "\x1b[F"
 
 
@@ -166,6 +167,41 @@ def test_the_next_ask_arms_again() -> None:
         assert h.state.asks.keys() == {"k2"}
 
     run_app(scenario, arm_delay_s=KEYS_DELAY_S)
+
+
+def test_keys_typed_ahead_into_the_next_question_keep_its_esc() -> None:
+    """Issue 33 item 10, R47: a digit answering the first question and Down typed with
+    it (one read, before the second question was ever drawn) reach the second question,
+    and its Esc still opens the stop popup afterwards: the keys a focused element takes
+    include its form's, though it was focused before its first render."""
+
+    async def scenario(h: Harness) -> None:
+        h.app.deliver(
+            ask_questions(
+                [
+                    Question(text="Which colour?", options=["red", "blue"]),
+                    Question(text="Which size?", options=["small", "large"]),
+                ]
+            )
+        )
+        dialog = h.app.dialog
+        assert isinstance(dialog, QuestionDialog)
+        await h.armed()
+        await h.press("1" + DOWN)
+        await h.until(lambda: h.keys_done >= 2, "both keys handled")
+        assert dialog.answers == ["red"]
+        await until_drawn(h, "(2/2) Which size?")
+        await h.esc()
+        assert h.state.popup is not None
+        assert h.state.popup.kind == "cancel"
+        await h.press("1")  # Keep running: the same form, its selection kept
+        await h.until(lambda: h.app.dialog is dialog, "the form back")
+        await h.armed()
+        await h.press(ENTER)
+        await h.until(lambda: h.sent, "the reply")
+        assert h.frames() == [Reply(id="q1", answers=["red", "large"])]
+
+    run_app(scenario)
 
 
 # ---------------------------------------------------------------- the whole command
