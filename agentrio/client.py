@@ -277,9 +277,11 @@ class Client:
         allow_turn: bool = False,
         reason: str = "",
         action: ReplyAction | None = None,
+        rule: str = "",
     ) -> None:
-        """Answer ask ``ask_id`` (or a subscribed session's ``confirm_hash``). Raises
-        `ClientError` ``gone`` when it is already answered or withdrawn."""
+        """Answer ask ``ask_id`` (or a subscribed session's ``confirm_hash``); ``rule``
+        chooses one of a confirmation's ``offers`` by its kind (approve and remember
+        it). Raises `ClientError` ``gone`` when it is already answered or withdrawn."""
         await self._call(
             Reply(
                 id=ask_id,
@@ -290,6 +292,7 @@ class Client:
                 allow_turn=allow_turn,
                 reason=reason,
                 action=action,
+                rule=rule,
             )
         )
 
@@ -305,6 +308,7 @@ class Client:
             allow_turn=d.allow_turn,
             reason=d.reason,
             action=d.action,
+            rule=d.rule,
         )
 
     # ------------------------------------------------------------------ queries
@@ -327,13 +331,13 @@ class Client:
         await self._call(BackgroundCancel(session_id=session_id, leg_id=leg_id))
 
     async def allowed(self, session_id: str) -> list[AllowedRule]:
-        """The session's remembered "Always allow" commands (``list_allowed``, R76)."""
+        """The home's remembered rules (``list_allowed``, R76, R92)."""
         result = await self._call(ListAllowed(session_id=session_id))
         assert isinstance(result, AllowedList), result
         return list(result.rules)
 
     async def forget_allowed(self, session_id: str, rule_id: str) -> list[AllowedRule]:
-        """Remove one remembered command (or ``"all"``); the rules left (R76)."""
+        """Remove one remembered rule (or ``"all"``); the rules left (R76, R92)."""
         result = await self._call(ForgetAllowed(session_id=session_id, rule_id=rule_id))
         assert isinstance(result, AllowedList), result
         return list(result.rules)

@@ -47,8 +47,9 @@ AskNotice: TypeAlias = Ask | Withdrawn | Verify
 @attrs.frozen(kw_only=True)
 class Decision:
     """An answer to an ask. Confirmations use ``approve`` (+ ``reason`` when denying,
-    ``remember``, ``allow_turn``, ``action``, ``password``); questions use
-    ``answers``, one per question."""
+    ``remember``, ``allow_turn``, ``action``, ``password``, and ``rule``: the kind of
+    one of the ask's ``offers`` to remember); questions use ``answers``, one per
+    question."""
 
     approve: bool | None = None
     answers: list[str] | None = attrs.field(default=None, repr=False)
@@ -57,10 +58,11 @@ class Decision:
     allow_turn: bool = False
     reason: str = ""
     action: ReplyAction | None = None
+    rule: str = ""
 
     @classmethod
-    def allow(cls, *, remember: bool = False, allow_turn: bool = False) -> Decision:
-        return cls(approve=True, remember=remember, allow_turn=allow_turn)
+    def allow(cls, *, remember: bool = False, allow_turn: bool = False, rule: str = "") -> Decision:
+        return cls(approve=True, remember=remember, allow_turn=allow_turn, rule=rule)
 
     @classmethod
     def deny(cls, reason: str = "") -> Decision:

@@ -137,11 +137,17 @@ class DaemonProcess:
     The constructor returns once the daemon wrote ``daemon.json`` (polled: a subprocess
     start cannot be awaited) and raises `AssertionError` when it exits or takes longer
     than `START_DEADLINE_S`. Blocking: call it from a sync fixture or a worker thread.
-    Output goes to ``<home>/stdout.log``.
+    Output goes to ``<home>/stdout.log``. ``cwd`` is the daemon's working directory
+    (default: this process's), where commands given no ``cwd`` run.
     """
 
     def __init__(
-        self, home: Path, env: dict[str, str] | None = None, *, args: Sequence[str] = ()
+        self,
+        home: Path,
+        env: dict[str, str] | None = None,
+        *,
+        args: Sequence[str] = (),
+        cwd: Path | None = None,
     ) -> None:
         self.home = home
         home.mkdir(parents=True, exist_ok=True)
@@ -160,6 +166,7 @@ class DaemonProcess:
                 *args,
             ],
             env=environment,
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=subprocess.STDOUT,

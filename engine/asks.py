@@ -28,6 +28,7 @@ from agentrio.engine.ids import origin_of
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import Reply
 from agentrio.protocol.http import ConfirmRequest
+from agentrio.protocol.rules import RuleOffer
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
@@ -75,6 +76,8 @@ class AskRequest:
     #: Who asks, shown to the person: the in-process sub-agent (R80), or the background
     #: sub-agents whose commands a follow-up offers (R84); "" for the task.
     subagent: str = ""
+    #: Rules the confirmation offers as choices of their own (R92), by kind.
+    offers: list[RuleOffer] = attrs.field(factory=list)
 
     @property
     def origin(self) -> str:
@@ -105,6 +108,8 @@ class AskReply:
     allow_turn: bool = False
     reason: str = ""
     action: Literal["cancel_task", "abort_task"] | None = None
+    #: The kind of the offered rule chosen (``offers``), or "" (R92).
+    rule: str = ""
 
     @classmethod
     def from_wire(cls, answer: ConfirmRequest | Reply) -> AskReply:
@@ -117,6 +122,7 @@ class AskReply:
             allow_turn=answer.allow_turn,
             reason=answer.reason,
             action=answer.action,
+            rule=answer.rule,
         )
 
 

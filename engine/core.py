@@ -32,6 +32,7 @@ from agentrio.engine.messages import CONFLICT_RUNNING, resume_said
 from agentrio.engine.models.base import Model
 from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
 from agentrio.engine.pending import AskReply, AskRequest, Entry, Listener
+from agentrio.engine.rules import RuleBook
 from agentrio.engine.runs import (
     PreludeCall,
     RunOrigin,
@@ -307,23 +308,27 @@ class Engine:
         check_session_id(session_id)
         return self.background.list_legs(session_id)
 
-    def allowed(self, session_id: str) -> list[AllowedRule]:
-        """The session's remembered "Always allow" commands (R76); none for a session
-        that never ran here (it is not made by asking)."""
-        check_session_id(session_id)
-        allowed = self.sessions.allowed(session_id)
-        return allowed.rules() if allowed is not None else []
+    @property
+    def rules(self) -> RuleBook:
+        """The home's remembered rules, kept in the store (R76, R92)."""
+        return RuleBook(self.services.store)
 
-    def forget_allowed(self, session_id: str, rule_id: str) -> list[AllowedRule]:
-        """Remove one remembered command, or all with ``"all"``; the rules left (R76).
-        Raises `NotFound` for an unknown rule id."""
+    async def allowed(self, session_id: str) -> list[AllowedRule]:
+        """The home's remembered rules (R76, R92), asked for by ``session_id``: rules
+        belong to the home, so every session lists (and is covered by) the same."""
         check_session_id(session_id)
-        allowed = self.sessions.allowed(session_id)
-        removed = allowed.remove(rule_id) if allowed is not None else 0
-        self.sessions.forget_kept_rules_if_empty(session_id)
+        return await self.rules.rules()
+
+    async def forget_allowed(
+        self, session_id: str, rule_id: str
+    ) -> tuple[list[AllowedRule], list[AllowedRule]]:
+        """Remove one remembered rule, or all with ``"all"``: the rules left and the
+        rules removed (R76, R92). Raises `NotFound` for an unknown rule id."""
+        check_session_id(session_id)
+        removed = await self.rules.forget(rule_id)
         if not removed and rule_id != "all":
-            raise NotFound(f"no remembered command {rule_id[:64]!r} in session {session_id}")
-        return self.allowed(session_id)
+            raise NotFound(f"no remembered rule {rule_id[:64]!r}")
+        return await self.rules.rules(), removed
 
     # ------------------------------------------------------------------ resume
 

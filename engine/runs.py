@@ -205,7 +205,6 @@ class TaskRun:
             allow_all=self.allow_all,
             subagent_of=self.subagent_of,
             turn=sum(1 for message in self.messages if message.role == "assistant"),
-            allowed=self.session.allowed,
             allow_turn=set(),
             emit=self.emit,
             cancel=self.handle.cancel,

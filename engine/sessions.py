@@ -35,7 +35,6 @@ import trio
 
 from agentrio.engine.conversation import Calibration
 from agentrio.engine.ids import check_session_id, origin_of
-from agentrio.engine.tools.allowed import AllowedCommands
 from agentrio.protocol.events import Event, TokenUsage
 
 __all__ = [
@@ -330,7 +329,6 @@ class Session(Generic[R]):
         *,
         clock: Callable[[], float],
         leg_limit: int | None = None,
-        allowed: AllowedCommands | None = None,
         replay_bytes: int = DEFAULT_REPLAY_BYTES,
         queue_bytes: int = DEFAULT_QUEUE_BYTES,
     ) -> None:
@@ -344,8 +342,6 @@ class Session(Generic[R]):
         #: The task most recently started here (R36 decides new hashes with it); None
         #: in a session made in this process before its first task (the store knows).
         self.latest_task: str | None = None
-        #: Commands the user chose "Always allow" for, in this session (R76).
-        self.allowed = allowed if allowed is not None else AllowedCommands()
         #: `trio.current_time` when the registry's sweep first found the session idle
         #: and unused since; None while it is busy or was used since.
         self.idle_since: float | None = None
@@ -383,8 +379,6 @@ class SessionRegistryStatistics:
     live: int
     #: Sessions dropped since the engine started.
     dropped_total: int
-    #: Dropped sessions whose "Always allow" commands the registry keeps (R76).
-    kept_rules: int
 
 
 class SessionRegistry(Generic[R]):
@@ -433,7 +427,6 @@ class SessionRegistry(Generic[R]):
         self._leg_limit = leg_limit
         self._holders = tuple(holders)
         self._live: dict[str, Session[R]] = {}
-        self._kept_rules: dict[str, AllowedCommands] = {}
         self._dropped_total = 0
         self._event_sink: Callable[[str, str, Event], None] | None = None
 
@@ -457,7 +450,6 @@ class SessionRegistry(Generic[R]):
                 session_id,
                 clock=self._clock,
                 leg_limit=self._leg_limit,
-                allowed=self._kept_rules.pop(session_id, None),
                 replay_bytes=self._replay_bytes,
                 queue_bytes=self._queue_bytes,
             )
@@ -477,17 +469,6 @@ class SessionRegistry(Generic[R]):
 
     def __len__(self) -> int:
         return len(self._live)
-
-    def allowed(self, session_id: str) -> AllowedCommands | None:
-        """The session's remembered commands, live or kept since it was dropped."""
-        session = self._live.get(session_id)
-        return session.allowed if session is not None else self._kept_rules.get(session_id)
-
-    def forget_kept_rules_if_empty(self, session_id: str) -> None:
-        """Stop keeping a dropped session's rules once the last one was removed."""
-        kept = self._kept_rules.get(session_id)
-        if kept is not None and not kept.rules():
-            del self._kept_rules[session_id]
 
     def sweep(self, now: float) -> int:
         """One look at every session (see the class docstring); returns how many
@@ -542,8 +523,6 @@ class SessionRegistry(Generic[R]):
     def _drop(self, session: Session[R]) -> None:
         self._unquiet(session.id)
         del self._live[session.id]
-        if session.allowed.rules():
-            self._kept_rules[session.id] = session.allowed
         self._dropped_total += 1
 
     async def run_sweeps(self, *, task_status: trio.TaskStatus[None]) -> None:
@@ -560,5 +539,4 @@ class SessionRegistry(Generic[R]):
         return SessionRegistryStatistics(
             live=len(self._live),
             dropped_total=self._dropped_total,
-            kept_rules=len(self._kept_rules),
         )

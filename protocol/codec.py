@@ -326,7 +326,10 @@ def _tagged_unstructurer(cls: type, tag_name: str) -> Callable[[Any], dict[str, 
     for f in fields:
         expression = _field_expression(f, namespace)
         if _omitted_by_default(f):
-            namespace[f"_d_{f.name}"] = f.default
+            default: Any = f.default
+            if isinstance(default, attrs.Factory):  # type: ignore[arg-type]  # factory=list
+                default = default.factory()
+            namespace[f"_d_{f.name}"] = default
             optional.append(f"    if v.{f.name} != _d_{f.name}: d[{f.name!r}] = {expression}")
         else:
             items.append(f"{f.name!r}: {expression}")

@@ -12,6 +12,8 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from agentrio.protocol.rules import RuleOffer
+
 __all__ = [
     "EVENT_TYPES",
     "Canceled",
@@ -167,6 +169,8 @@ class Confirm:
     #: or the background sub-agents whose commands a follow-up offers (R84); empty for
     #: the task's own calls, and then left out of the JSON.
     subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
+    #: Rules the confirmation offers as choices of their own (R92); left out if none.
+    offers: list[RuleOffer] = attrs.field(factory=list, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)

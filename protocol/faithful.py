@@ -66,6 +66,7 @@ __all__ = [
     "faithful_lines",
     "is_invisible",
     "line_pieces",
+    "one_line",
     "plain_text",
     "source_length",
     "wrap_rows",
@@ -210,6 +211,12 @@ def line_pieces(line: str, *, escape_newlines: bool = False) -> tuple[Piece, ...
         index += 1
     flush()
     return tuple(pieces)
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of plain characters, shown faithfully: newlines, control
+    and invisible characters as their escapes (a rule's ``covers``, a directory)."""
+    return "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
 
 
 def _text_lines(value: str) -> list[FaithfulLine]:

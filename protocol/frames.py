@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Final, Literal
 import attrs
 
 from agentrio.protocol.events import Event, Question
+from agentrio.protocol.rules import AllowedRule, RuleOffer
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
@@ -161,6 +162,8 @@ class Reply:
     allow_turn: bool = False
     reason: str = ""
     action: ReplyAction | None = None
+    #: The ``kind`` of the ask's `RuleOffer` chosen: approve and remember that rule.
+    rule: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
@@ -238,7 +241,8 @@ class OpenWindow:
 
 @attrs.frozen(kw_only=True)
 class ListAllowed:
-    """The session's remembered "Always allow" commands; answered by ``allowed`` (R76)."""
+    """The home's remembered rules (every session's, kept across restarts: R76, R92);
+    answered by ``allowed``. ``session_id`` names the session asking."""
 
     TYPE: ClassVar[str] = "list_allowed"
     session_id: str
@@ -247,8 +251,8 @@ class ListAllowed:
 
 @attrs.frozen(kw_only=True)
 class ForgetAllowed:
-    """Remove one remembered command (``rule_id``) or all of them (``"all"``); answered
-    by ``allowed`` with the rules left (R76)."""
+    """Remove one remembered rule (``rule_id``) or all of them (``"all"``); answered
+    by ``allowed`` with the rules left and the ones ``removed`` (R76, R92)."""
 
     TYPE: ClassVar[str] = "forget_allowed"
     session_id: str
@@ -345,6 +349,8 @@ class Ask:
     #: background sub-agents whose commands a follow-up offers (R84); empty when the
     #: task itself asks. Left out while empty (an older peer's frame).
     subagent: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    #: Rules this confirmation offers as choices of their own (R92); left out if none.
+    offers: list[RuleOffer] = attrs.field(factory=list, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -441,22 +447,14 @@ class LegList:
 
 
 @attrs.frozen(kw_only=True)
-class AllowedRule:
-    """One remembered command: exactly this text, run in exactly this real directory,
-    runs without asking again (R76). ``cwd`` is empty only in a frame of a daemon from
-    before rules had a directory; such a rule covers nothing."""
-
-    id: str
-    command: str
-    added_at: float
-    cwd: str = ""
-
-
-@attrs.frozen(kw_only=True)
 class AllowedList:
+    """The home's remembered rules (R92), oldest first; after a ``forget_allowed``,
+    ``removed`` holds the rules it removed (so a front-end says what went)."""
+
     TYPE: ClassVar[str] = "allowed"
     session_id: str
     rules: list[AllowedRule]
+    removed: list[AllowedRule] = attrs.field(factory=list, metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 

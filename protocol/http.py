@@ -79,6 +79,8 @@ class ConfirmRequest:
     action: ReplyAction | None = None
     password: str | None = None
     answers: list[str] | None = None
+    #: The ``kind`` of the confirmation's offered rule chosen (its ``offers``, R92).
+    rule: str = ""
 
 
 @attrs.frozen(kw_only=True)
@@ -149,9 +151,11 @@ class LegCancelResult:
 
 @attrs.frozen(kw_only=True)
 class AllowedRules:
-    """``GET /v1/session/{id}/allowed``: the session's remembered commands (R76)."""
+    """``GET /v1/session/{id}/allowed``: the home's remembered rules (R76, R92);
+    ``DELETE …/allowed/{rule_id}`` answers the rules left and those ``removed``."""
 
     rules: list[AllowedRule]
+    removed: list[AllowedRule] = attrs.field(factory=list, metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)

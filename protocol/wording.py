@@ -16,6 +16,7 @@ from typing import Final
 __all__ = [
     "ALLOW_TURN",
     "ALWAYS_ALLOW",
+    "ALWAYS_ALLOW_RULE",
     "APPROVE",
     "DENY",
     "ESC_KEEP_RUNNING",
@@ -24,6 +25,7 @@ __all__ = [
     "compacted_line",
     "confirm_title",
     "ended_line",
+    "offer_label",
     "plural",
     "retrying_line",
     "usage_line",
@@ -33,9 +35,13 @@ __all__ = [
 APPROVE: Final = "Approve"
 #: Refuse the call; the reason goes to the model.
 DENY: Final = "Deny with reason"
-#: Remember this exact command, in the directory shown (its ``cwd``), for the session
-#: (R76; issue 29 finding 4).
+#: Remember this exact command, in the directory shown (its ``cwd``), for the home,
+#: across restarts (R76, R92; issue 29 finding 4).
 ALWAYS_ALLOW: Final = "Always allow this exact command in this directory"
+#: The start of each rule a confirmation offers as a choice of its own (R92): the
+#: choice reads "Always allow <covers>" (`offer_label`), after the six fixed choices,
+#: so a number learned for one of those never picks a rule.
+ALWAYS_ALLOW_RULE: Final = "Always allow"
 #: Approve this call and, for the rest of this model turn, what the words say: plain
 #: programs, never a shell, an interpreter given code, sudo or a restricted path
 #: (engine/tools/turn_scope.py holds the engine to it; issue 29 finding 6).
@@ -54,6 +60,12 @@ def plural(count: int, word: str, many: str = "") -> str:
     """``1 question``, ``2 questions``: a count and its noun, singular or plural
     (``many`` when the plural is not ``word + "s"``)."""
     return f"{count} {word if count == 1 else (many or word + 's')}"
+
+
+def offer_label(covers: str) -> str:
+    """The choice of an offered rule: ``Always allow `npm test …` (any further
+    arguments) in /home/ada/app`` (its ``covers`` line, as the daemon wrote it)."""
+    return f"{ALWAYS_ALLOW_RULE} {covers}"
 
 
 def confirm_title(tool_name: str, *, restricted: bool = False) -> str:

@@ -318,8 +318,12 @@ class ReplApp:
     def _ask_dialog(self, ask: Ask) -> ConfirmDialog | QuestionDialog:
         if ask.kind == "tool_confirm":
 
-            def confirmed(choice: ConfirmChoice, reason: str, password: str | None) -> None:
-                self.state.answer_confirm(ask.id, choice, reason=reason, password=password)
+            def confirmed(
+                choice: ConfirmChoice, reason: str, password: str | None, rule: str
+            ) -> None:
+                self.state.answer_confirm(
+                    ask.id, choice, reason=reason, password=password, rule=rule
+                )
                 self.refresh()
 
             return ConfirmDialog(ask, confirmed, self.on_dialog_escape)

@@ -14,9 +14,11 @@ from typing import Final
 import attrs
 
 from agentrio.protocol import wording
-from agentrio.protocol.frames import BackgroundCancel, Cancel, Reply
+from agentrio.protocol.faithful import one_line
+from agentrio.protocol.frames import Ask, BackgroundCancel, Cancel, Reply
 
 __all__ = [
+    "APPROVING",
     "BUILTIN_VERBS",
     "COMMANDS",
     "AllowedCmd",
@@ -40,6 +42,7 @@ __all__ = [
     "background_cancel_frame",
     "cancel_frame",
     "complete_command",
+    "confirm_choices",
     "confirm_reply",
     "help_text",
     "new_request_id",
@@ -133,7 +136,7 @@ class Legs:
 
 @attrs.frozen
 class AllowedCmd:
-    """``/allowed``: list the session's remembered commands (R76)."""
+    """``/allowed``: list the home's remembered rules (R76, R92)."""
 
 
 @attrs.frozen
@@ -308,7 +311,9 @@ def verbs_text() -> str:
 
 
 class ConfirmChoice(enum.Enum):
-    """The six answers of a tool confirmation (SPEC §11), in dialog order."""
+    """The answers of a tool confirmation (SPEC §11), in dialog order: the six fixed
+    ones, then ``RULE`` once per rule the ask offers (R92; its label is
+    `agentrio.protocol.wording.offer_label` of the offer)."""
 
     APPROVE = wording.APPROVE
     DENY = wording.DENY
@@ -316,12 +321,36 @@ class ConfirmChoice(enum.Enum):
     TURN = wording.ALLOW_TURN
     CANCEL_TASK = wording.STOP_DISCARD
     ABORT_TASK = wording.STOP_KEEP
+    RULE = wording.ALWAYS_ALLOW_RULE
+
+
+#: The choices that approve the call (and so carry the system password, R7).
+APPROVING: Final = frozenset(
+    {ConfirmChoice.APPROVE, ConfirmChoice.ALWAYS, ConfirmChoice.TURN, ConfirmChoice.RULE}
+)
+
+
+def confirm_choices(ask: Ask) -> list[tuple[ConfirmChoice, str, str]]:
+    """The dialog's choices for ``ask``: each choice, its label and the offered rule's
+    kind ("" for the fixed ones). Offered rules come after the six fixed choices, so
+    the number of each fixed choice never changes with what is offered."""
+    fixed = [(c, c.value, "") for c in ConfirmChoice if c is not ConfirmChoice.RULE]
+    offered = [
+        (ConfirmChoice.RULE, wording.offer_label(one_line(o.covers)), o.kind) for o in ask.offers
+    ]
+    return fixed + offered
 
 
 def confirm_reply(
-    ask_id: str, choice: ConfirmChoice, *, reason: str = "", password: str | None = None
+    ask_id: str,
+    choice: ConfirmChoice,
+    *,
+    reason: str = "",
+    password: str | None = None,
+    rule: str = "",
 ) -> Reply:
-    """The exact `Reply` for a confirmation choice.
+    """The exact `Reply` for a confirmation choice (``rule``: the kind of the offered
+    rule chosen, with `ConfirmChoice.RULE`).
 
     ``password`` rides along with the approving choices only (R7): a deny, cancel or
     abort never sends the system password anywhere.
@@ -339,6 +368,8 @@ def confirm_reply(
             return Reply(id=ask_id, action="cancel_task")
         case ConfirmChoice.ABORT_TASK:
             return Reply(id=ask_id, action="abort_task")
+        case ConfirmChoice.RULE:
+            return Reply(id=ask_id, approve=True, rule=rule, password=password)
 
 
 def question_reply(ask_id: str, answers: list[str]) -> Reply:

@@ -56,7 +56,7 @@ from agentrio.protocol.events import Question
 from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from agentrio.protocol.frames import Ask
 from agentrio.protocol.wording import confirm_title
-from agentrio.repl.commands import ConfirmChoice
+from agentrio.repl.commands import APPROVING, ConfirmChoice, confirm_choices
 from agentrio.repl.hints import confirm_hint, question_hint
 from agentrio.repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
 from agentrio.repl.render import clip
@@ -171,14 +171,16 @@ def _command_rows() -> int:
 
 
 class ConfirmDialog:
-    """Approve a tool call (SPEC §11): six choices, a reason field for Deny, and a
+    """Approve a tool call (SPEC §11): six choices and one more per rule the ask
+    offers (R92, after the six: `confirm_choices`), a reason field for Deny, and a
     password field for a restricted path (R7). The arguments show in a `CommandView`
-    (R77); the dialog takes keys only once `arm` was called."""
+    (R77); the dialog takes keys only once `arm` was called. ``on_answer`` gets the
+    choice, the reason, the password and the kind of the offered rule chosen."""
 
     def __init__(
         self,
         ask: Ask,
-        on_answer: Callable[[ConfirmChoice, str, str | None], None],
+        on_answer: Callable[[ConfirmChoice, str, str | None, str], None],
         on_escape: Callable[[], None] = lambda: None,
     ) -> None:
         self.ask = ask
@@ -198,7 +200,8 @@ class ConfirmDialog:
             prompt="reason (Enter sends, Esc goes back): ",
             accept_handler=self._reason_entered,
         )
-        self.menu = Menu([c.value for c in ConfirmChoice], self._picked, enabled=self._armed)
+        self.choices = confirm_choices(ask)
+        self.menu = Menu([label for _, label, _ in self.choices], self._picked, enabled=self._armed)
         self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
         self.container = self._layout()
 
@@ -317,26 +320,25 @@ class ConfirmDialog:
     def _reason_entered(self, buffer: Buffer) -> bool:
         if not self.armed:
             return True
-        self._on_answer(ConfirmChoice.DENY, buffer.text.strip(), None)
+        self._on_answer(ConfirmChoice.DENY, buffer.text.strip(), None, "")
         return True
 
     def _picked(self, picked: list[int]) -> None:
         if not self.armed:
             return
-        choice = list(ConfirmChoice)[picked[0]]
+        choice, _, rule = self.choices[picked[0]]
         if choice is ConfirmChoice.DENY:
             self.asking_reason = True
             focus(self.reason)
             return
-        approving = choice in (ConfirmChoice.APPROVE, ConfirmChoice.ALWAYS, ConfirmChoice.TURN)
         password: str | None = None
-        if approving and self.ask.need_password:
+        if choice in APPROVING and self.ask.need_password:
             password = self.password.text
             if not password:
                 self.error = "enter the system password first"
                 focus(self.password)
                 return
-        self._on_answer(choice, "", password)
+        self._on_answer(choice, "", password, rule)
 
     def __pt_container__(self) -> AnyContainer:
         return self.container

@@ -18,7 +18,7 @@ from typing import Final, Protocol
 
 from agentrio.protocol.codec import structure
 from agentrio.protocol.errors import FrameDecodeError
-from agentrio.protocol.faithful import line_pieces
+from agentrio.protocol.faithful import one_line
 from agentrio.protocol.frames import (
     AllowedList,
     AllowedRule,
@@ -39,7 +39,7 @@ from agentrio.repl.render import clip
 #: A ``/history`` word that may be (the start of) a task id: it finds that task too.
 _TASK_ID_PREFIX: Final = re.compile(r"[0-9a-fA-F]{6,32}")
 
-__all__ = ["ListsHost", "SessionLists", "age_text", "origin_of"]
+__all__ = ["ListsHost", "SessionLists", "age_text", "covered", "origin_of"]
 
 
 def origin_of(session_id: str) -> str:
@@ -56,6 +56,17 @@ def age_text(seconds: float) -> str:
         if seconds >= size:
             return f"{seconds // size}{unit}"
     return f"{seconds}s"
+
+
+def covered(rule: AllowedRule) -> str:
+    """What ``rule`` covers, in one faithful line: its ``covers`` words, or for an
+    older daemon's rule its command and directory."""
+    text = rule.covers or (
+        f"exactly `{rule.command}` in {rule.cwd}"
+        if rule.cwd
+        else f"`{rule.command}` (no directory: covers nothing)"
+    )
+    return one_line(text)
 
 
 class ListsHost(Protocol):
@@ -156,7 +167,7 @@ class SessionLists:
         if ref.isdigit():
             index = int(ref) - 1
             if not 0 <= index < len(self.allowed_rules):
-                self._host.set_notice(f"no remembered command {ref}: see /allowed")
+                self._host.set_notice(f"no remembered rule {ref}: see /allowed")
                 return
             rule_id = self.allowed_rules[index].id
         frame = ForgetAllowed(session_id=self._host.session_id, rule_id=rule_id)
@@ -235,8 +246,10 @@ class SessionLists:
             write(f"  {number}. {task.task_hash[:8]}  {place}{clip(task.objective, 80)}{flags}")
 
     def allowed_list(self, frame: AllowedList) -> None:
-        """The session's remembered commands (R76), each shown as the confirmation
-        showed it: newlines and invisible characters escaped (`agentrio.protocol.faithful`)."""
+        """The home's remembered rules (R76, R92), each by what it covers (its
+        ``covers`` line, the words its confirmation offered) and since when; shown
+        faithfully: newlines and invisible characters escaped
+        (`agentrio.protocol.faithful`)."""
         if frame.session_id != self._host.session_id:
             return
         self.allowed_rules = list(frame.rules)
@@ -245,35 +258,33 @@ class SessionLists:
         self._show_allowed = False
         write = self._host.write
         if self._forgetting is not None:
-            self._forgot(frame.rules)
+            self._forgot(frame.rules, frame.removed)
         if not frame.rules:
-            write("no remembered commands: every command that needs one asks", "class:dim")
+            write("no remembered rules: every command that needs one asks", "class:dim")
             return
         write(
-            "always allowed in this session (exactly these commands, each only in its "
-            "directory; /allowed forget N removes one, /allowed forget all every one):",
+            "always allowed in this home, kept across restarts (each rule covers only what "
+            "it says; /allowed forget N removes one, /allowed forget all every one):",
             "class:dim",
         )
         for number, rule in enumerate(frame.rules, 1):
-            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
-            where = "".join(p.text for p in line_pieces(rule.cwd, escape_newlines=True))
-            write(f"  {number}. {shown}")
-            write(f"       in {where}" if where else "       (no directory: covers nothing)")
+            write(f"  {number}. {covered(rule)}")
+            write(f"       since {time.strftime('%Y-%m-%d %H:%M', time.localtime(rule.added_at))}")
 
-    def _forgot(self, left: list[AllowedRule]) -> None:
-        """Say which remembered commands a ``/allowed forget`` removed (they ask again)."""
+    def _forgot(self, left: list[AllowedRule], removed: list[AllowedRule]) -> None:
+        """Say which remembered rules a ``/allowed forget`` removed (they ask again):
+        the daemon's ``removed``, or (an older daemon) those no longer listed."""
         assert self._forgetting is not None
         (before, ref), self._forgetting = self._forgetting, None
         kept = {rule.id for rule in left}
-        gone = [rule for rule in before if rule.id not in kept]
+        gone = removed or [rule for rule in before if rule.id not in kept]
         write = self._host.write
         if not gone and ref != "all":
-            write(f"nothing removed: no remembered command {ref}", "class:warn")
+            write(f"nothing removed: no remembered rule {ref}", "class:warn")
         elif not gone:
-            write("forgot every remembered command: each asks again", "class:dim")
+            write("forgot every remembered rule: each command asks again", "class:dim")
         for rule in gone:
-            shown = "".join(p.text for p in line_pieces(rule.command, escape_newlines=True))
-            write(f"forgot {shown} — it asks again from now on", "class:dim")
+            write(f"forgot {covered(rule)} — it asks again from now on", "class:dim")
 
     def leg_list(self, frame: LegList) -> None:
         if frame.session_id != self._host.session_id:

@@ -59,6 +59,7 @@ from agentrio.repl.commands import (
     SessionInfo,
     Unknown,
     cancel_frame,
+    confirm_choices,
     confirm_reply,
     help_text,
     new_request_id,
@@ -345,13 +346,20 @@ class ReplState:
         *,
         reason: str = "",
         password: str | None = None,
+        rule: str = "",
     ) -> None:
+        """Send the reply for ``choice`` (``rule``: the kind of the offered rule chosen,
+        with `ConfirmChoice.RULE`) and say in the transcript what was chosen."""
         ask = self.asks.pop(ask_id, None)
         if ask is None:
             return
-        self.send(confirm_reply(ask_id, choice, reason=reason, password=password))
+        self.send(confirm_reply(ask_id, choice, reason=reason, password=password, rule=rule))
+        label = next(
+            (text for c, text, kind in confirm_choices(ask) if c is choice and kind == rule),
+            choice.value,
+        )
         tail = f": {clip(reason, 80)}" if choice is ConfirmChoice.DENY and reason else ""
-        self.write(f"  → {choice.value}{tail} ({ask.tool_name}{_asker(ask)})", "class:dim")
+        self.write(f"  → {clip(label, 200)}{tail} ({ask.tool_name}{_asker(ask)})", "class:dim")
 
     def answer_questions(self, ask_id: str, answers: list[str]) -> None:
         ask = self.asks.pop(ask_id, None)

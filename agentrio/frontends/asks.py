@@ -2,7 +2,10 @@
 answer each button gives.
 
 A shown ask has a short *token*; its buttons carry ``<token>|<choice>`` (Telegram
-allows 64 bytes of callback data, Discord 100 characters of ``custom_id``). A press
+allows 64 bytes of callback data, Discord 100 characters of ``custom_id``). A rule the
+confirmation offers (R92) is written out in full in the message, numbered, and its
+button (``p<N>``, after the fixed ones) names that number: a button label is too short
+(Discord: 80 characters) to say the prefix and the directory faithfully. A press
 whose token is unknown — the ask was answered, withdrawn, or shown by an earlier run of
 the bot — gets `NO_LONGER_OPEN` and nothing is sent to agentrio: no fault ever approves.
 """
@@ -18,7 +21,7 @@ from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
 from agentrio.protocol import wording
-from agentrio.protocol.faithful import faithful_lines, plain_text
+from agentrio.protocol.faithful import faithful_lines, one_line, plain_text
 from agentrio.protocol.frames import Ask
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "confirm_buttons",
     "confirm_parts",
     "decision_of",
+    "offer_outcome",
     "question_buttons",
     "question_parts",
 ]
@@ -64,7 +68,7 @@ CHOICES: Final[dict[str, str]] = {
 #: What each choice, once pressed, says under the confirmation.
 OUTCOMES: Final[dict[str, str]] = {
     "a": "✓ approved",
-    "r": "✓ approved, and always allowed in this chat's session",
+    "r": "✓ approved, and always allowed in this home (kept across restarts)",
     "k": "‖ stopped — kept: resume it with /pending",
     "x": "✗ stopped and discarded",
 }
@@ -138,6 +142,7 @@ def confirm_parts(ask: Ask) -> list[Part]:
     text = command_text(ask)
     if not command_too_long(text):
         parts.append(code(text))
+        parts.extend(_offer_parts(ask))
         return parts
     lines = text.split("\n")
     head = "\n".join(lines[:HEAD_LINES])[:MAX_CONFIRM_CHARS]
@@ -152,15 +157,41 @@ def confirm_parts(ask: Ask) -> list[Part]:
     return parts
 
 
-def confirm_buttons(token: str) -> list[list[Button]]:
+def _offer_parts(ask: Ask) -> list[Part]:
+    """Each offered rule, numbered, in the words of every front-end (its ``covers``
+    line, escaped like the command): what its button approves."""
+    return [
+        prose(f"\nRule {number} offered: {wording.offer_label(one_line(offer.covers))}")
+        for number, offer in enumerate(ask.offers, 1)
+    ]
+
+
+def offer_outcome(number: int) -> str:
+    """What pressing the button of offered rule ``number`` says under the confirmation."""
+    return f"✓ approved, and rule {number} always allowed in this home (kept across restarts)"
+
+
+def confirm_buttons(token: str, ask: Ask) -> list[list[Button]]:
+    """The fixed choices, then one button per offered rule (``p<index>``)."""
+
     def button(choice: str) -> Button:
         return Button(CHOICES[choice], f"{token}|{choice}")
 
-    return [[button("a"), button("d")], [button("r")], [button("k"), button("x")]]
+    offers = [
+        [Button(f"{wording.ALWAYS_ALLOW_RULE} rule {number} (above)", f"{token}|p{number - 1}")]
+        for number in range(1, len(ask.offers) + 1)
+    ]
+    return [[button("a"), button("d")], [button("r")], [button("k"), button("x")], *offers]
 
 
-def decision_of(choice: str) -> Decision | None:
-    """The reply a confirmation button gives; None for "deny" (a reason comes first)."""
+def decision_of(choice: str, ask: Ask) -> Decision | None:
+    """The reply a confirmation button gives; None for "deny" (a reason comes first)
+    and for a press naming no offered rule (the press's data is untrusted)."""
+    if choice.startswith("p") and choice[1:].isdigit():
+        index = int(choice[1:])
+        if index < len(ask.offers):
+            return Decision.allow(rule=ask.offers[index].kind)
+        return None
     match choice:
         case "a":
             return Decision.allow()

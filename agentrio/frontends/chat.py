@@ -371,7 +371,7 @@ class ChatFrontend:
             await self.say_parts(shown.chat, [*confirm_parts(ask), prose("\nRefused: " + refusal)])
             await self._refuse(ask, refusal)
             return
-        await self._register(shown, confirm_parts(ask), confirm_buttons(shown.token))
+        await self._register(shown, confirm_parts(ask), confirm_buttons(shown.token, ask))
 
     async def _show_secret(self, shown: ShownAsk, conversation: Conversation) -> None:
         key = shown.ask.tool_args.get("key", "?")

@@ -4,7 +4,7 @@ listed by ``/pending``. A press that matches nothing open gets `NO_LONGER_OPEN`.
 from __future__ import annotations
 
 from agentrio.errors import ClientError
-from agentrio.frontends.asks import CHOICES, NO_LONGER_OPEN, OUTCOMES, decision_of
+from agentrio.frontends.asks import CHOICES, NO_LONGER_OPEN, OUTCOMES, decision_of, offer_outcome
 from agentrio.frontends.conversation import Awaiting
 from agentrio.frontends.core import ChatCore
 from agentrio.frontends.platform import Pressed
@@ -42,9 +42,10 @@ async def handle_press(front: ChatCore, press: Pressed) -> None:
         front.conversation(press.chat).awaiting = Awaiting("reason", shown.ask.id)
         await front.close_ask(shown, f"{CHOICES['d']}: reply with the reason", keep=True)
         return
-    decision = decision_of(choice)
+    decision = decision_of(choice, shown.ask)
     if decision is not None:
-        await front.decide(shown, decision, OUTCOMES[choice])
+        said = offer_outcome(int(choice[1:]) + 1) if decision.rule else OUTCOMES[choice]
+        await front.decide(shown, decision, said)
 
 
 async def _resume(front: ChatCore, press: Pressed, key: str) -> None:

@@ -42,8 +42,6 @@ async def run_subagent_leg(
     """Run ``leg``'s sub-agent to its end; returns its state and its result."""
     job = leg.job
     child_session = f"{job.session_id[:115]}-{leg.id}"
-    allowed = tasks.session(job.session_id).allowed
-    tasks.session(child_session).allowed.copy_from(allowed)
     child = await tasks.start_task(
         child_session, leg.label, allow_all=leg.allow_all, subagent_of=leg.id
     )

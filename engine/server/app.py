@@ -361,6 +361,7 @@ def _reply_of(ask_id: str, body: ConfirmRequest) -> Reply:
         allow_turn=body.allow_turn,
         reason=body.reason,
         action=body.action,
+        rule=body.rule,
     )
 
 
@@ -426,8 +427,9 @@ async def cancel_leg(request: Request, ctx: ServerContext) -> Response:
 
 
 async def allowed(request: Request, ctx: ServerContext) -> Response:
-    """The session's remembered "Always allow" commands (R76)."""
-    return json_response(ctx.commands.allowed(ListAllowed(session_id=_session_id(request))))
+    """The home's remembered rules (R76, R92)."""
+    frame = ListAllowed(session_id=_session_id(request))
+    return json_response(await ctx.commands.allowed(frame))
 
 
 async def session_model(request: Request, ctx: ServerContext) -> Response:
@@ -440,10 +442,10 @@ async def session_model(request: Request, ctx: ServerContext) -> Response:
 
 
 async def forget_allowed(request: Request, ctx: ServerContext) -> Response:
-    """Remove one remembered command (or ``all``); 204, 404 for an unknown rule (R76)."""
-    rule_id = request.path_params["rule_id"]
-    ctx.commands.forget_allowed(ForgetAllowed(session_id=_session_id(request), rule_id=rule_id))
-    return Response(status_code=204)
+    """Remove one remembered rule (or ``all``): 200 with the rules left and those
+    removed, 404 for an unknown rule (R76, R92)."""
+    frame = ForgetAllowed(session_id=_session_id(request), rule_id=request.path_params["rule_id"])
+    return json_response(await ctx.commands.forget_allowed(frame))
 
 
 async def static_file(request: Request, ctx: ServerContext) -> Response:

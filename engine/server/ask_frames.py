@@ -24,6 +24,7 @@ def ask_frame(entry: Entry) -> Ask:
         restricted=request.restricted,
         need_password=request.need_password,
         subagent=request.subagent,
+        offers=list(request.offers),
     )
 
 
@@ -40,6 +41,7 @@ def request_of_ask(ask: Ask) -> AskRequest:
         restricted=ask.restricted,
         need_password=ask.need_password,
         subagent=ask.subagent,
+        offers=list(ask.offers),
     )
 
 

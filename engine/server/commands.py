@@ -316,9 +316,9 @@ class Commands:
 
     # ------------------------------------------------------------------ allowed
 
-    def allowed(self, frame: ListAllowed) -> AllowedRules:
-        """The session's remembered "Always allow" commands (R76)."""
-        return AllowedRules(rules=self.engine.allowed(frame.session_id))
+    async def allowed(self, frame: ListAllowed) -> AllowedRules:
+        """The home's remembered rules (R76, R92)."""
+        return AllowedRules(rules=await self.engine.allowed(frame.session_id))
 
     # ------------------------------------------------------------------ model
 
@@ -340,9 +340,10 @@ class Commands:
         name = catalog.chosen(session_id) if catalog is model else DEFAULT
         return SessionModel(name=name, model=catalog.choices[name], choices=choices)
 
-    def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
-        """Remove one remembered command, or all with ``all`` (R76); the rules left.
-        `BadRequest` for a malformed id, `NotFound` for an unknown rule."""
+    async def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
+        """Remove one remembered rule, or all with ``all`` (R76, R92): the rules left
+        and those removed. `BadRequest` for a malformed id, `NotFound` for an unknown
+        rule."""
         session_id = check_session_id(frame.session_id)
-        rules = self.engine.forget_allowed(session_id, check_rule_id(frame.rule_id))
-        return AllowedRules(rules=rules)
+        left, removed = await self.engine.forget_allowed(session_id, check_rule_id(frame.rule_id))
+        return AllowedRules(rules=left, removed=removed)

@@ -85,11 +85,16 @@ async def answer_command(
             legs = commands.legs(frame).legs
             return LegList(session_id=session_id, legs=legs, request_id=request_id)
         case ListAllowed(session_id=session_id, request_id=request_id):
-            rules = commands.allowed(frame).rules
+            rules = (await commands.allowed(frame)).rules
             return AllowedList(session_id=session_id, rules=rules, request_id=request_id)
         case ForgetAllowed(session_id=session_id, request_id=request_id):
-            rules = commands.forget_allowed(frame).rules
-            return AllowedList(session_id=session_id, rules=rules, request_id=request_id)
+            left = await commands.forget_allowed(frame)
+            return AllowedList(
+                session_id=session_id,
+                rules=left.rules,
+                removed=left.removed,
+                request_id=request_id,
+            )
         case SetModel(session_id=session_id, request_id=request_id):
             model = commands.model(frame)
             return ModelInfo(

@@ -1,7 +1,8 @@
 """The values the store keeps and the `Store` protocol every backend implements.
 
 The store is the only place state outlives a process (DESIGN "store"): pending tasks
-with their snapshots, online markers (R50, R51), task history and secrets. Every method
+with their snapshots, online markers (R50, R51), task history, secrets and the home's
+remembered rules (R92). Every method
 is async and never blocks the Trio thread (SQLite works in a worker thread, Redis over
 non-blocking sockets); every write is one transaction (a Lua script on Redis), so a
 ``kill -9`` at any moment leaves a store that loads (R72).
@@ -23,6 +24,7 @@ from agentrio.engine.errors import AgentrioError
 from agentrio.protocol.errors import ErrorCode
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import PendingTaskInfo
+from agentrio.protocol.rules import AllowedRule
 
 __all__ = [
     "HistoryRow",
@@ -319,6 +321,22 @@ class Store(Protocol):
 
     async def secret_keys(self, session_id: str) -> list[str]:
         """The names of a session's secrets, sorted; never their values."""
+        ...
+
+    # -- remembered rules (R76, R92) --------------------------------------------------
+
+    async def put_rule(self, rule: AllowedRule) -> None:
+        """Keep ``rule`` (replacing one with its id): the home's, for every session and
+        every later daemon of this store."""
+        ...
+
+    async def list_rules(self) -> list[AllowedRule]:
+        """Every kept rule, oldest first (``added_at``, then id)."""
+        ...
+
+    async def delete_rules(self, rule_id: str) -> list[AllowedRule]:
+        """Remove the rule ``rule_id``, or every rule for ``"all"``, in one write; the
+        rules removed (none for an unknown id), oldest first."""
         ...
 
     # -- lifecycle -----------------------------------------------------------------

@@ -21,7 +21,8 @@ Every script starts with `PRELUDE` and receives the key prefix as ``ARGV[1]``. K
 - ``P hrow:<sid>`` hash hash -> history JSON; ``P hz:<sid>`` zset of
   ``<seq>:<hash>`` by ``end_at`` (ties: the later written first); ``P hidx:<sid>``
   hash hash -> its zset member; ``P hseq`` the write sequence;
-- ``P s:<sid>`` hash of secrets; ``P n:history`` / ``P n:secrets`` counters.
+- ``P s:<sid>`` hash of secrets; ``P n:history`` / ``P n:secrets`` counters;
+- ``P rules`` hash rule id -> JSON of the home's remembered rule (R92).
 
 The scripts name keys they build from the prefix rather than declaring them all in
 ``KEYS``: fine on one Redis server (and behind Sentinel), not on Redis Cluster.
@@ -35,6 +36,7 @@ __all__ = [
     "ADD_HISTORY",
     "CLAIM",
     "DELETE_MARKER",
+    "DELETE_RULES",
     "DELETE_TASK",
     "END_RUN",
     "HISTORY_PAGE",
@@ -259,6 +261,23 @@ if redis.call('HSET', P .. 's:' .. ARGV[2], ARGV[3], ARGV[4]) == 1 then
   redis.call('INCR', P .. 'n:secrets')
 end
 return 1
+"""
+)
+
+#: ARGV: P, rule id or ``all``. Returns the JSON of each rule removed.
+DELETE_RULES: Final = (
+    PRELUDE
+    + r"""
+local key = P .. 'rules'
+if ARGV[2] == 'all' then
+  local all = redis.call('HVALS', key)
+  redis.call('DEL', key)
+  return all
+end
+local body = redis.call('HGET', key, ARGV[2])
+if not body then return {} end
+redis.call('HDEL', key, ARGV[2])
+return {body}
 """
 )
 

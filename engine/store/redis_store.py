@@ -66,6 +66,7 @@ from agentrio.engine.store.base import (
 from agentrio.engine.store.redis_client import open_client
 from agentrio.protocol.codec import structure, unstructure
 from agentrio.protocol.events import Question
+from agentrio.protocol.rules import AllowedRule
 
 __all__ = ["DEFAULT_PREFIX", "MARKER_GC_GRACE_S", "RedisStore", "open_redis_store"]
 
@@ -499,6 +500,23 @@ class RedisStore:
         )
         return sorted(str(k) for k in keys)
 
+    # -- remembered rules (R92) -----------------------------------------------------
+
+    async def put_rule(self, rule: AllowedRule) -> None:
+        body = _dumps(unstructure(rule))
+        await self._call(
+            "put_rule", lambda: self._client.hset(self._prefix + "rules", {rule.id: body})
+        )
+        self._writes += 1
+        self._batches += 1
+
+    async def list_rules(self) -> list[AllowedRule]:
+        found = await self._call("list_rules", lambda: self._client.hvals(self._prefix + "rules"))
+        return _oldest_rules_first(found)
+
+    async def delete_rules(self, rule_id: str) -> list[AllowedRule]:
+        return _oldest_rules_first(await self._script("delete_rules", "DELETE_RULES", rule_id))
+
     # -- lifecycle -----------------------------------------------------------------
 
     async def statistics(self, *, now: float | None = None) -> StoreStatistics:
@@ -534,6 +552,11 @@ class RedisStore:
         """Mark the store closed (idempotent); the pool itself closes when
         `open_redis_store`'s context ends."""
         self._closed = True
+
+
+def _oldest_rules_first(bodies: Sequence[Any]) -> list[AllowedRule]:
+    rules: list[AllowedRule] = [structure(json.loads(str(b)), AllowedRule) for b in bodies]
+    return sorted(rules, key=lambda r: (r.added_at, r.id))
 
 
 def _newest_updated_first(rows: list[TaskRow]) -> list[TaskRow]:

@@ -53,6 +53,7 @@ from agentrio.engine.store.base import (
     TaskRow,
     marker_key,
 )
+from agentrio.engine.store.sqlite_rules import SqliteRules
 from agentrio.engine.store.sqlite_schema import (
     AUTOCHECKPOINT_PAGES,
     BUSY_TIMEOUT,
@@ -85,7 +86,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL_S: Final = 1.0
 
 
-class SqliteStore:
+class SqliteStore(SqliteRules):
     """The SQLite implementation of `agentrio.engine.store.base.Store`.
 
     Open it with ``await SqliteStore.open(path)``, `open_sqlite_store` or the async

@@ -11,8 +11,9 @@ session's latest task, R36), version 3 the ``history_search`` index (below), fil
 from the existing rows in the same transaction, and ``tasks_by_origin`` (a reopened
 REPL's listing of its ``cli-`` tasks read every stored task), version 4 the
 conversation's ``exchanges`` (one per history row that has one, written with it) and
-``summaries`` (one per session), `agentrio.engine.conversation`. A file of a newer
-version is refused.
+``summaries`` (one per session), `agentrio.engine.conversation`, version 5 the home's
+remembered ``rules`` (R92: each the JSON of its `agentrio.protocol.rules.AllowedRule`,
+with its kind and time as columns to read it by). A file of a newer version is refused.
 
 **History search** (issue 23). ``history_search`` is an FTS5 table with the
 ``trigram`` tokenizer holding casefolded copies (Python's `str.casefold`, see
@@ -68,7 +69,7 @@ __all__ = [
 ]
 
 #: ``PRAGMA user_version`` of the schema below.
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 #: Seconds a writer waits for another process's write lock before giving up.
 BUSY_TIMEOUT: Final = 30.0
 
@@ -128,6 +129,12 @@ CREATE TABLE IF NOT EXISTS secrets (
     key        TEXT NOT NULL,
     value      TEXT NOT NULL,
     PRIMARY KEY (session_id, key)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rules (
+    id       TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    added_at REAL NOT NULL,
+    body     TEXT NOT NULL
 ) WITHOUT ROWID;
 """
 

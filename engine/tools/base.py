@@ -3,9 +3,9 @@ services it may use.
 
 A tool never sees the run it works for (`agentrio.engine.runs.TaskRun`, mutable and full of
 the agent loop's own state): it gets a `ToolContext`, one per turn, holding the task's
-names and flags and the few things a tool may really change -- the session's
-remembered commands, the turn's "allow this turn" set -- plus callables to emit an
-event, cancel the task with a cause, or record answers for the task's snapshot.
+names and flags and the few things a tool may really change -- the home's remembered
+rules (`ToolContext.rules`), the turn's "allow this turn" set -- plus callables to emit
+an event, cancel the task with a cause, or record answers for the task's snapshot.
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from agentrio.engine.asks import AskKind, AskReply, AskRequest
 from agentrio.engine.causes import Cause
 from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.rules import RuleBook
 from agentrio.engine.snapshot import QA
-from agentrio.engine.tools.allowed import AllowedCommands
 from agentrio.protocol import events as ev
 from agentrio.protocol.events import Event, Question, ToolDetails
+from agentrio.protocol.rules import AllowedRule, RuleOffer
 
 if TYPE_CHECKING:
     from agentrio.engine.config import Config
@@ -116,8 +117,6 @@ class ToolContext:
     subagent_of: str | None
     #: Assistant turns of this run before this one: calls of one turn share it (R21).
     turn: int
-    #: The session's "Always allow" commands (R76): read, and added to on a "remember".
-    allowed: AllowedCommands
     #: Tools approved with "Allow this turn" (R74): read, and added to on approval.
     allow_turn: set[str]
     emit: Emit
@@ -144,6 +143,7 @@ class ToolContext:
         questions: Sequence[Question] = (),
         restricted: bool = False,
         subagent: str | None = None,
+        offers: Sequence[AllowedRule] = (),
     ) -> AskReply:
         """Ask the person of this task, the one door every tool goes through (R1-R8).
 
@@ -152,7 +152,9 @@ class ToolContext:
         ``tool_args["key"]``) or ``"ask_user"`` (``questions``). ``restricted`` marks a
         confirmation touching a restricted path: the system password is asked unless
         cached, and checked here (R7). ``subagent`` labels who asks (default: this
-        context's in-process sub-agent, R80).
+        context's in-process sub-agent, R80). ``offers`` are rules the confirmation
+        offers as choices of their own (R92, one per kind): when the person picks one,
+        it is kept here, exactly as offered, stamped with the time of the answer.
 
         In order: a background leg never asks (R30) and nobody listening (R4) refuse;
         the ask is registered and announced to event followers (``confirm`` or
@@ -176,6 +178,7 @@ class ToolContext:
             restricted=restricted,
             need_password=need_password,
             subagent=self.subagent if subagent is None else subagent,
+            offers=[RuleOffer(kind=rule.kind, covers=rule.covers) for rule in offers],
         )
         if self.subagent_of is not None:
             raise Refused(LEG_NEVER_ASKS, unheard=True)
@@ -205,7 +208,16 @@ class ToolContext:
             registry.report_verify(entries[0], ok, error)
             if not ok:
                 raise Refused(f"denied: system password check failed ({error})")
+        chosen = next((rule for rule in offers if rule.kind == reply.rule), None)
+        if chosen is not None:
+            await self.rules.add(attrs.evolve(chosen, added_at=self.services.clock()))
         return reply
+
+    @property
+    def rules(self) -> RuleBook:
+        """The home's remembered rules (R76, R92): `RuleBook.covering` before asking,
+        `RuleBook.add` on a "remember"."""
+        return RuleBook(self.services.store)
 
     def _announce(self, request: AskRequest, confirm_hash: str) -> None:
         """The event that tells front-ends following events (the web page) of an ask;
@@ -218,6 +230,7 @@ class ToolContext:
                 args=request.tool_args,
                 restricted=request.restricted,
                 subagent=request.subagent,
+                offers=request.offers,
             )
         elif request.kind == "secret":
             self.emit(

@@ -8,10 +8,12 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
   (`agentrio.engine.processes.sandbox`), bounded by ``[tools] readonly_timeout_s``. With no sandbox,
   nothing runs unasked.
 - **Approved**: everything else needs a person -- through a confirmation, a remembered
-  "Always allow" rule for exactly this command in exactly this real directory,
-  "Allow this turn" (which covers only what its label says: plain programs,
-  `agentrio.engine.tools.turn_scope`), or a session started with ``allow_all``. It runs as the
-  person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
+  rule of the home (`agentrio.engine.rules`: exactly this command, or this simple
+  command's argv prefix, in exactly this real directory; the confirmation offers the
+  prefix as a choice of its own when the command may have one), "Allow this turn"
+  (which covers only what its label says: plain programs,
+  `agentrio.engine.tools.turn_scope`), or a session started with ``allow_all``. It
+  runs as the person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
   outside the sandbox.
 - **Where**: the working directory is resolved once to its real path
   (`agentrio.engine.tools.workdir`); that path is what the checks judge, what the confirmation
@@ -41,6 +43,7 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.processes.command_env import command_environment
 from agentrio.engine.processes.runner import CommandResult, run_in_group
 from agentrio.engine.processes.sandbox import SandboxError
+from agentrio.engine.rules import CommandSubject, command_rule, offered_prefix, prefix_rule
 from agentrio.engine.tools.base import (
     Reach,
     Refused,
@@ -52,6 +55,7 @@ from agentrio.engine.tools.base import (
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
+from agentrio.protocol.rules import AllowedRule
 
 __all__ = [
     "CommandPlan",
@@ -230,9 +234,12 @@ class RunCommandTool(ServiceTool):
             return attrs.evolve(approved, sandboxed=True)
         if ctx.allow_all:
             return approved
+        subject = CommandSubject(
+            command=command, argv=verdict.argv, cwd=cwd, restricted=verdict.restricted
+        )
+        if await ctx.rules.covering(subject) is not None:
+            return approved
         if not verdict.restricted:
-            if ctx.allowed.covers(command, cwd):
-                return approved
             if self.name in ctx.allow_turn and not turn_refusal(verdict.argv, restricted=False):
                 return approved
         if ctx.subagent_of is not None:
@@ -246,14 +253,22 @@ class RunCommandTool(ServiceTool):
                 tool_name=self.name,
                 tool_args=shown_args(call.args, cwd),
                 restricted=verdict.restricted,
+                offers=_offers(subject, at=services.clock()),
             )
         except Refused as refused:  # per command: a background call refuses commands one by one
             return ToolOutcome(ok=False, output="", skipped=refused.reason)
         if reply.remember:
-            ctx.allowed.add(command, cwd, at=services.clock())
+            await ctx.rules.add(command_rule(command, cwd, at=services.clock()))
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
         return approved
+
+
+def _offers(subject: CommandSubject, *, at: float) -> list[AllowedRule]:
+    """The rules a confirmation of ``subject`` offers besides the exact command: its
+    argv prefix, when it may have one (`agentrio.engine.rules.offered_prefix`)."""
+    prefix = offered_prefix(subject.argv, restricted=subject.restricted)
+    return [] if prefix is None else [prefix_rule(prefix, subject.cwd, at=at)]
 
 
 def _command_arg(args: dict[str, Any]) -> str | list[str]:

@@ -43,6 +43,7 @@ from typing import Any, Final
 import attrs
 
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
+from agentrio.engine.rules import command_rule
 from agentrio.engine.tools.base import (
     Reach,
     Refused,
@@ -213,7 +214,8 @@ class RunCommandsTool(ServiceTool):
         if reply.remember:  # each command exactly (R76); allow_turn adds nothing here
             for proposal in proposals:
                 assert proposal.cwd is not None  # resolved in `execute`
-                ctx.allowed.add(proposal.command, proposal.cwd, at=self._services.clock())
+                rule = command_rule(proposal.command, proposal.cwd, at=self._services.clock())
+                await ctx.rules.add(rule)
         return None
 
     async def _run_all(

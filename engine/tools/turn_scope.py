@@ -35,7 +35,7 @@ from typing import Final
 
 from agentrio.engine.tools.policy import ELEVATORS, program_name
 
-__all__ = ["INTERPRETERS", "RUNNERS", "SHELLS", "turn_refusal"]
+__all__ = ["INTERPRETERS", "RUNNERS", "SHELLS", "is_interpreter", "turn_refusal"]
 
 SHELLS: Final[frozenset[str]] = frozenset(
     {"sh", "bash", "dash", "zsh", "ksh", "mksh", "pdksh", "ash", "fish", "csh", "tcsh",
@@ -98,6 +98,11 @@ def _names(program: str) -> frozenset[str]:
     base = posixpath.basename(program).lower()
     stripped = _VERSION.sub("", base)
     return frozenset({base, stripped}) if stripped else frozenset({base})
+
+
+def is_interpreter(program: str) -> bool:
+    """Whether ``program`` (a name or path) is one of `INTERPRETERS`, by any of its names."""
+    return bool(_names(program) & INTERPRETERS.keys())
 
 
 def _interpreter_code(args: Sequence[str], code_options: frozenset[str]) -> str:

@@ -332,8 +332,9 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
 
 
 def test_allowed_forget_says_what_it_removed(daemon_home: Path, tmp_path: Path) -> None:
-    """Issue 33 item 8, R76: after "Always allow" for a command, ``/allowed`` lists it
-    and ``/allowed forget 1`` names the command it removed (it asks again from now on)."""
+    """Issue 33 item 8, R76, R92: after "Always allow" for a command, ``/allowed`` lists
+    what its rule covers and ``/allowed forget 1`` names the rule it removed (the
+    command asks again from now on)."""
     tmux = Tmux()
     target = tmp_path / "allowed-once"
     try:
@@ -346,18 +347,16 @@ def test_allowed_forget_says_what_it_removed(daemon_home: Path, tmp_path: Path) 
         tmux("send-keys", "-t", "repl", choice[1])
         wait_for(target.exists, "the command to run")
         wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
+        covers = f"exactly `touch {target}` in {os.path.realpath(os.getcwd())}"
         tmux("send-keys", "-t", "repl", "/allowed", "Enter")
-        wait_for(lambda: f"  1. touch {target}" in tmux.lines(), "the remembered command")
+        # (joined: a long temporary path wraps the line at the terminal's width)
+        wait_for(lambda: f"1. {covers}" in tmux.screen().replace("\n", ""), "the rule")
         tmux("send-keys", "-t", "repl", "/allowed forget 1", "Enter")
         wait_for(
-            # (joined: a long temporary path wraps the line at the terminal's width)
-            lambda: (
-                f"forgot touch {target} — it asks again from now on"
-                in tmux.screen().replace("\n", " ")
-            ),
-            "the removed command named",
+            lambda: f"forgot {covers} — it asks again" in tmux.screen().replace("\n", ""),
+            "the removed rule named",
         )
-        wait_for(lambda: "no remembered commands" in tmux.screen(), "the list left")
+        wait_for(lambda: "no remembered rules" in tmux.screen(), "the list left")
     finally:
         tmux("kill-server")
 

@@ -136,7 +136,7 @@ async def test_always_allow_remembers_each_command_exactly_and_allow_turn_nothin
                 )
                 await engine.answer(entry.id, reply, by=listener)
                 assert (await followup.wait_done()).status == "finished"
-            rules = [rule.command for rule in engine.allowed(SESSION)]
+            rules = [rule.command for rule in await engine.allowed(SESSION)]
     assert [a.exists(), b.exists()] == [True, True]
     assert rules == ([f"touch {a}", f"touch {b}"] if choice == "remember" else [])
 

@@ -23,6 +23,7 @@ from agentrio.engine.core import Engine
 from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolSpec
 from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
 from agentrio.engine.pending import AskRequest
+from agentrio.engine.rules import CommandSubject, command_rule
 from agentrio.engine.sessions import SESSION_BYTES, SessionRegistry
 from agentrio.protocol import events as ev
 from agentrio.protocol.events import Question
@@ -89,40 +90,6 @@ def test_runs_subscribers_and_holders_keep_a_session() -> None:
     assert sessions.sweep(4 * IDLE_S) == 0
     assert sessions.sweep(5 * IDLE_S) == 3
     assert sessions.live() == []
-
-
-def test_a_dropped_session_hands_its_rules_to_the_next() -> None:
-    """R76: remembered commands live as long as the daemon: a dropped session's rules
-    are kept (and listed) and come back with the session made for the same id."""
-    sessions = _registry()
-    rule = sessions.session("cli-a").allowed.add("touch x", "/srv/work", at=1.0)
-    sessions.session("chat-b")
-    sessions.sweep(0.0)
-    sessions.sweep(IDLE_S)
-    assert len(sessions) == 0
-    kept = sessions.allowed("cli-a")
-    assert kept is not None
-    assert kept.rules() == [rule]
-    assert sessions.allowed("chat-b") is None  # nothing kept for a session without rules
-    assert sessions.statistics().kept_rules == 1
-    rebuilt = sessions.session("cli-a")
-    assert rebuilt.allowed.covers("touch x", "/srv/work")
-    assert sessions.statistics().kept_rules == 0
-
-
-def test_forgetting_the_last_kept_rule_forgets_the_session() -> None:
-    """R76: removing a dropped session's last remembered command leaves nothing of the
-    session in memory."""
-    sessions = _registry()
-    sessions.session("cli-a").allowed.add("touch x", "/srv/work", at=1.0)
-    sessions.sweep(0.0)
-    sessions.sweep(IDLE_S)
-    kept = sessions.allowed("cli-a")
-    assert kept is not None
-    assert kept.remove("all") == 1
-    sessions.forget_kept_rules_if_empty("cli-a")
-    assert sessions.allowed("cli-a") is None
-    assert sessions.statistics().kept_rules == 0
 
 
 def test_idle_zero_keeps_every_session() -> None:
@@ -251,18 +218,18 @@ async def test_a_dropped_session_is_rebuilt_losing_nothing_promised(
     wall_clock: Callable[[], float],
 ) -> None:
     """R36, R45, R76: once idle the session and its replay buffer go; rebuilt on next
-    use it still lists its pending task and history, keeps its remembered commands,
+    use it still lists its pending task and history, is covered by the home's rules,
     and moves a resume of a task that is not its latest to a new hash (R36), exactly
     as the session it replaces would have."""
     async with open_engine(idle_config, model=_Model(), clock=wall_clock) as engine:
         session_id = "chat-owner"
         paused, finished = await _paused_then_finished(engine, session_id)
-        rule = engine.session(session_id).allowed.add("touch x", "/srv/work", at=wall_clock())
+        rule = await engine.rules.add(command_rule("touch x", "/srv/work", at=wall_clock()))
         assert engine.statistics()["sessions"] == 1
         await _idle_until_dropped(engine, session_id)
         statistics = engine.statistics()
         assert (statistics["sessions"], statistics["sessions_dropped"]) == (0, 1)
-        assert engine.allowed(session_id) == [rule]
+        assert await engine.allowed(session_id) == [rule]
         assert [t.task_hash for t in await engine.pending_tasks(session_id)] == [paused]
         assert {h.task_hash for h in await engine.history(session_id)} == {finished}
         assert engine.sessions.get(session_id) is None  # queries make no session
@@ -270,7 +237,10 @@ async def test_a_dropped_session_is_rebuilt_losing_nothing_promised(
         assert resumed.task_hash != paused  # R36: not the latest task, no jobs
         assert resumed.resumed_from == paused
         assert (await resumed.wait_done()).status == "finished"
-        assert engine.session(session_id).allowed.covers("touch x", "/srv/work")
+        subject = CommandSubject(
+            command="touch x", argv=("touch", "x"), cwd="/srv/work", restricted=False
+        )
+        assert await engine.rules.covering(subject) == rule
         first = engine.session(session_id).hub.events_of(resumed.task_hash)[0]
         assert isinstance(first, ev.TaskStarted)
         assert first.seq == 1  # numbered afresh, as after a restart

@@ -448,7 +448,7 @@ async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None
         await store.put_task(_task(H1, state="running"), latest=True)
         assert await store.latest_task(SESSION) == H1
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
     raw.close()
 
 

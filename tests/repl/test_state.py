@@ -678,10 +678,14 @@ def test_events_of_a_task_not_requested_here_stream_whole_lines() -> None:
     ]
 
 
-def test_allowed_lists_and_forgets_remembered_commands() -> None:
-    """R76, issue 29 finding 4: /allowed lists the session's remembered commands
-    exactly, each with the real directory it covers, newlines escaped; /allowed forget
-    N sends the rule's id, forget all every one."""
+def test_allowed_lists_and_forgets_remembered_rules() -> None:
+    """R76, R92, issue 29 finding 4: /allowed lists the home's remembered rules by what
+    each covers (its ``covers`` words; an older daemon's rule by its command and real
+    directory) and since when, newlines and invisible characters escaped; /allowed
+    forget N sends the rule's id and says what the daemon removed, forget all every
+    one."""
+    import time
+
     from agentrio.protocol.frames import AllowedList, AllowedRule, ForgetAllowed, ListAllowed
 
     state, sent = connected_state()
@@ -689,35 +693,54 @@ def test_allowed_lists_and_forgets_remembered_commands() -> None:
     state.submit("/allowed")
     assert sent == [ListAllowed(session_id=SESSION)]
     rules = [
-        AllowedRule(id="rule_0000000a", command="touch notes.txt", cwd="/srv/a", added_at=1.0),
+        AllowedRule(
+            id="rule_0000000a",
+            kind="command_prefix",
+            command="npm test",
+            cwd="/srv/a",
+            added_at=1.0,
+            covers="`npm test …` (any further arguments) in /srv/a",
+        ),
         AllowedRule(
             id="rule_0000000b", command="echo safe\ntouch x", cwd="/srv/\u202eb", added_at=2.0
         ),
         AllowedRule(id="rule_0000000c", command="make", added_at=3.0),
     ]
     state.handle(AllowedList(session_id=SESSION, rules=rules))
+
+    def since(at: float) -> str:
+        return f"       since {time.strftime('%Y-%m-%d %H:%M', time.localtime(at))}"
+
     assert [text for _, text in state.output[-6:]] == [
-        "  1. touch notes.txt",
-        "       in /srv/a",
-        "  2. echo safe\\ntouch x",
-        "       in /srv/\\u202eb",
-        "  3. make",
-        "       (no directory: covers nothing)",
+        "  1. `npm test …` (any further arguments) in /srv/a",
+        since(1.0),
+        "  2. exactly `echo safe\\ntouch x` in /srv/\\u202eb",
+        since(2.0),
+        "  3. `make` (no directory: covers nothing)",
+        since(3.0),
     ]
     sent.clear()
-    state.submit("/allowed forget 2")
-    assert sent == [ForgetAllowed(session_id=SESSION, rule_id="rule_0000000b")]
-    state.handle(AllowedList(session_id=SESSION, rules=rules[:1]))
-    assert state.output[-2][1] == "  1. touch notes.txt"
+    state.submit("/allowed forget 1")
+    assert sent == [ForgetAllowed(session_id=SESSION, rule_id="rule_0000000a")]
+    state.handle(AllowedList(session_id=SESSION, rules=rules[1:], removed=rules[:1]))
+    assert [text for _, text in state.output[-6:-4]] == [
+        "forgot `npm test …` (any further arguments) in /srv/a — it asks again from now on",
+        "always allowed in this home, kept across restarts (each rule covers only what it "
+        "says; /allowed forget N removes one, /allowed forget all every one):",
+    ]
     sent.clear()
     state.submit("/allowed forget all")
     assert sent == [ForgetAllowed(session_id=SESSION, rule_id="all")]
-    state.handle(AllowedList(session_id=SESSION, rules=[]))
-    assert state.output[-1][1].startswith("no remembered commands")
+    state.handle(AllowedList(session_id=SESSION, rules=[], removed=rules[1:]))
+    assert [text for _, text in state.output[-3:]] == [
+        "forgot exactly `echo safe\\ntouch x` in /srv/\\u202eb — it asks again from now on",
+        "forgot `make` (no directory: covers nothing) — it asks again from now on",
+        "no remembered rules: every command that needs one asks",
+    ]
     sent.clear()
     state.submit("/allowed forget 7")
     assert sent == []
-    assert state.notice == "no remembered command 7: see /allowed"
+    assert state.notice == "no remembered rule 7: see /allowed"
     state.submit("/allowed nonsense")
     assert state.notice == "usage: /allowed [forget N | forget all]"
 

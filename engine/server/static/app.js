@@ -168,6 +168,12 @@ function linePieces(line, escapeNewlines = false) {
   return pieces;
 }
 
+/** `text` as one line, shown faithfully: newlines and invisible characters as their
+ *  escapes (protocol/faithful.py ``one_line``). */
+function oneLine(text) {
+  return linePieces(text, true).map((piece) => piece[1]).join("");
+}
+
 /** A string as numbered lines (no number when it is one line). */
 function textLines(value) {
   const parts = value.split("\n");
@@ -243,8 +249,14 @@ const ALWAYS_ALLOW = "Always allow this exact command in this directory";
 const ALLOW_TURN = "Allow this turn: plain programs only (no shell, interpreter code, sudo or restricted path)";
 const STOP_DISCARD = "Stop and discard";
 const STOP_KEEP = "Stop, keep to resume";
+const ALWAYS_ALLOW_RULE = "Always allow";
 // The page has no Esc popup; kept so this twin of protocol/wording.py is whole.
 const ESC_KEEP_RUNNING = "Keep running";
+
+/** The choice of a rule a confirmation offers (R92): wording.offer_label. */
+function offerLabel(covers) {
+  return `${ALWAYS_ALLOW_RULE} ${covers}`;
+}
 
 /** The first line of a confirmation: wording.confirm_title. */
 function confirmTitle(toolName, restricted = false) {
@@ -1106,9 +1118,9 @@ function firstIndex(items, test) {
   return low;
 }
 
-/** The six answers of one `confirm` event, worded and ordered as the REPL's dialog
- *  (protocol/wording.py). Its buttons take clicks only ARM_MS after it appeared
- *  (`data-armed` then). */
+/** The six answers of one `confirm` event and one per rule it offers (R92, after
+ *  the six), worded and ordered as the REPL's dialog (protocol/wording.py). Its
+ *  buttons take clicks only ARM_MS after it appeared (`data-armed` then). */
 function confirmCard(sessionId, taskHash, event) {
   const reason = el("input", { class: "reason", placeholder: "reason (sent to the model)", "aria-label": "Deny reason" });
   const password = event.restricted
@@ -1120,10 +1132,14 @@ function confirmCard(sessionId, taskHash, event) {
   const deny = button(DENY, "deny", () => answer({ approve: false, reason: reason.value }, "denied"),
     { title: "Refuse the call; the reason (optional) goes to the model" });
   const always = button(ALWAYS_ALLOW, "remember", () => answer({ approve: true, remember: true }, "approved and remembered"),
-    { title: "Run it, and run exactly this command again in this same directory without asking in this session" });
+    { title: "Run it, and run exactly this command again in this same directory without asking, in every session of this home, also after a restart" });
   const turn = button(ALLOW_TURN, "allow-turn", () => answer({ approve: true, allow_turn: true }, "approved for this turn"),
     { title: "Run it, and plain programs for the rest of this model turn: never a shell, an interpreter given code, sudo or a restricted path" });
-  const answers = [approve, deny, always, turn];
+  const offers = (event.offers || []).map((offer) =>
+    button(offerLabel(oneLine(offer.covers)), "remember-rule",
+      () => answer({ approve: true, rule: offer.kind }, "approved and the rule remembered"),
+      { title: "Run it, and remember this rule for every session of this home, also after a restart: it covers exactly what it says" }));
+  const answers = [approve, deny, always, turn, ...offers];
   const stops = [
     button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
       { title: "Stop the task and delete it" }),
@@ -1140,6 +1156,7 @@ function confirmCard(sessionId, taskHash, event) {
     el("div", { class: "buttons" }, approve, deny, reason),
     el("div", { class: "buttons" }, always, turn),
     el("div", { class: "buttons" }, ...stops),
+    offers.length ? el("div", { class: "buttons offers" }, ...offers) : null,
     outcome,
   );
   for (const control of [...answers, ...stops]) control.disabled = true;

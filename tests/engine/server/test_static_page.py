@@ -33,6 +33,7 @@ LABELS = [
     wording.STOP_DISCARD,
     wording.STOP_KEEP,
     wording.ESC_KEEP_RUNNING,
+    wording.ALWAYS_ALLOW_RULE,
 ]
 
 
@@ -83,7 +84,8 @@ def test_js_wording_is_the_python_wording() -> None:
         + "  ended: cases.map(([s, r]) => endedLine(s, r)),\n"
         + "  titles: [confirmTitle('run_command'), confirmTitle('write_file', true)],\n"
         + "  labels: [APPROVE, DENY, ALWAYS_ALLOW, ALLOW_TURN, STOP_DISCARD, STOP_KEEP,"
-        + " ESC_KEEP_RUNNING],\n"
+        + " ESC_KEEP_RUNNING, ALWAYS_ALLOW_RULE],\n"
+        + "  offer: offerLabel('`npm test …` (any further arguments) in /srv/a'),\n"
         + "}));\n"
     )
     got = run_node(script, cases)
@@ -93,6 +95,8 @@ def test_js_wording_is_the_python_wording() -> None:
         wording.confirm_title("write_file", restricted=True),
     ]
     assert got["labels"] == LABELS
+    covers = "`npm test …` (any further arguments) in /srv/a"
+    assert got["offer"] == wording.offer_label(covers)
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -59,8 +59,7 @@ class Outcome:
 
 
 def agree(a: Outcome, b: Outcome) -> bool:
-    """Same code, and the same payload where both transports carry one (a
-    ``DELETE …/allowed/{rule}`` answers 204, its ``forget_allowed`` twin the rules left)."""
+    """Same code, and the same payload where both transports carry one."""
     return a.code == b.code and (a.result is None or b.result is None or a.result == b.result)
 
 

@@ -327,7 +327,7 @@ async def test_always_allow_covers_exactly_the_command_shown(
         for _ in range(3):
             run = await engine.start_task("chat-gate", "go")
             assert (await run.wait_done()).status == "finished"
-        rules = engine.allowed("chat-gate")
+        rules = await engine.allowed("chat-gate")
     assert [rule.command for rule in rules] == [fill("touch SAFE")]
     assert [request.tool_args["command"] for request in asked] == [
         fill("touch SAFE"),
@@ -355,9 +355,9 @@ async def test_remembered_commands_are_listed_and_removed(config: Config, scratc
     async with gate(config, turns, answer) as (engine, _model, asked):
         run = await engine.start_task("chat-gate", "go")
         await run.wait_done()
-        (rule,) = engine.allowed("chat-gate")
+        (rule,) = await engine.allowed("chat-gate")
         assert rule.command == f"touch {safe}"
-        assert engine.forget_allowed("chat-gate", rule.id) == []
+        assert await engine.forget_allowed("chat-gate", rule.id) == ([], [rule])
         safe.unlink()
         run = await engine.start_task("chat-gate", "go")
         await run.wait_done()

@@ -21,6 +21,7 @@ from agentrio.engine.assembly import open_engine
 from agentrio.engine.config import Config
 from agentrio.engine.models.base import ModelReply
 from agentrio.engine.pending import AskReply, AskRequest, Offered
+from agentrio.engine.rules import command_rule
 from agentrio.engine.runs import RunOrigin
 from agentrio.engine.tools.policy import classify
 from agentrio.engine.tools.run_command import CommandPlan, start_failure
@@ -80,7 +81,7 @@ async def test_a_remembered_command_covers_only_its_real_directory(
                 link.symlink_to(hostile)
             run = await engine.start_task("chat-gate", "go")
             assert (await run.wait_done()).status == "finished"
-        rules = engine.allowed("chat-gate")
+        rules = await engine.allowed("chat-gate")
     assert [(rule.command, rule.cwd) for rule in rules] == [("sh build.sh", str(trusted))]
     assert [request.tool_args["cwd"] for request in asked] == [
         str(trusted),
@@ -102,7 +103,7 @@ async def test_no_cwd_is_the_daemons_directory_shown_and_remembered(config: Conf
     async with gate(config, turns, _approve(remember=True)) as (engine, _model, asked):
         run = await engine.start_task("chat-gate", "go")
         assert (await run.wait_done()).status == "finished"
-        (rule,) = engine.allowed("chat-gate")
+        (rule,) = await engine.allowed("chat-gate")
     assert [request.tool_args for request in asked] == [
         {"command": "true", "timeout_s": 5, "cwd": HERE}
     ]
@@ -128,7 +129,7 @@ async def test_a_background_subagent_uses_a_rule_only_in_its_directory(
     )
     with trio.fail_after(DEADLINE_S):
         async with open_engine(config, model=model) as engine:
-            engine.session(SESSION).allowed.add("touch made", str(trusted), at=0.0)
+            await engine.rules.add(command_rule("touch made", str(trusted), at=0.0))
             with engine.registry.listen("cli-", windows={WINDOW}) as listener:
                 run = await engine.start_task(SESSION, "go", origin=RunOrigin("c", WINDOW))
                 assert (await run.wait_done()).status == "finished"

@@ -1,0 +1,75 @@
+"""The argv-prefix rule chosen in the REPL's confirmation, in a real terminal (issue 32
+section 4, R92).
+
+``agentrio`` runs in tmux against a real daemon (the fixtures of
+`tests.e2e.test_repl_tmux`; the daemon works in the repository root, so that is the
+real directory every command here runs in and every rule covers). Waits poll the
+screen; nothing is timed by sleeping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from agentrio.protocol.wording import offer_label
+from tests.e2e.test_repl_tmux import ROOT, Tmux, _start_repl, daemon_home, wait_armed, wait_for
+
+__all__ = ["daemon_home"]  # the fixture, imported for these tests
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+def _keys(tmux: Tmux, *keys: str) -> None:
+    tmux("send-keys", "-t", "repl", *keys)
+
+
+def _joined(tmux: Tmux) -> str:
+    """The screen with wrapped lines joined (a long path wraps at the terminal's width)."""
+    return tmux.screen().replace("\n", "")
+
+
+def test_the_prefix_rule_is_a_choice_of_its_own(daemon_home: Path, tmp_path: Path) -> None:
+    """R92: ``git init DIR``'s confirmation offers, after the six fixed choices, "Always
+    allow `git init …` (any further arguments) in <the real directory>"; chosen, it
+    runs, ``git init OTHER`` then runs unasked, ``/allowed`` lists the rule, and a
+    chained ``git init X; touch BAD`` still asks (with no prefix offered) and, denied,
+    runs nothing."""
+    one, two, three, bad = (tmp_path / name for name in ("one", "two", "three", "bad"))
+    label = offer_label(f"`git init …` (any further arguments) in {os.path.realpath(ROOT)}")
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        _keys(tmux, f"run: git init -q {one}", "Enter")
+        wait_for(lambda: f"7. {label}" in _joined(tmux), "the offered rule, seventh")
+        assert "6. Stop, keep to resume" in tmux.screen()  # the fixed six keep their numbers
+        wait_armed(tmux)
+        _keys(tmux, "7")
+        wait_for((one / ".git").is_dir, "the approved command to run")
+        wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
+        wait_for(lambda: f"→ {label}" in _joined(tmux), "the choice in the transcript")
+
+        _keys(tmux, f"run: git init -q {two}", "Enter")
+        wait_for((two / ".git").is_dir, "the covered command to run unasked")
+        assert "Confirm tool call" not in tmux.screen()
+
+        _keys(tmux, "/allowed", "Enter")
+        covers = label.removeprefix("Always allow ")
+        wait_for(lambda: f"1. {covers}" in _joined(tmux), "the rule listed")
+
+        _keys(tmux, f"run: git init -q {three}; touch {bad}", "Enter")
+        wait_for(lambda: "Confirm tool call" in tmux.screen(), "the chained command's dialog")
+        wait_armed(tmux)
+        assert "7. " not in tmux.screen()  # not a simple command: no prefix offered
+        _keys(tmux, "2")
+        wait_for(lambda: "reason (Enter sends" in tmux.screen(), "the reason field")
+        _keys(tmux, "no", "Enter")
+        wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the denied dialog to close")
+        wait_for(lambda: "→ Deny with reason: no" in tmux.screen(), "the denial")
+    finally:
+        tmux("kill-server")
+    assert not bad.exists()
+    assert not three.exists()
