@@ -13,8 +13,12 @@ about, added to `Subject`), a builder that writes its ``covers`` line, and one e
   directory equals the rule's. Never a restricted subject (the password is asked every
   time, R7) and never a rule without a directory.
 - ``command_prefix``: the subject is offered exactly the rule's prefix
-  (`agentrio.engine.rules.prefix.offered_prefix`, re-judged on the subject's own argv)
-  and runs in the rule's real directory.
+  (`agentrio.engine.rules.prefix.offered_prefix`, re-judged on the subject's own argv),
+  runs in the rule's real directory, and none of its further words names a path
+  outside that directory, by text or real path
+  (`agentrio.engine.tools.policy.path_outside`): ``npm test --prefix /tmp/evil``,
+  ``cargo build --manifest-path ../other/Cargo.toml`` or a symlink out would run
+  another tree's code, which the directory in the rule was meant to exclude.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, Final, Generic, TypeAlias, TypeVar
 import attrs
 
 from agentrio.engine.rules.prefix import offered_prefix
+from agentrio.engine.tools.policy import path_outside
 from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, AllowedRule
 
 __all__ = [
@@ -88,7 +93,7 @@ def command_rule(command: str | list[str], cwd: str, *, at: float) -> AllowedRul
 def prefix_rule(prefix: Sequence[str], cwd: str, *, at: float) -> AllowedRule:
     """The argv-prefix rule for ``prefix`` (from `offered_prefix`) in ``cwd``."""
     text = shlex.join(prefix)
-    covers = f"`{text} …` (any further arguments) in {cwd}"
+    covers = f"`{text} …` in {cwd} (any further arguments that name no path outside it)"
     return _rule(COMMAND_PREFIX, text, cwd, at=at, covers=covers)
 
 
@@ -103,7 +108,10 @@ def _covers_command(rule: AllowedRule, subject: CommandSubject) -> bool:
 
 def _covers_prefix(rule: AllowedRule, subject: CommandSubject) -> bool:
     offered = offered_prefix(subject.argv, restricted=subject.restricted)
-    return offered is not None and shlex.join(offered) == rule.command
+    if offered is None or shlex.join(offered) != rule.command:
+        return False
+    assert subject.argv is not None  # offered: a simple command
+    return not path_outside(subject.argv[len(offered) :], rule.cwd)
 
 
 @attrs.frozen

@@ -28,7 +28,8 @@ time too, not only when the rule was made):
   ``cat /etc/hosts``.
 
 What the person accepts, and the docs say (docs/security.md): any further arguments,
-including options of that subcommand, run unasked in that directory.
+including options of that subcommand, run unasked in that directory -- as long as none
+names a path outside it (`agentrio.engine.rules.kinds`, where the rule is matched).
 """
 
 from __future__ import annotations

@@ -57,6 +57,7 @@ __all__ = [
     "Verdict",
     "classify",
     "is_read_only",
+    "path_outside",
     "program_name",
     "shell_words",
     "touches_restricted",
@@ -333,6 +334,24 @@ def _real(path: str, budget: list[int]) -> str | None:
         return os.path.realpath(path)
     except (OSError, ValueError):
         return None
+
+
+def path_outside(words: Sequence[str], directory: str) -> str:
+    """The first path a word of ``words`` may name (the word, what follows ``=`` or
+    ``:`` in it, a short option's glued value) that lies outside the real directory
+    ``directory`` by its text or its real path, or ``""``. Relative words are read from
+    ``directory``; a path whose symlinks cannot be resolved (unreadable, or past
+    `MAX_RESOLVED`) counts as outside. Reads the file system."""
+    budget = [MAX_RESOLVED]
+    for word in words:
+        for candidate in (*_candidates(word), *_option_values(word)):
+            path = _absolute(candidate, directory)
+            if path is None:
+                continue
+            real = _real(path, budget)
+            if real is None or not (_under(path, directory) and _under(real, directory)):
+                return path
+    return ""
 
 
 def _restricted_hit(command: str | list[str], config: ToolsConfig, cwd: str | None) -> str:

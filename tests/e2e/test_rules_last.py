@@ -29,6 +29,8 @@ from agentrio.testing import RunningDaemon, answer_asks
 from tests.e2e.conftest import DaemonProcess
 
 DEADLINE_S = 60
+#: How a prefix rule's ``covers`` ends (engine/rules/kinds.py).
+TAIL = "(any further arguments that name no path outside it)"
 FAKE_NPM = '#!/bin/sh\nprintf "%s\\n" "$*" >> npm.log\n'
 
 
@@ -95,7 +97,7 @@ async def test_a_prefix_rule_lasts_and_covers_only_what_it_says(
     victim = work / "x"
     victim.write_text("keep", encoding="utf-8")
     log = work / "npm.log"
-    covers = f"`npm test …` (any further arguments) in {real_work}"
+    covers = f"`npm test …` in {real_work} {TAIL}"
 
     with trio.fail_after(DEADLINE_S):
         first = await _daemon(home, path, work)
@@ -143,7 +145,7 @@ async def test_a_prefix_rule_lasts_and_covers_only_what_it_says(
                 assert elsewhere.offers == [
                     RuleOffer(
                         kind=COMMAND_PREFIX,
-                        covers=f"`npm test …` (any further arguments) in {real_other}",
+                        covers=f"`npm test …` in {real_other} {TAIL}",
                     )
                 ]
             async with _http(third.info) as http:

@@ -2,15 +2,17 @@
 section 4, R92).
 
 ``agentrio`` runs in tmux against a real daemon (the fixtures of
-`tests.e2e.test_repl_tmux`; the daemon works in the repository root, so that is the
-real directory every command here runs in and every rule covers). Waits poll the
-screen; nothing is timed by sleeping.
+`tests.e2e.test_repl_tmux`, whose home sets no read-only programs, so every command
+asks). The daemon works in the repository root: that is the real directory every
+command here runs in and the rule covers. Waits poll the screen; nothing is timed by
+sleeping.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -32,35 +34,43 @@ def _joined(tmux: Tmux) -> str:
     return tmux.screen().replace("\n", "")
 
 
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
 def test_the_prefix_rule_is_a_choice_of_its_own(daemon_home: Path, tmp_path: Path) -> None:
-    """R92: ``git init DIR``'s confirmation offers, after the six fixed choices, "Always
-    allow `git init …` (any further arguments) in <the real directory>"; chosen, it
-    runs, ``git init OTHER`` then runs unasked, ``/allowed`` lists the rule, and a
-    chained ``git init X; touch BAD`` still asks (with no prefix offered) and, denied,
-    runs nothing."""
-    one, two, three, bad = (tmp_path / name for name in ("one", "two", "three", "bad"))
-    label = offer_label(f"`git init …` (any further arguments) in {os.path.realpath(ROOT)}")
+    """R92: ``git rev-parse HEAD``'s confirmation offers, after the six fixed choices,
+    "Always allow `git rev-parse …` in <the real directory> (…)"; chosen, it runs;
+    ``git rev-parse --short=12 HEAD`` then runs unasked (its output shows, no dialog);
+    ``/allowed`` lists the rule; a chained ``git rev-parse HEAD; touch BAD`` still asks
+    (with no prefix offered) and, denied, runs nothing."""
+    bad = tmp_path / "bad"
+    where = os.path.realpath(ROOT)
+    covers = f"`git rev-parse …` in {where} (any further arguments that name no path outside it)"
+    label = offer_label(covers)
+    full, short = _git("rev-parse", "HEAD"), _git("rev-parse", "--short=12", "HEAD")
     tmux = Tmux()
     try:
         _start_repl(tmux, daemon_home)
-        _keys(tmux, f"run: git init -q {one}", "Enter")
+        _keys(tmux, "run: git rev-parse HEAD", "Enter")
         wait_for(lambda: f"7. {label}" in _joined(tmux), "the offered rule, seventh")
         assert "6. Stop, keep to resume" in tmux.screen()  # the fixed six keep their numbers
         wait_armed(tmux)
         _keys(tmux, "7")
-        wait_for((one / ".git").is_dir, "the approved command to run")
         wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
         wait_for(lambda: f"→ {label}" in _joined(tmux), "the choice in the transcript")
+        wait_for(lambda: full in tmux.screen(), "the approved command's output")
 
-        _keys(tmux, f"run: git init -q {two}", "Enter")
-        wait_for((two / ".git").is_dir, "the covered command to run unasked")
+        _keys(tmux, "run: git rev-parse --short=12 HEAD", "Enter")
+        wait_for(lambda: f"{short}\n" in tmux.screen() + "\n", "the covered command's output")
         assert "Confirm tool call" not in tmux.screen()
 
         _keys(tmux, "/allowed", "Enter")
-        covers = label.removeprefix("Always allow ")
         wait_for(lambda: f"1. {covers}" in _joined(tmux), "the rule listed")
 
-        _keys(tmux, f"run: git init -q {three}; touch {bad}", "Enter")
+        _keys(tmux, f"run: git rev-parse HEAD; touch {bad}", "Enter")
         wait_for(lambda: "Confirm tool call" in tmux.screen(), "the chained command's dialog")
         wait_armed(tmux)
         assert "7. " not in tmux.screen()  # not a simple command: no prefix offered
@@ -72,4 +82,3 @@ def test_the_prefix_rule_is_a_choice_of_its_own(daemon_home: Path, tmp_path: Pat
     finally:
         tmux("kill-server")
     assert not bad.exists()
-    assert not three.exists()

@@ -9,6 +9,7 @@ redirection or elevation widens it.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -240,15 +241,37 @@ def test_the_prefix_offered(command: str | list[str], prefix: tuple[str, ...] | 
         ("/tmp/npm test", WORK, False),
         ("npm run test", WORK, False),
         ("npx test", WORK, False),
+        ("npm test sub/dir --watch=false", WORK, True),
+        ("npm test --prefix /tmp/evil", WORK, False),  # another tree's package
+        ("npm test --prefix=/tmp/evil", WORK, False),
+        ("npm test ../other", WORK, False),
+        ("npm test -C/tmp", WORK, False),  # a short option's glued value
+        ("npm test x:/etc", WORK, False),
     ],
 )
 def test_a_prefix_rule_covers(command: str | list[str], cwd: str, covered: bool) -> None:
     """R92: ``npm test`` remembered in /srv/work covers a simple command whose argv
     starts with those two words, there; chaining, redirection, substitution,
-    assignments, globs, quoting, elevation, restricted paths, another program path or
-    another directory are never covered."""
+    assignments, globs, quoting, elevation, restricted paths, another program path,
+    another directory, or a further word naming a path outside it are never covered."""
     rule = prefix_rule(("npm", "test"), WORK, at=1.0)
     assert rule.kind == COMMAND_PREFIX
     assert rule.command == "npm test"
-    assert rule.covers == "`npm test …` (any further arguments) in /srv/work"
+    assert (
+        rule.covers
+        == "`npm test …` in /srv/work (any further arguments that name no path outside it)"
+    )
     assert covers(rule, _subject(command, cwd)) is covered
+
+
+def test_a_prefix_rule_never_follows_a_symlink_out(tmp_path: Path) -> None:
+    """R92: a further word that names a path inside the rule's directory by its text
+    but outside it by its real path (a symlink out) is not covered."""
+    base = Path(os.path.realpath(tmp_path))
+    work = base / "work"
+    work.mkdir()
+    (work / "inside").mkdir()
+    (work / "out").symlink_to(base)
+    rule = prefix_rule(("npm", "test"), str(work), at=1.0)
+    assert covers(rule, _subject("npm test inside", str(work)))
+    assert not covers(rule, _subject("npm test out/x", str(work)))

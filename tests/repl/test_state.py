@@ -699,7 +699,7 @@ def test_allowed_lists_and_forgets_remembered_rules() -> None:
             command="npm test",
             cwd="/srv/a",
             added_at=1.0,
-            covers="`npm test …` (any further arguments) in /srv/a",
+            covers="`npm test …` in /srv/a (any further arguments that name no path outside it)",
         ),
         AllowedRule(
             id="rule_0000000b", command="echo safe\ntouch x", cwd="/srv/\u202eb", added_at=2.0
@@ -712,7 +712,7 @@ def test_allowed_lists_and_forgets_remembered_rules() -> None:
         return f"       since {time.strftime('%Y-%m-%d %H:%M', time.localtime(at))}"
 
     assert [text for _, text in state.output[-6:]] == [
-        "  1. `npm test …` (any further arguments) in /srv/a",
+        "  1. `npm test …` in /srv/a (any further arguments that name no path outside it)",
         since(1.0),
         "  2. exactly `echo safe\\ntouch x` in /srv/\\u202eb",
         since(2.0),
@@ -724,7 +724,7 @@ def test_allowed_lists_and_forgets_remembered_rules() -> None:
     assert sent == [ForgetAllowed(session_id=SESSION, rule_id="rule_0000000a")]
     state.handle(AllowedList(session_id=SESSION, rules=rules[1:], removed=rules[:1]))
     assert [text for _, text in state.output[-6:-4]] == [
-        "forgot `npm test …` (any further arguments) in /srv/a — it asks again from now on",
+        f"forgot {rules[0].covers} — it asks again from now on",
         "always allowed in this home, kept across restarts (each rule covers only what it "
         "says; /allowed forget N removes one, /allowed forget all every one):",
     ]

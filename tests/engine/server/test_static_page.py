@@ -85,7 +85,7 @@ def test_js_wording_is_the_python_wording() -> None:
         + "  titles: [confirmTitle('run_command'), confirmTitle('write_file', true)],\n"
         + "  labels: [APPROVE, DENY, ALWAYS_ALLOW, ALLOW_TURN, STOP_DISCARD, STOP_KEEP,"
         + " ESC_KEEP_RUNNING, ALWAYS_ALLOW_RULE],\n"
-        + "  offer: offerLabel('`npm test …` (any further arguments) in /srv/a'),\n"
+        + "  offer: offerLabel('`npm test …` in /srv/a (any further arguments)'),\n"
         + "}));\n"
     )
     got = run_node(script, cases)
@@ -95,7 +95,7 @@ def test_js_wording_is_the_python_wording() -> None:
         wording.confirm_title("write_file", restricted=True),
     ]
     assert got["labels"] == LABELS
-    covers = "`npm test …` (any further arguments) in /srv/a"
+    covers = "`npm test …` in /srv/a (any further arguments)"
     assert got["offer"] == wording.offer_label(covers)
 
 
