@@ -214,9 +214,10 @@ def line_pieces(line: str, *, escape_newlines: bool = False) -> tuple[Piece, ...
 
 
 def one_line(text: str) -> str:
-    """``text`` as one line of plain characters, shown faithfully: newlines, control
-    and invisible characters as their escapes (a rule's ``covers``, a directory)."""
-    return "".join(piece.text for piece in line_pieces(text, escape_newlines=True))
+    """``text`` as one line of unstyled characters, shown faithfully (a rule's
+    ``covers``, a directory): newlines, control and invisible characters as
+    ``⟨\\u202e⟩``-style escapes, as `plain_text` marks them."""
+    return "".join(_plain_piece(piece) for piece in line_pieces(text, escape_newlines=True))
 
 
 def _text_lines(value: str) -> list[FaithfulLine]:

@@ -159,11 +159,13 @@ def confirm_parts(ask: Ask) -> list[Part]:
 
 def _offer_parts(ask: Ask) -> list[Part]:
     """Each offered rule, numbered, in the words of every front-end (its ``covers``
-    line, escaped like the command): what its button approves."""
-    return [
-        prose(f"\nRule {number} offered: {wording.offer_label(one_line(offer.covers))}")
-        for number, offer in enumerate(ask.offers, 1)
-    ]
+    line, escaped like the command, in a code block: no character of a directory's
+    name is read as markup): what its button approves."""
+    parts: list[Part] = []
+    for number, offer in enumerate(ask.offers, 1):
+        parts.append(prose(f"\nRule {number} offered:"))
+        parts.append(code(wording.offer_label(one_line(offer.covers))))
+    return parts
 
 
 def offer_outcome(number: int) -> str:

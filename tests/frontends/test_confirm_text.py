@@ -6,15 +6,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from agentrio.frontends.asks import (
     HEAD_LINES,
     MAX_CONFIRM_CHARS,
     command_text,
     command_too_long,
+    confirm_buttons,
     confirm_parts,
+    decision_of,
 )
 from agentrio.frontends.markup import DISCORD_MARKDOWN, TELEGRAM_HTML, paginate
+from agentrio.handles import Decision
 from agentrio.protocol.frames import Ask
+from agentrio.protocol.rules import RuleOffer
 
 
 def _ask(args: dict[str, Any]) -> Ask:
@@ -65,3 +71,17 @@ def test_a_confirmation_too_long_for_a_chat_says_how_much_is_left_out() -> None:
         f"{len(text) - len(head):,} more characters not shown here"
     )
     assert not command_too_long(command_text(_ask({"command": "ls", "cwd": "/"})))
+
+
+def test_an_offered_rule_is_shown_whole_and_only_its_own_press_chooses_it() -> None:
+    """R92: an offered rule is written out in a code block, a hostile directory name
+    escaped (never read as markup); its button comes after the fixed ones; a press of
+    ``p0`` chooses it, any other ``p…`` (forged data) chooses nothing."""
+    offer = RuleOffer(kind="command_prefix", covers="`npm test …` in /srv/`x`\u202e")
+    ask = attrs.evolve(_ask(HOSTILE), offers=[offer])
+    [page] = paginate(confirm_parts(ask), TELEGRAM_HTML)
+    assert page.endswith("Rule 1 offered:<pre>Always allow `npm test …` in /srv/`x`⟨\\u202e⟩</pre>")
+    assert [b.data for row in confirm_buttons("7", ask) for b in row][-1] == "7|p0"
+    assert decision_of("p0", ask) == Decision.allow(rule="command_prefix")
+    for forged in ("p1", "p", "px", "p-1", "p00x"):
+        assert decision_of(forged, ask) is None

@@ -4,6 +4,7 @@ Real time throughout (three processes): every wait polls with a deadline."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 from pathlib import Path
@@ -362,6 +363,35 @@ async def test_always_allow_skips_the_next_confirmation(
     target.unlink()
     fake.say(f"run: touch {target}")
     await eventually(target.exists, what="the file again")
+    assert len([m for m in fake.messages() if m.shown_buttons]) == 1
+
+
+@pytest.mark.parametrize("config_extra", ["[tools]\nreadonly_commands = []\n"])
+async def test_an_offered_rule_is_written_out_and_its_button_keeps_it(
+    fake: FakeTelegram, bot: Bot
+) -> None:
+    """R82, R92: a confirmation offering an argv-prefix rule writes the rule out whole
+    in the message and adds a numbered button after the fixed five; pressing it
+    approves the call and keeps the rule, so ``git rev-parse`` with other arguments
+    then runs without a confirmation (every command asks here: no read-only ones)."""
+    fake.say("run: git rev-parse HEAD")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    covers = f"`git rev-parse …` in {HERE} (any further arguments that name no path outside it)"
+    assert f"<pre>Always allow {html.escape(covers, quote=False)}</pre>" in confirm.text
+    assert f"Rule 1 offered:Always allow {covers}" in confirm.plain  # (a block follows)
+    assert [label for label, _ in confirm.buttons][3:] == [
+        "Stop, keep to resume",
+        "Stop and discard",
+        "Always allow rule 1 (above)",
+    ]
+    fake.press(confirm, "Always allow rule 1")
+    await eventually(lambda: fake.with_text("rule 1 always allowed in this home"), what="outcome")
+    await eventually(lambda: fake.with_text("finished with exit code 0"), what="the result")
+    fake.say("run: git rev-parse --short=12 HEAD")
+    await eventually(
+        lambda: len([m for m in fake.messages() if "finished with exit code 0" in m.plain]) == 2,
+        what="the covered command's result",
+    )
     assert len([m for m in fake.messages() if m.shown_buttons]) == 1
 
 

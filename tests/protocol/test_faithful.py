@@ -32,6 +32,7 @@ from agentrio.protocol.faithful import (
     cell_width,
     faithful_lines,
     is_invisible,
+    one_line,
     plain_text,
     source_length,
     wrap_rows,
@@ -282,6 +283,26 @@ def test_js_renders_like_python() -> None:
     assert len(got) == len(cases)
     for case, js in zip(cases, got, strict=True):
         assert js == as_json(faithful_lines(case)), case
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_js_one_line_is_the_python_one_line() -> None:
+    """R77, R92: ``oneLine`` of app.js (an offered rule's label on the page) gives
+    exactly `one_line` (the REPL's and the bots') for every string of the table."""
+    assert NODE is not None
+    texts = [str(case.get("command", "")) for case in table()] + ["a⟨\\u202e⟩b", "x\ny⏎"]
+    script = (
+        js_section()
+        + "\nconst cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+        + "process.stdout.write(JSON.stringify(cases.map((t) => oneLine(t))));\n"
+    )
+    done = subprocess.run(
+        [NODE, "-e", script], input=json.dumps(texts), capture_output=True, text=True,
+        timeout=60, check=True,
+    )  # fmt: skip
+    assert json.loads(done.stdout) == [one_line(text) for text in texts]
+    assert one_line("cd /srv/\u202eb\nx") == "cd /srv/⟨\\u202e⟩b⟨\\n⟩x"
+    assert one_line("a⟨\\u202e⟩") == "a⟨\\u27e8⟩\\u202e⟨\\u27e9⟩"
 
 
 def test_piece_is_what_it_says() -> None:

@@ -714,7 +714,7 @@ def test_allowed_lists_and_forgets_remembered_rules() -> None:
     assert [text for _, text in state.output[-6:]] == [
         "  1. `npm test …` in /srv/a (any further arguments that name no path outside it)",
         since(1.0),
-        "  2. exactly `echo safe\\ntouch x` in /srv/\\u202eb",
+        "  2. exactly `echo safe⟨\\n⟩touch x` in /srv/⟨\\u202e⟩b",
         since(2.0),
         "  3. `make` (no directory: covers nothing)",
         since(3.0),
@@ -733,7 +733,7 @@ def test_allowed_lists_and_forgets_remembered_rules() -> None:
     assert sent == [ForgetAllowed(session_id=SESSION, rule_id="all")]
     state.handle(AllowedList(session_id=SESSION, rules=[], removed=rules[1:]))
     assert [text for _, text in state.output[-3:]] == [
-        "forgot exactly `echo safe\\ntouch x` in /srv/\\u202eb — it asks again from now on",
+        "forgot exactly `echo safe⟨\\n⟩touch x` in /srv/⟨\\u202e⟩b — it asks again from now on",
         "forgot `make` (no directory: covers nothing) — it asks again from now on",
         "no remembered rules: every command that needs one asks",
     ]

@@ -168,10 +168,15 @@ function linePieces(line, escapeNewlines = false) {
   return pieces;
 }
 
-/** `text` as one line, shown faithfully: newlines and invisible characters as their
- *  escapes (protocol/faithful.py ``one_line``). */
+/** `text` as one line of unstyled characters, shown faithfully: newlines and
+ *  invisible characters as ⟨\u202e⟩-style escapes (protocol/faithful.py ``one_line``). */
 function oneLine(text) {
-  return linePieces(text, true).map((piece) => piece[1]).join("");
+  const marked = (piece) => {
+    if (piece[0] === "escape") return `⟨${piece[1]}⟩`;
+    if (piece[0] !== "text") return piece[1];
+    return Array.from(piece[1]).map((c) => ("⟨⟩⏎".includes(c) ? `⟨${escapeChar(c)}⟩` : c)).join("");
+  };
+  return linePieces(text, true).map(marked).join("");
 }
 
 /** A string as numbered lines (no number when it is one line). */
