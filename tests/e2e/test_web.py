@@ -835,3 +835,36 @@ async def test_web_tour_matches_golden(page: Page, daemon: Daemon, tmp_path: Pat
         WEB_TOUR_GOLDEN.parent.mkdir(exist_ok=True)
         WEB_TOUR_GOLDEN.write_text(shown)
     assert shown == WEB_TOUR_GOLDEN.read_text()
+
+
+async def test_the_page_offers_the_prefix_rule(page: Page, daemon: Daemon) -> None:
+    """R92: the page draws a confirmation's offered rule as a button of its own, after
+    the six choices, in the words of every front-end (``offer_label``); clicking it
+    approves and keeps the rule, so the same program and subcommand with other
+    arguments then runs in the same directory with no confirmation."""
+    await sign_in(page, daemon.token)
+    first = await send(page, "run: echo web-rule one")
+    await page.wait_present(armed(first, "remember-rule"), "the offered rule")
+    covers = f"`echo web-rule …` in {HERE} (any further arguments that name no path outside it)"
+    choices = await page.evaluate(
+        f"[...document.querySelectorAll({json.dumps(in_task(first, '.confirm button'))})]"
+        ".map((b) => b.textContent)"
+    )
+    assert choices[6:] == [wording.offer_label(covers)]
+    await page.click(armed(first, "remember-rule"))
+    await wait_state(page, first, "finished")
+    outcome = await page.text(in_task(first, ".confirm .outcome"))
+    assert outcome == "approved and the rule remembered"
+    second = await send(page, "run: echo web-rule two")
+    await wait_state(page, second, "finished")
+    assert await page.text(in_task(second, ".tool-result pre")) == "exit 0\nweb-rule two\n"
+    assert (
+        await page.evaluate(f"document.querySelector({json.dumps(in_task(second, '.confirm'))})")
+        is None
+    )
+    async with http(daemon, daemon.token) as client:
+        session_id = await page.text("#chat-title")
+        listed = (await client.get(f"/v1/session/{session_id}/allowed")).json()["rules"]
+    assert [(r["kind"], r["command"], r["covers"]) for r in listed] == [
+        ("command_prefix", "echo web-rule", covers)
+    ]
