@@ -49,7 +49,9 @@ class Question:
     """One question of an ``ask_user`` call (or a ``secret`` ask).
 
     ``options`` empty means free text; ``multi`` allows several options (the answer is
-    then the chosen options joined by ``", "``); ``secret`` asks for hidden input.
+    then the chosen options joined by ``", "``); ``secret`` asks for hidden input. An
+    answer need not be one of the options: a front-end may offer the person's own
+    words ("Other…" in the REPL), after any ticked options.
     """
 
     text: str

@@ -1,5 +1,6 @@
-"""Modal pieces drawn between the live text and the input: confirmations and forms
-(the menus and popups they share are in `agentrio.repl.menus`, re-exported here).
+"""Modal pieces drawn between the live text and the input: confirmations, and the
+question forms of `agentrio.repl.forms` (the menus and popups they share are in
+`agentrio.repl.menus`; both are re-exported here).
 
 Each is an object with ``__pt_container__`` (as ptpython's dialogs are) that calls back
 once with its answer; what the answer *means* (which frame goes out) is decided by
@@ -42,7 +43,6 @@ from prompt_toolkit.key_binding import (
 from prompt_toolkit.layout import (
     AnyContainer,
     ConditionalContainer,
-    DynamicContainer,
     FormattedTextControl,
     HSplit,
     UIContent,
@@ -52,13 +52,21 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Frame, TextArea
 
-from agentrio.protocol.events import Question
 from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
 from agentrio.protocol.frames import Ask
 from agentrio.protocol.wording import confirm_title
 from agentrio.repl.commands import APPROVING, ConfirmChoice, confirm_choices
-from agentrio.repl.hints import confirm_hint, question_hint
-from agentrio.repl.menus import Menu, PopupDialog, escape_keys, focus, hint_line, text_window
+from agentrio.repl.forms import QuestionDialog
+from agentrio.repl.hints import confirm_hint
+from agentrio.repl.menus import (
+    Menu,
+    PopupDialog,
+    escape_keys,
+    focus,
+    hint_line,
+    leave_line_keys,
+    text_window,
+)
 from agentrio.repl.render import clip
 
 __all__ = [
@@ -205,15 +213,8 @@ class ConfirmDialog:
         self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
         self.container = self._layout()
 
-    def _reason_keys(self) -> KeyBindings:
-        keys = KeyBindings()
-
-        @keys.add("escape", eager=True)
-        def _back(event: KeyPressEvent) -> None:
-            self.asking_reason = False
-            focus(self.menu)
-
-        return keys
+    def _stop_reason(self) -> None:
+        self.asking_reason = False
 
     def _scroll_keys(self) -> KeyBindings:
         keys = KeyBindings()
@@ -264,7 +265,10 @@ class ConfirmDialog:
                     ),
                     self.menu,
                     ConditionalContainer(
-                        HSplit([self.reason], key_bindings=self._reason_keys()),
+                        HSplit(
+                            [self.reason],
+                            key_bindings=leave_line_keys(self.menu, self._stop_reason),
+                        ),
                         filter=Condition(lambda: self.asking_reason),
                     ),
                     ConditionalContainer(error, filter=Condition(lambda: bool(self.error))),
@@ -339,95 +343,6 @@ class ConfirmDialog:
                 focus(self.password)
                 return
         self._on_answer(choice, "", password, rule)
-
-    def __pt_container__(self) -> AnyContainer:
-        return self.container
-
-
-class QuestionDialog:
-    """One form per ask: each question in turn as a menu (options, multi-select) or a
-    text field (free text; hidden for secrets). Answers go back together, in order.
-    Like a confirmation it takes keys only once `arm` was called (R77)."""
-
-    def __init__(
-        self,
-        ask: Ask,
-        on_answer: Callable[[list[str]], None],
-        on_escape: Callable[[], None] = lambda: None,
-    ) -> None:
-        self.ask = ask
-        self.armed = False
-        self.questions = list(ask.questions) or [
-            Question(text="value", secret=ask.kind == "secret")
-        ]
-        self.answers: list[str] = []
-        self._on_answer = on_answer
-        self.element: AnyContainer = self._build(self.questions[0])
-        self.container = Frame(
-            HSplit(
-                [
-                    Window(
-                        FormattedTextControl(self._header), dont_extend_height=True, wrap_lines=True
-                    ),
-                    DynamicContainer(lambda: self.element),
-                    hint_line(self._hint),
-                ],
-                key_bindings=escape_keys(on_escape, lambda: self.armed),
-            ),
-            title="Secret" if ask.kind == "secret" else "Question",
-            style="class:dialog",
-        )
-
-    def arm(self) -> None:
-        """Let the form take keys (called by the app once the arming delay passed)."""
-        self.armed = True
-
-    def _hint(self) -> str:
-        question = self.questions[min(len(self.answers), len(self.questions) - 1)]
-        return question_hint(question, armed=self.armed, secret=self.ask.kind == "secret")
-
-    @property
-    def current(self) -> Question:
-        return self.questions[len(self.answers)]
-
-    def _header(self) -> StyleAndTextTuples:
-        count = len(self.questions)
-        step = f"({len(self.answers) + 1}/{count}) " if count > 1 else ""
-        who = f"from {clip(self.ask.subagent, 200)}\n" if self.ask.subagent else ""  # R80
-        return [("class:dialog.title", f"{who}{step}{clip(self.current.text, 300)}")]
-
-    def _build(self, question: Question) -> AnyContainer:
-        if question.options:
-            options = question.options
-            return Menu(
-                options,
-                lambda picked: self._answered(", ".join(options[i] for i in picked)),
-                multi=question.multi,
-                enabled=lambda: self.armed,
-            )
-        return TextArea(
-            multiline=False,
-            password=question.secret or self.ask.kind == "secret",
-            prompt="> ",
-            accept_handler=self._text_entered,
-        )
-
-    def _text_entered(self, buffer: Buffer) -> bool:
-        if not self.armed:
-            return True
-        self._answered(buffer.text)
-        return True
-
-    def _answered(self, answer: str) -> None:
-        self.answers.append(answer)
-        if len(self.answers) == len(self.questions):
-            self._on_answer(list(self.answers))
-            return
-        self.element = self._build(self.current)
-        focus(self.element)
-
-    def focus_target(self) -> AnyContainer:
-        return self.element
 
     def __pt_container__(self) -> AnyContainer:
         return self.container

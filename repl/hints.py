@@ -37,17 +37,30 @@ def confirm_hint(*, armed: bool, asking_reason: bool = False, in_password: bool 
     return f"↑↓ choose · Enter or 1–6 picks · {_STOP}"
 
 
-def question_hint(question: Question, *, armed: bool, secret: bool = False) -> str:
-    """A question's hint: options (one or several) or a text field (hidden for secrets)."""
+def question_hint(
+    question: Question,
+    *,
+    armed: bool,
+    secret: bool = False,
+    typing_other: bool = False,
+    back_to: int = 0,
+) -> str:
+    """A question's hint: options (one or several, and Other…), the Other… line, or a
+    text field (hidden for secrets); ``back_to`` (1-based, 0 for none) is the question
+    PgUp goes back to."""
     if not armed:
         return ARMING
+    back = f" · PgUp: back to question {back_to}" if back_to else ""
+    entries = len(question.options) + 1  # the options and Other…
+    if typing_other:
+        return f"type your answer · Enter answers · Esc back to the choices{back}"
     if question.options and question.multi:
-        digits = _digits(len(question.options))
-        return f"↑↓ move · Space or {digits} ticks · Enter confirms · {_STOP}"
+        digits = _digits(entries)
+        return f"↑↓ move · Space or {digits} ticks · Enter confirms{back} · {_STOP}"
     if question.options:
-        return f"↑↓ choose · Enter or {_digits(len(question.options))} picks · {_STOP}"
+        return f"↑↓ choose · Enter or {_digits(entries)} picks{back} · {_STOP}"
     hidden = "typing is hidden · " if secret or question.secret else ""
-    return f"{hidden}Enter answers · {_STOP}"
+    return f"{hidden}Enter answers{back} · {_STOP}"
 
 
 def popup_hint(choices: tuple[str, ...]) -> str:

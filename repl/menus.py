@@ -28,7 +28,15 @@ from prompt_toolkit.widgets import Frame
 from agentrio.repl.hints import popup_hint
 from agentrio.repl.views import Popup
 
-__all__ = ["Menu", "PopupDialog", "escape_keys", "focus", "hint_line", "text_window"]
+__all__ = [
+    "Menu",
+    "PopupDialog",
+    "escape_keys",
+    "focus",
+    "hint_line",
+    "leave_line_keys",
+    "text_window",
+]
 
 
 def focus(target: AnyContainer | Buffer) -> bool:
@@ -73,6 +81,20 @@ def escape_keys(on_escape: Callable[[], None], armed: Callable[[], bool]) -> Key
     @keys.add("escape", eager=True, filter=Condition(armed))
     def _escape(event: KeyPressEvent) -> None:
         on_escape()
+
+    return keys
+
+
+def leave_line_keys(menu: Menu, leave: Callable[[], None]) -> KeyBindings:
+    """Esc in a dialog's text line opened from its choices (a confirmation's deny
+    reason, a question's Other… answer): ``leave`` (the line closes), then the choices
+    take the keys again. The typed text stays for the next time the line opens."""
+    keys = KeyBindings()
+
+    @keys.add("escape", eager=True)
+    def _back(event: KeyPressEvent) -> None:
+        leave()
+        focus(menu)
 
     return keys
 

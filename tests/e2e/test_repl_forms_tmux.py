@@ -55,6 +55,14 @@ def _open_armed(tmux: Tmux, typed: str, shown: str) -> None:
     wait_armed(tmux)
 
 
+def _model_received(tmux: Tmux, question: str, answer: str) -> None:
+    """Wait for ``answer`` to ``question`` shown and echoed by the model (its ``A:``
+    line); the input line must have stayed empty."""
+    wait_for(lambda: f"  → {question}: {answer}" in tmux.lines(), f"the answer {answer!r}")
+    wait_for(lambda: f"A: {answer}" in tmux.screen(), "the answer the model received")
+    assert _prompt_empty(tmux), tmux.screen()
+
+
 def _prompt_empty(tmux: Tmux) -> bool:
     """The input line holds nothing: no key went there."""
     return ">" in tmux.lines()
@@ -72,9 +80,7 @@ def test_keys_reach_an_armed_form_under_load(daemon_home: Path, cpu_load: None) 
         _start_repl(tmux, daemon_home)
         _open_armed(tmux, "ask: Which colour? | red, blue", "2. blue")
         _keys(tmux, "2")
-        wait_for(lambda: "  → Which colour?: blue" in tmux.lines(), "the answer")
-        wait_for(lambda: "A: blue" in tmux.screen(), "the answer the model received")
-        assert _prompt_empty(tmux), tmux.screen()
+        _model_received(tmux, "Which colour?", "blue")
 
         _open_armed(
             tmux, "ask: Which colour? | red, blue ;; Which size? | small, large", "(1/2) Which"
@@ -88,15 +94,50 @@ def test_keys_reach_an_armed_form_under_load(daemon_home: Path, cpu_load: None) 
         wait_for(lambda: "(2/2) Which size?" in tmux.screen(), "the second question back")
         wait_armed(tmux)
         _keys(tmux, "Enter")  # the entry Down chose
-        wait_for(lambda: "  → Which size?: large" in tmux.lines(), "the second answer")
-        wait_for(lambda: "A: large" in tmux.screen(), "the answers the model received")
+        _model_received(tmux, "Which size?", "large")
         assert "  → Which colour?: red" in tmux.lines()
-        assert _prompt_empty(tmux), tmux.screen()
 
         _open_armed(tmux, "run: echo loaded-ok", "Confirm tool call")
         _keys(tmux, "1")
         wait_for(lambda: "  → Approve (run_command)" in tmux.lines(), "the approval")
         wait_for(lambda: "    loaded-ok" in tmux.lines(), "the command's output")
         assert _prompt_empty(tmux), tmux.screen()
+    finally:
+        tmux("kill-server")
+
+
+def test_other_and_pgup_back_give_the_answers_the_model_receives(daemon_home: Path) -> None:
+    """Issue 33 item 8: a closed question's last entry is "Other…"; its digit opens a
+    line, and the typed text is the answer the model receives. In a form of two
+    questions the second names PgUp in its hints; PgUp shows the first again, and its
+    new answer is the one the model receives."""
+    tmux = Tmux()
+    try:
+        _start_repl(tmux, daemon_home)
+        _open_armed(tmux, "ask: Which colour? | red, blue", "3. Other…")
+        _keys(tmux, "3")
+        wait_for(lambda: "your answer:" in tmux.screen(), "the Other… line")
+        wait_for(lambda: "Esc back to the choices" in tmux.screen(), "its key hints")
+        _keys(tmux, "-l", "sea green")
+        _keys(tmux, "Enter")
+        _model_received(tmux, "Which colour?", "sea green")
+
+        _open_armed(
+            tmux, "ask: Which shade? | red, blue ;; Which size? | small, large", "(1/2) Which"
+        )
+        _keys(tmux, "1")
+        wait_for(lambda: "(2/2) Which size?" in tmux.screen(), "the second question")
+        wait_for(lambda: "PgUp: back to question 1" in tmux.screen(), "the back key's hint")
+        _keys(tmux, "PPage")
+        wait_for(lambda: "(1/2) Which shade?" in tmux.screen(), "the first question again")
+        wait_armed(tmux)
+        _keys(tmux, "2")
+        wait_for(lambda: "(2/2) Which size?" in tmux.screen(), "the second question again")
+        wait_armed(tmux)
+        _keys(tmux, "2")
+        _model_received(tmux, "Which size?", "large")
+        assert "  → Which shade?: blue" in tmux.lines()
+        assert "A: blue" in tmux.screen()
+        assert not any("A: red" in line for line in tmux.lines())
     finally:
         tmux("kill-server")

@@ -83,7 +83,7 @@ def test_esc_in_a_question_stops_and_keeps_the_task(daemon_home: Path) -> None:
         _start_repl(tmux, daemon_home)
         _keys(tmux, "ask: Which colour? | red, blue", "Enter")
         wait_for(lambda: "2. blue" in tmux.screen(), "the question form")
-        wait_for(lambda: "Enter or 1–2 picks · Esc: stop menu" in tmux.screen(), "armed, hints")
+        wait_for(lambda: "Enter or 1–3 picks · Esc: stop menu" in tmux.screen(), "armed, hints")
         _keys(tmux, "Escape")
         wait_for(lambda: POPUP in tmux.screen(), "the stop popup")
         _keys(tmux, "2")  # Stop, keep to resume

@@ -177,9 +177,15 @@ def test_hints_name_each_dialogs_keys() -> None:
     assert "Esc back to the choices" in confirm_hint(armed=True, asking_reason=True)
     assert "password" in confirm_hint(armed=True, in_password=True)
     pick = Question(text="q", options=["a", "b", "c"])
-    assert question_hint(pick, armed=True).startswith("↑↓ choose · Enter or 1–3 picks")
+    assert question_hint(pick, armed=True).startswith("↑↓ choose · Enter or 1–4 picks")  # Other…
     many = Question(text="q", options=["a", "b"], multi=True)
-    assert "Space or 1–2 ticks · Enter confirms" in question_hint(many, armed=True)
+    assert "Space or 1–3 ticks · Enter confirms" in question_hint(many, armed=True)
+    assert "Enter or 1–3 picks · PgUp: back to question 1 · Esc" in question_hint(
+        Question(text="q", options=["a", "b"]), armed=True, back_to=1
+    )
+    assert question_hint(pick, armed=True, typing_other=True).startswith(
+        "type your answer · Enter answers · Esc back to the choices"
+    )
     assert question_hint(Question(text="q", secret=True), armed=True).startswith("typing is hidden")
     assert popup_hint(STOP_CHOICES) == f"↑↓ choose · Enter or 1–3 picks · Esc: {STOP_CHOICES[0]}"
 
