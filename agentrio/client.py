@@ -52,6 +52,7 @@ from agentrio.handles import (
     as_decision,
 )
 from agentrio.inbox import Inbox, Limits
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode, unstructure
 from agentrio.protocol.errors import FrameDecodeError
 from agentrio.protocol.frames import (
@@ -71,7 +72,6 @@ from agentrio.protocol.frames import (
     PendingList,
     PendingTaskInfo,
     Reply,
-    ReplyAction,
     Run,
     ServerFrame,
     Steer,
@@ -234,11 +234,13 @@ class Client:
         """Cancel a task this connection started (R40, R46); ``forbidden`` when another
         connection started it. A task not running in the daemon is a stale cancel, no
         error: with ``session_id`` a ``canceled`` event is recorded there (SPEC §7)."""
-        await self._call(Cancel(task_hash=task_hash, pause=False, session_id=session_id))
+        await self._call(
+            Cancel(task_hash=task_hash, cause=Cause.USER_CANCELED, session_id=session_id)
+        )
 
     async def pause(self, task_hash: str) -> None:
         """Pause a task this connection started: it stays resumable (R41)."""
-        await self._call(Cancel(task_hash=task_hash, pause=True))
+        await self._call(Cancel(task_hash=task_hash, cause=Cause.PAUSED))
 
     async def steer(self, session_id: str, task_hash: str, text: str) -> None:
         """Inject ``text`` at the start of the running task's next turn (R35)."""
@@ -276,7 +278,7 @@ class Client:
         remember: bool = False,
         allow_turn: bool = False,
         reason: str = "",
-        action: ReplyAction | None = None,
+        stop: Cause | None = None,
         rule: str = "",
     ) -> None:
         """Answer ask ``ask_id`` (or a subscribed session's ``confirm_hash``); ``rule``
@@ -291,7 +293,7 @@ class Client:
                 remember=remember,
                 allow_turn=allow_turn,
                 reason=reason,
-                action=action,
+                stop=stop,
                 rule=rule,
             )
         )
@@ -307,7 +309,7 @@ class Client:
             remember=d.remember,
             allow_turn=d.allow_turn,
             reason=d.reason,
-            action=d.action,
+            stop=d.stop,
             rule=d.rule,
         )
 
@@ -413,7 +415,7 @@ class Client:
             remember=d.remember,
             allow_turn=d.allow_turn,
             reason=d.reason,
-            action=d.action,
+            stop=d.stop,
             password=d.password,
             answers=d.answers,
         )

@@ -17,13 +17,13 @@ import trio
 
 from agentrio.errors import ClientError
 from agentrio.inbox import Inbox, Limits, RecentSeqs
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Done, Event
 from agentrio.protocol.frames import (
     Accepted,
     Ask,
     DoneFrame,
     EventFrame,
-    ReplyAction,
     Verify,
     Withdrawn,
 )
@@ -47,7 +47,7 @@ AskNotice: TypeAlias = Ask | Withdrawn | Verify
 @attrs.frozen(kw_only=True)
 class Decision:
     """An answer to an ask. Confirmations use ``approve`` (+ ``reason`` when denying,
-    ``remember``, ``allow_turn``, ``action``, ``password``, and ``rule``: the kind of
+    ``remember``, ``allow_turn``, ``stop``, ``password``, and ``rule``: the kind of
     one of the ask's ``offers`` to remember); questions use ``answers``, one per
     question."""
 
@@ -57,7 +57,9 @@ class Decision:
     remember: bool = False
     allow_turn: bool = False
     reason: str = ""
-    action: ReplyAction | None = None
+    #: Stop the task with this cause as well (``Cause.USER_CANCELED``: discard it,
+    #: ``Cause.USER_ABORTED``: keep it to resume).
+    stop: Cause | None = None
     rule: str = ""
 
     @classmethod

@@ -503,7 +503,7 @@ async def answer_engine_asks(
                 remember=decision.remember,
                 allow_turn=decision.allow_turn,
                 reason=decision.reason,
-                action=decision.action,
+                stop=decision.stop,
             )
             try:
                 await engine.answer(notice.entry.id, reply, by=listener)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Final
 
 from agentrio.engine.assembly import open_engine as open_engine
-from agentrio.engine.causes import Cause as Cause
 from agentrio.engine.config import Config as Config
 from agentrio.engine.config import load_config as load_config
 from agentrio.engine.core import Engine as Engine
@@ -33,6 +32,7 @@ from agentrio.engine.pending import AskRequest as AskRequest
 from agentrio.engine.runs import RunOrigin as RunOrigin
 from agentrio.engine.runs import TaskOutcome as TaskOutcome
 from agentrio.engine.runs import TaskRun as TaskRun
+from agentrio.protocol.causes import Cause as Cause
 
 __all__ = [
     "PUBLIC_MODULES",

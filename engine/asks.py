@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 import attrs
 
 from agentrio.engine.ids import origin_of
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import Reply
 from agentrio.protocol.http import ConfirmRequest
@@ -107,7 +108,8 @@ class AskReply:
     remember: bool = False
     allow_turn: bool = False
     reason: str = ""
-    action: Literal["cancel_task", "abort_task"] | None = None
+    #: The stop choice that came with the answer: the task stops with this cause.
+    stop: Cause | None = None
     #: The kind of the offered rule chosen (``offers``), or "" (R92).
     rule: str = ""
 
@@ -121,7 +123,7 @@ class AskReply:
             remember=answer.remember,
             allow_turn=answer.allow_turn,
             reason=answer.reason,
-            action=answer.action,
+            stop=answer.stop,
             rule=answer.rule,
         )
 

@@ -19,7 +19,6 @@ from functools import partial
 import trio
 
 from agentrio.engine.asks import TASK_CANCELED, TASK_PAUSED, AskRequest
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
 from agentrio.engine.models.base import Model
@@ -27,6 +26,7 @@ from agentrio.engine.pending import PendingRegistry
 from agentrio.engine.store.base import Store
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.sudo import PasswordVerifier, SudoVerifier
+from agentrio.protocol.causes import Cause
 
 __all__ = ["freeze_startup_heap", "open_configured_store", "open_engine"]
 

@@ -24,7 +24,6 @@ import trio
 
 from agentrio.engine.background.manager import BackgroundManager
 from agentrio.engine.background.routing import reoffers
-from agentrio.engine.causes import Cause
 from agentrio.engine.errors import BadRequest, Conflict, Forbidden, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash, new_task_hash
 from agentrio.engine.markers import MARKER_TTL_S
@@ -46,6 +45,7 @@ from agentrio.engine.store.base import Store, TaskRow, marker_key
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.shipped import shipped_toolbox
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from agentrio.protocol.http import HistoryEntry, HistoryRecord
 

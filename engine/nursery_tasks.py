@@ -20,7 +20,7 @@ from typing import Any
 import attrs
 import trio
 
-from agentrio.engine.causes import Cause
+from agentrio.protocol.causes import Cause
 
 __all__ = [
     "HandleStatistics",

@@ -33,7 +33,6 @@ from typing import Any, Literal, TypeVar
 import attrs
 import trio
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.compaction import call_model, load_context
 from agentrio.engine.conversation import StoredConversation, close_open_calls, exchange_json
 from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
@@ -58,6 +57,7 @@ from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome,
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.protocol import events as ev
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, TokenUsage
 from agentrio.protocol.frames import DoneStatus
 

@@ -28,12 +28,14 @@ What travels:
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Final, Literal
+from typing import Any, ClassVar, Final
 
 import attrs
 
+from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.codec import converter, dumps
 from agentrio.protocol.frames import OMIT_DEFAULT, Ask, Reply
+from agentrio.protocol.legacy import upgrade_peer
 
 __all__ = [
     "PEER_MESSAGE_TYPES",
@@ -140,15 +142,15 @@ class AnswerAsk:
 
 @attrs.frozen(kw_only=True)
 class Control:
-    """Cancel (``user_canceled``), pause (``paused``) or steer (``text``) the task
-    ``task_hash`` of session ``session_id``, wherever it runs."""
+    """Stop the task ``task_hash`` of session ``session_id`` with ``cause``, or (no
+    cause) steer it with ``text``, wherever it runs. (Older daemons sent ``op``.)"""
 
     TYPE: ClassVar[str] = "control"
     sender: str
     request_id: str
-    op: Literal["cancel", "pause", "steer"]
     session_id: str
     task_hash: str
+    cause: Cause | None = attrs.field(default=None, validator=person_cause)
     text: str = ""
 
 
@@ -197,7 +199,7 @@ def decode_peer_message(data: str | bytes) -> PeerMessage:
     if cls is None:
         raise ValueError("unknown peer message type")
     try:
-        message: PeerMessage = converter.structure(raw, cls)
+        message: PeerMessage = converter.structure(upgrade_peer(raw, cls.TYPE), cls)
     except Exception as exc:
         raise ValueError(f"malformed {cls.TYPE}: {exc}") from None
     return message

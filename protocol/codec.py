@@ -8,6 +8,7 @@ field, so a server can answer any input with an ``error`` frame and go on.
 
 from __future__ import annotations
 
+import enum
 import json
 import types
 import typing
@@ -28,6 +29,8 @@ from agentrio.protocol.frames import (
     ClientFrame,
     ServerFrame,
 )
+from agentrio.protocol.http import ConfirmRequest
+from agentrio.protocol.legacy import upgrade_body, upgrade_frame
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -140,6 +143,17 @@ def _literal_hook_factory(t: Any) -> Callable[[Any, Any], Any]:
     return hook
 
 
+def _structure_str_enum(value: Any, t: type[enum.StrEnum]) -> Any:
+    """A string enum (`agentrio.protocol.causes.Cause`) from its value. Registered for
+    `enum.StrEnum`, which comes before ``str`` in such an enum's MRO: else the strict
+    ``str`` hook would take it (an enum of ``str`` is a ``str``) and pass the bare
+    string on."""
+    allowed = [member.value for member in t]
+    if isinstance(value, str) and value in allowed:
+        return t(value)
+    raise ValueError("must be one of " + ", ".join(repr(a) for a in allowed))
+
+
 def install_strict_hooks(conv: cattrs.Converter) -> None:
     """Make ``conv`` take JSON/TOML types as they are: no ``str(5)``, no ``int("5")``,
     no list from a string. Used by the frame converter and the config converter."""
@@ -148,6 +162,7 @@ def install_strict_hooks(conv: cattrs.Converter) -> None:
     conv.register_structure_hook(bool, _strict(bool, "a boolean"))
     conv.register_structure_hook(float, _structure_float)
     conv.register_structure_hook_factory(_is_literal, _literal_hook_factory)
+    conv.register_structure_hook(enum.StrEnum, _structure_str_enum)
     conv.register_structure_hook_factory(_is_list, lambda t: _list_hook_factory(conv, t))
     conv.register_structure_hook_factory(_is_str_dict, _dict_hook_factory)
 
@@ -484,6 +499,10 @@ def structure(value: Any, cls: type[T] | Any) -> T:
     """Structure an already-parsed JSON value into ``cls``; raise `FrameDecodeError`."""
     if not _unions_ready and _type_needs_unions(cls):
         _ensure_unions()
+    if cls is ClientFrame:
+        value = upgrade_frame(value)
+    elif cls is ConfirmRequest:
+        value = upgrade_body(value)
     _check_tags(value, cls)
     members = _MEMBER_HOOKS.get(cls)
     try:
@@ -536,8 +555,22 @@ def format_problem(exc: BaseException, type_: type | None) -> str:
     return cattrs.v.format_exception(exc, type_)
 
 
+def _named_problem(exc: BaseException) -> FrameDecodeError | None:
+    if isinstance(exc, FrameDecodeError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _named_problem(inner)
+        if found is not None:
+            return found
+    return None
+
+
 def _describe(exc: Exception) -> FrameDecodeError:
-    """Turn a cattrs validation error into one message naming the first bad field."""
+    """Turn a cattrs validation error into one message naming the first bad field (a
+    validator that already named it, `agentrio.protocol.causes.person_cause`, is kept)."""
+    named = _named_problem(exc)
+    if named is not None:
+        return named
     if isinstance(exc, (cattrs.ClassValidationError, cattrs.IterableValidationError)):
         messages = cattrs.transform_error(exc, path="$", format_exception=format_problem)
         if messages:

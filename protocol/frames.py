@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
+from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.events import Event, Question
 from agentrio.protocol.rules import AllowedRule, RuleOffer
 
@@ -79,7 +80,6 @@ OMIT_DEFAULT: Final = {"omit_if_default": True}
 
 DoneStatus = Literal["finished", "canceled", "paused", "parked", "aborted", "failed"]
 AskKind = Literal["tool_confirm", "ask_user", "secret"]
-ReplyAction = Literal["cancel_task", "abort_task"]
 
 # ---------------------------------------------------------------- client → daemon
 
@@ -135,7 +135,8 @@ class Steer:
 
 @attrs.frozen(kw_only=True)
 class Cancel:
-    """Cancel (``pause`` false: cause ``user_canceled``) or pause a task (R40, R41).
+    """Stop a task with ``cause`` (R40, R41): ``user_canceled`` discards it,
+    ``user_aborted`` and ``paused`` keep it resumable. (Older clients sent ``pause``.)
 
     ``session_id`` is optional: a task that does not run in the daemon is a *stale*
     cancel (SPEC §7), recorded as a ``canceled`` event in that session when it is
@@ -143,7 +144,7 @@ class Cancel:
 
     TYPE: ClassVar[str] = "cancel"
     task_hash: str
-    pause: bool = False
+    cause: Cause = attrs.field(default=Cause.USER_CANCELED, validator=person_cause)
     session_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
@@ -161,7 +162,10 @@ class Reply:
     remember: bool = False
     allow_turn: bool = False
     reason: str = ""
-    action: ReplyAction | None = None
+    #: The stop choice that came with the answer ("Stop and discard": ``user_canceled``,
+    #: "Stop, keep to resume": ``user_aborted``): the task stops with it. (Older
+    #: clients sent ``action``.)
+    stop: Cause | None = attrs.field(default=None, validator=person_cause)
     #: The ``kind`` of the ask's `RuleOffer` chosen: approve and remember that rule.
     rule: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)

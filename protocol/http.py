@@ -6,8 +6,9 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.events import Question
-from agentrio.protocol.frames import AllowedRule, LegInfo, ModelChoice, PendingTaskInfo, ReplyAction
+from agentrio.protocol.frames import AllowedRule, LegInfo, ModelChoice, PendingTaskInfo
 
 __all__ = [
     "BODY_TYPES",
@@ -70,13 +71,14 @@ class CancelResult:
 
 @attrs.frozen(kw_only=True)
 class ConfirmRequest:
-    """``POST …/confirm/{confirm_hash}``; ``action`` cancels or aborts the task."""
+    """``POST …/confirm/{confirm_hash}``; ``stop`` stops the task with that cause, as
+    a reply's does (older clients sent ``action``)."""
 
     approve: bool = False
     remember: bool = False
     allow_turn: bool = False
     reason: str = ""
-    action: ReplyAction | None = None
+    stop: Cause | None = attrs.field(default=None, validator=person_cause)
     password: str | None = None
     answers: list[str] | None = None
     #: The ``kind`` of the confirmation's offered rule chosen (its ``offers``, R92).

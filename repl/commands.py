@@ -14,6 +14,7 @@ from typing import Final
 import attrs
 
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.faithful import one_line
 from agentrio.protocol.frames import Ask, BackgroundCancel, Cancel, Reply
 
@@ -365,9 +366,9 @@ def confirm_reply(
         case ConfirmChoice.TURN:
             return Reply(id=ask_id, approve=True, allow_turn=True, password=password)
         case ConfirmChoice.CANCEL_TASK:
-            return Reply(id=ask_id, action="cancel_task")
+            return Reply(id=ask_id, stop=Cause.USER_CANCELED)
         case ConfirmChoice.ABORT_TASK:
-            return Reply(id=ask_id, action="abort_task")
+            return Reply(id=ask_id, stop=Cause.USER_ABORTED)
         case ConfirmChoice.RULE:
             return Reply(id=ask_id, approve=True, rule=rule, password=password)
 
@@ -391,9 +392,9 @@ def cancel_frame(task_hash: str, choice: CancelChoice) -> Cancel | None:
         case CancelChoice.NO:
             return None
         case CancelChoice.PAUSE:
-            return Cancel(task_hash=task_hash, pause=True)
+            return Cancel(task_hash=task_hash, cause=Cause.PAUSED)
         case CancelChoice.YES:
-            return Cancel(task_hash=task_hash, pause=False)
+            return Cancel(task_hash=task_hash, cause=Cause.USER_CANCELED)
 
 
 def background_cancel_frame(session_id: str, leg_id: str) -> BackgroundCancel:

@@ -21,6 +21,7 @@ from agentrio.frontends.markup import Part, code, prose
 from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.faithful import faithful_lines, one_line, plain_text
 from agentrio.protocol.frames import Ask
 
@@ -200,9 +201,9 @@ def decision_of(choice: str, ask: Ask) -> Decision | None:
         case "r":
             return Decision.allow(remember=True)
         case "k":
-            return Decision(approve=False, action="abort_task")
+            return Decision(approve=False, stop=Cause.USER_ABORTED)
         case "x":
-            return Decision(approve=False, action="cancel_task")
+            return Decision(approve=False, stop=Cause.USER_CANCELED)
     return None
 
 

@@ -18,13 +18,13 @@ import trio
 
 from agentrio.engine.background.jobs import Leg, LegState
 from agentrio.engine.background.logs import LogWriter, open_log
-from agentrio.engine.causes import Cause
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.sandbox import SandboxError
 from agentrio.engine.snapshot import RESULT_LIMIT
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.run_command import format_command_result, run_plan, start_failure
 from agentrio.engine.watch import Checker, Watcher, WatchReport
+from agentrio.protocol.causes import Cause
 
 __all__ = ["run_command_leg"]
 

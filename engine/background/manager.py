@@ -47,7 +47,6 @@ from agentrio.engine.background.jobs import (
 from agentrio.engine.background.routing import ReportRouter
 from agentrio.engine.background.starter import TaskStarter
 from agentrio.engine.background.subagent_leg import run_subagent_leg
-from agentrio.engine.causes import Cause
 from agentrio.engine.errors import NotFound
 from agentrio.engine.ids import new_job_id, new_leg_id
 from agentrio.engine.messages import leg_finished_report, leg_stopped_report, leg_update_report
@@ -61,6 +60,7 @@ from agentrio.engine.tools.base import Services, ToolContext
 from agentrio.engine.tools.run_command import CommandPlan
 from agentrio.engine.watch import DecisionCheck, WatchReport
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.frames import LegInfo
 
 __all__ = ["BackgroundManager", "BackgroundStatistics"]

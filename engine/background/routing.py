@@ -42,7 +42,6 @@ import trio
 
 from agentrio.engine.background.jobs import Job, save_job
 from agentrio.engine.background.starter import TaskStarter
-from agentrio.engine.causes import Cause
 from agentrio.engine.messages import (
     followup_message,
     proposals_label,
@@ -62,6 +61,7 @@ from agentrio.engine.tools.run_commands import (
     proposals_from_args,
 )
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 
 __all__ = ["ReportRouter", "reoffers"]
 

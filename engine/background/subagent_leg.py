@@ -24,10 +24,10 @@ import trio
 
 from agentrio.engine.background.jobs import Leg, LegState, write_report
 from agentrio.engine.background.starter import TaskStarter
-from agentrio.engine.causes import Cause
 from agentrio.engine.messages import NEEDS_APPROVAL, subagent_report, subagent_result
 from agentrio.engine.tools.run_command import RunCommandTool
 from agentrio.engine.tools.run_commands import proposal_from_call
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import SubagentLegEnd
 
 __all__ = ["run_subagent_leg"]

@@ -20,8 +20,8 @@ from typing import Final
 
 import trio
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.protocol.causes import Cause
 
 __all__ = [
     "REAP_INTERVAL_S",

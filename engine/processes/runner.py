@@ -38,10 +38,10 @@ from typing import Final
 import attrs
 import trio
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.groups import end_group
 from agentrio.engine.processes.output import ClampedOutput
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.groups import sole_exception
 
 __all__ = ["DRAIN_IDLE_S", "DRAIN_MAX_S", "CommandResult", "run_in_group"]

@@ -51,6 +51,7 @@ from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.server.ws_limits import note_stream
 from agentrio.engine.store.base import Store, StoreError
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from agentrio.protocol.errors import ErrorCode, FrameDecodeError
 from agentrio.protocol.frames import (
@@ -329,7 +330,9 @@ async def pause(request: Request, ctx: ServerContext) -> Response:
     """Cancel with cause ``paused`` (R41): the run stops, its pending record stays
     resumable. An addition to SPEC §7 (whose cancel route is ``user_canceled`` only),
     so the web dashboard can pause like the REPL's popup."""
-    frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request), pause=True)
+    frame = Cancel(
+        session_id=_session_id(request), task_hash=_task_hash(request), cause=Cause.PAUSED
+    )
     return json_response(await ctx.commands.cancel(frame))
 
 
@@ -360,7 +363,7 @@ def _reply_of(ask_id: str, body: ConfirmRequest) -> Reply:
         remember=body.remember,
         allow_turn=body.allow_turn,
         reason=body.reason,
-        action=body.action,
+        stop=body.stop,
         rule=body.rule,
     )
 

@@ -22,13 +22,13 @@ from typing import cast
 import attrs
 import trio
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.core import Engine
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.server.peer_asks import PeerAsks
 from agentrio.engine.server.peer_control import PeerControl
 from agentrio.engine.server.peer_events import PeerEvents
 from agentrio.engine.server.peers import BusKey, BusStore, Peers
+from agentrio.protocol.causes import Cause
 
 __all__ = ["Cluster", "ClusterStatistics", "attached_events", "open_cluster"]
 

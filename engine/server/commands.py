@@ -40,7 +40,6 @@ import re
 from collections.abc import Callable, Collection
 from typing import Final
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
@@ -217,19 +216,16 @@ class Commands:
         engine = self.engine
         if engine.find_run(task_hash, session_id) is None:
             if self.cluster is not None and connection_id is None and session_id is not None:
-                elsewhere = await self.cluster.control.cancel(
-                    session_id, task_hash, pause=frame.pause
-                )
+                elsewhere = await self.cluster.control.cancel(session_id, task_hash, frame.cause)
                 if elsewhere is not None:
                     return CancelResult(cancelled=elsewhere)
-            if frame.pause:
+            if frame.cause.keeps_pending:  # a pause (or abort) has nothing to stop here
                 return CancelResult(cancelled=False)
             if session_id is not None:
                 engine.record_stale_cancel(session_id, task_hash)
             return CancelResult(cancelled=False, stale=True)
-        cause = Cause.PAUSED if frame.pause else Cause.USER_CANCELED
         cancelled = engine.cancel(
-            task_hash, cause, session_id=session_id, connection_id=connection_id
+            task_hash, frame.cause, session_id=session_id, connection_id=connection_id
         )
         return CancelResult(cancelled=cancelled)
 

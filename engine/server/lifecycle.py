@@ -55,7 +55,6 @@ import trio
 from hypercorn.config import Config as HypercornConfig
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import ConfigError
@@ -74,6 +73,7 @@ from agentrio.engine.server.startup import STARTUP_EXIT, startup_message
 from agentrio.engine.server.ws import CLOSE_TIMEOUT_S
 from agentrio.engine.store.base import StoreError
 from agentrio.engine.store.files import make_home, open_private, write_private_atomic
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.local import SOCKET_FILE, fits, via_directory_fd
 
 __all__ = [

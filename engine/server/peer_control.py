@@ -13,17 +13,13 @@ started (R46), and what it started runs on its own daemon.
 
 from __future__ import annotations
 
-from typing import Literal
-
-from agentrio.engine.causes import Cause
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AgentrioError, error_of
 from agentrio.engine.server.peers import Peers
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.cluster import Control, PeerAnswer, PeerMessage
 
 __all__ = ["PeerControl"]
-
-Op = Literal["cancel", "pause", "steer"]
 
 
 class PeerControl:
@@ -34,26 +30,27 @@ class PeerControl:
         self._engine = engine
         peers.handle(Control, self._on_control)
 
-    async def cancel(self, session_id: str, task_hash: str, *, pause: bool) -> bool | None:
-        """Cancel (or pause) the task on the daemon that runs it: whether it was
+    async def cancel(self, session_id: str, task_hash: str, cause: Cause) -> bool | None:
+        """Stop the task with ``cause`` on the daemon that runs it: whether it was
         cancelled there (False: it was already ending), or None when no peer runs it."""
-        answer = await self._ask("pause" if pause else "cancel", session_id, task_hash)
+        answer = await self._ask(cause, session_id, task_hash)
         return None if answer is None else answer.cancelled
 
     async def steer(self, session_id: str, task_hash: str, text: str) -> bool:
         """Steer the task on the daemon that runs it; False when no peer runs it.
         Raises the error the task's daemon met (e.g. `BadRequest` for empty text)."""
-        return await self._ask("steer", session_id, task_hash, text) is not None
+        return await self._ask(None, session_id, task_hash, text) is not None
 
     async def _ask(
-        self, op: Op, session_id: str, task_hash: str, text: str = ""
+        self, cause: Cause | None, session_id: str, task_hash: str, text: str = ""
     ) -> PeerAnswer | None:
+        """Ask the peers to stop (``cause``) or steer (None, ``text``) the task."""
         me = self._peers.id
         answers = await self._peers.request(
             lambda rid: Control(
                 sender=me,
                 request_id=rid,
-                op=op,
+                cause=cause,
                 session_id=session_id,
                 task_hash=task_hash,
                 text=text,
@@ -72,11 +69,12 @@ class PeerControl:
             return
         try:
             cancelled = False
-            if message.op == "steer":
+            if message.cause is None:
                 engine.steer(message.session_id, message.task_hash, message.text)
             else:
-                cause = Cause.PAUSED if message.op == "pause" else Cause.USER_CANCELED
-                cancelled = engine.cancel(message.task_hash, cause, session_id=message.session_id)
+                cancelled = engine.cancel(
+                    message.task_hash, message.cause, session_id=message.session_id
+                )
         except AgentrioError as exc:
             await self._peers.answer(message, found=True, error=exc)
         else:

@@ -35,12 +35,12 @@ import trio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.ids import check_session_id
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.server.cluster import attached_events
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.sessions import SlowConsumer, Subscription
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import unstructure
 from agentrio.protocol.events import Event
 

@@ -55,7 +55,6 @@ from typing import Any, Final
 import trio
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AgentrioError, AlreadyResolved, BadRequest, Forbidden
 from agentrio.engine.ids import check_session_id, check_task_hash
@@ -84,6 +83,7 @@ from agentrio.engine.server.ws_frames import (
 from agentrio.engine.server.ws_hello import HELLO_TIMEOUT_S, authenticate
 from agentrio.engine.server.ws_limits import restrict_unauthenticated
 from agentrio.engine.sessions import SlowConsumer
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode_client_frame, dumps
 from agentrio.protocol.errors import (
     CLOSE_SHUTDOWN,

@@ -17,12 +17,12 @@ import attrs
 import trio
 
 from agentrio.engine.asks import AskKind, AskReply, AskRequest
-from agentrio.engine.causes import Cause
 from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.rules import RuleBook
 from agentrio.engine.snapshot import QA
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Event, Question, ToolDetails
 from agentrio.protocol.rules import AllowedRule, RuleOffer
 
@@ -194,7 +194,7 @@ class ToolContext:
             reply = await registry.ask(request, on_registered=announce)
         except AskFailed as exc:
             raise Refused(f"{_FAILED[kind]}: {exc}") from None
-        await self._honour_stop(reply.action)
+        await self._honour_stop(reply.stop)
         if kind != "tool_confirm":
             return reply
         if not reply.approve:
@@ -241,16 +241,15 @@ class ToolContext:
                 subagent=request.subagent,
             )
 
-    async def _honour_stop(self, action: str | None) -> None:
-        """Carry out an ask reply's stop choice (`ask` does, for every ask):
-        ``cancel_task`` ("Stop and discard") cancels the task with cause
-        ``user_canceled``, ``abort_task`` ("Stop, keep to resume") with
-        ``user_aborted``; then this raises `trio.Cancelled` at once, so nothing after
-        the ask runs and the run's exit path decides the rest. ``None`` (no stop
-        chosen) returns at once."""
-        if action is None:
+    async def _honour_stop(self, stop: Cause | None) -> None:
+        """Carry out an ask reply's stop choice (`ask` does, for every ask): the task
+        is cancelled with that cause ("Stop and discard": ``user_canceled``, "Stop,
+        keep to resume": ``user_aborted``); then this raises `trio.Cancelled` at once,
+        so nothing after the ask runs and the run's exit path decides the rest.
+        ``None`` (no stop chosen) returns at once."""
+        if stop is None:
             return
-        self.cancel(Cause.USER_CANCELED if action == "cancel_task" else Cause.USER_ABORTED)
+        self.cancel(stop)
         await trio.lowlevel.checkpoint()
 
     @property

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import trio
 
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import Done, ToolCall, ToolResult
 from agentrio.protocol.frames import (
@@ -119,7 +120,7 @@ async def test_cancel_pause_and_abort(daemon: Daemon, tmp_path: Path) -> None:
             open_frame_connection(daemon.ws_url, daemon.token) as conn,
         ):
             canceled = await start_sleep(conn, "c", "cli-cpa")
-            await conn.send(Cancel(task_hash=canceled, pause=False))
+            await conn.send(Cancel(task_hash=canceled, cause=Cause.USER_CANCELED))
             assert (await until_done(conn, "c"))[-1] == DoneFrame(
                 request_id="c", task_hash=canceled, status="canceled"
             )
@@ -127,7 +128,7 @@ async def test_cancel_pause_and_abort(daemon: Daemon, tmp_path: Path) -> None:
             assert await history(http, "cli-cpa") == [(canceled, "canceled")]
 
             paused = await start_sleep(conn, "p", "cli-cpa")
-            await conn.send(Cancel(task_hash=paused, pause=True))
+            await conn.send(Cancel(task_hash=paused, cause=Cause.PAUSED))
             assert (await until_done(conn, "p"))[-1] == DoneFrame(
                 request_id="p", task_hash=paused, status="paused"
             )
@@ -138,7 +139,7 @@ async def test_cancel_pause_and_abort(daemon: Daemon, tmp_path: Path) -> None:
             )
             ask = await until(conn, Ask)
             assert isinstance(ask, Ask)
-            await conn.send(Reply(id=ask.id, approve=False, action="abort_task"))
+            await conn.send(Reply(id=ask.id, approve=False, stop=Cause.USER_ABORTED))
             done = (await until_done(conn, "a"))[-1]
             assert isinstance(done, DoneFrame)
             assert done.status == "aborted"
@@ -163,7 +164,7 @@ async def test_concurrent_resumes_one_wins(daemon: Daemon) -> None:
             open_frame_connection(daemon.ws_url, daemon.token) as conn,
         ):
             task_hash = await start_sleep(conn, "p", "cli-race")
-            await conn.send(Cancel(task_hash=task_hash, pause=True))
+            await conn.send(Cancel(task_hash=task_hash, cause=Cause.PAUSED))
             await until_done(conn, "p")
             responses: list[httpx.Response] = []
 
@@ -220,13 +221,13 @@ async def test_pausing_withdraws_the_question_as_paused(daemon: Daemon, tmp_path
     with trio.fail_after(20):
         async with open_frame_connection(daemon.ws_url, daemon.token) as conn:
             reasons = []
-            for request_id, pause in (("p", True), ("c", False)):
+            for request_id, cause in (("p", Cause.PAUSED), ("c", Cause.USER_CANCELED)):
                 await conn.send(
                     Run(request_id=request_id, session_id="cli-wd", input=f"run: touch {target}")
                 )
                 ask = await until(conn, Ask)
                 assert isinstance(ask, Ask)
-                await conn.send(Cancel(task_hash=ask.task_hash, pause=pause))
+                await conn.send(Cancel(task_hash=ask.task_hash, cause=cause))
                 withdrawn = await until(conn, WithdrawnFrame)
                 assert isinstance(withdrawn, WithdrawnFrame)
                 assert withdrawn.id == ask.id

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import trio
 
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import ToolResult
 from agentrio.protocol.frames import Ask, Cancel, DoneFrame, EventFrame, PendingFrame, Reply, Run
 from agentrio.transport import open_frame_connection
@@ -30,7 +31,7 @@ async def test_a_secret_prompt_is_asked_again_on_resume(daemon: Daemon) -> None:
             first = await until(conn, Ask)
             assert isinstance(first, Ask)
             assert first.kind == "secret"
-            await conn.send(Cancel(task_hash=first.task_hash, pause=True))
+            await conn.send(Cancel(task_hash=first.task_hash, cause=Cause.PAUSED))
             paused = (await until_done(conn, "s"))[-1]
             assert isinstance(paused, DoneFrame)
             assert paused.status == "paused"

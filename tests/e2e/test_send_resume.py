@@ -12,6 +12,7 @@ from pathlib import Path
 
 import trio
 
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import Done
 from agentrio.protocol.frames import Cancel, DoneFrame, EventFrame, Subscribe
@@ -35,7 +36,7 @@ async def test_send_to_a_paused_task_resumes_it_with_the_message(
             open_frame_connection(daemon.ws_url, daemon.token) as conn,
         ):
             paused = await start_sleep(conn, "p", SESSION)
-            await conn.send(Cancel(task_hash=paused, pause=True))
+            await conn.send(Cancel(task_hash=paused, cause=Cause.PAUSED))
             assert (await until_done(conn, "p"))[-1] == DoneFrame(
                 request_id="p", task_hash=paused, status="paused"
             )

@@ -9,7 +9,7 @@ import pytest
 import trio
 
 from agentrio.engine.config import Config
-from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolSpec
+from agentrio.engine.models.base import Message, ModelReply, RetrySink, TextSink, ToolSpec
 from agentrio.engine.store.sqlite import SqliteStore
 
 #: Wall time at mock-clock zero, so stored times look like real Unix times.
@@ -40,6 +40,7 @@ class HangingModel:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         self.calls += 1
         self.entered.set()

@@ -21,17 +21,24 @@ import trio.testing
 
 from agentrio.engine.assembly import open_engine
 from agentrio.engine.background import Job, Leg
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import BackgroundConfig, Config
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import NotFound
 from agentrio.engine.messages import FOLLOWUP_HEADER, REPORT_FINISHED_HEADER, REPORT_UPDATE_HEADER
-from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
+from agentrio.engine.models.base import (
+    Message,
+    ModelReply,
+    RetrySink,
+    TextSink,
+    ToolCallRequest,
+    ToolSpec,
+)
 from agentrio.engine.nursery_tasks import TaskHandle
 from agentrio.engine.processes.groups import group_alive
 from agentrio.engine.snapshot import snapshot_from_json
 from agentrio.engine.store import SqliteStore, TaskRow
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 
 SESSION = "cli-bg"
 _E = TypeVar("_E", bound=ev.Event)
@@ -57,6 +64,7 @@ class Puppet:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         first = messages[0].content

@@ -22,11 +22,17 @@ import trio
 
 from agentrio.engine.assembly import open_engine
 from agentrio.engine.background.routing import reoffers
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config, ToolsConfig
 from agentrio.engine.core import Engine
 from agentrio.engine.messages import FOLLOWUP_HEADER, PROPOSALS_TITLE
-from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolCallRequest, ToolSpec
+from agentrio.engine.models.base import (
+    Message,
+    ModelReply,
+    RetrySink,
+    TextSink,
+    ToolCallRequest,
+    ToolSpec,
+)
 from agentrio.engine.pending import AskReply, Entry, Listener, Offered, Verified, Withdrawn
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.snapshot import InterruptedCall, make_snapshot, snapshot_from_json
@@ -39,6 +45,7 @@ from agentrio.engine.tools.run_commands import (
 )
 from agentrio.engine.tools.sudo import FakeVerifier
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 
 SESSION = "cli-offer"
 WINDOW = "w-offer"
@@ -181,7 +188,8 @@ async def test_a_stop_or_a_lost_window_during_the_confirmation_runs_nothing(
             with listener:
                 followup, entry = await offered(engine, listener, f"sub: run: touch {target}")
                 if how in ("cancel_task", "abort_task"):
-                    await engine.answer(entry.id, AskReply(action=how), by=listener)  # type: ignore[arg-type]
+                    stop = Cause.USER_CANCELED if how == "cancel_task" else Cause.USER_ABORTED
+                    await engine.answer(entry.id, AskReply(stop=stop), by=listener)
                 elif how == "paused":
                     assert engine.cancel(followup.task_hash, Cause.PAUSED, session_id=SESSION)
                     assert await listener.next_notice() == Withdrawn(entry.id, "task paused")
@@ -303,6 +311,7 @@ class Scene:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         first = messages[0].content
@@ -432,7 +441,7 @@ async def test_a_kept_followup_offers_the_commands_again_when_resumed(
             with engine.registry.listen("cli-", windows={WINDOW}) as listener:
                 followup, entry = await offered(engine, listener, f"sub: run: touch {target}")
                 if how == "abort_task":
-                    await engine.answer(entry.id, AskReply(action="abort_task"), by=listener)
+                    await engine.answer(entry.id, AskReply(stop=Cause.USER_ABORTED), by=listener)
                 else:
                     engine.cancel(followup.task_hash, Cause.PAUSED, session_id=SESSION)
                     assert isinstance(await listener.next_notice(), Withdrawn)

@@ -14,7 +14,6 @@ import trio
 import trio.testing
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.markers import MARKER_TTL_S
 from agentrio.engine.models.base import ModelError
@@ -25,6 +24,7 @@ from agentrio.engine.sessions import MAX_SESSION_TASKS
 from agentrio.engine.store.base import TaskRow, marker_key
 from agentrio.engine.store.sqlite import SqliteStore
 from agentrio.engine.tools.sudo import FakeVerifier
+from agentrio.protocol.causes import Cause
 from tests.engine.conftest import HangingModel
 
 SESSION = "chat-causes"
@@ -181,7 +181,7 @@ async def test_abort_task_from_a_confirmation_keeps_it(
                 "command": f"touch {target}",
                 "cwd": os.path.realpath(os.getcwd()),
             }
-            await engine.answer(entry.id, AskReply(action="abort_task"), by=listener)
+            await engine.answer(entry.id, AskReply(stop=Cause.USER_ABORTED), by=listener)
             outcome = await run.wait_done()
         assert (outcome.status, outcome.cause) == ("aborted", Cause.USER_ABORTED)
         assert [p.task_hash for p in await engine.pending_tasks("cli-abort")] == [run.task_hash]

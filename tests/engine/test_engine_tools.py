@@ -13,7 +13,6 @@ import trio
 import trio.testing
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config
 from agentrio.engine.messages import ASK_RESUME_HEADER
 from agentrio.engine.models.base import ModelReply, ToolCallRequest
@@ -22,6 +21,7 @@ from agentrio.engine.pending import AskReply, Offered, Verified
 from agentrio.engine.runs import RunOrigin
 from agentrio.engine.tools.sudo import FakeVerifier
 from agentrio.protocol import dumps
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, SecretAsk, TaskStarted, ToolResult
 
 
@@ -239,11 +239,11 @@ async def test_secret_never_leaks(
 
 
 @pytest.mark.parametrize(
-    ("action", "status", "kept"),
-    [("cancel_task", "canceled", False), ("abort_task", "aborted", True)],
+    ("stop", "status", "kept"),
+    [(Cause.USER_CANCELED, "canceled", False), (Cause.USER_ABORTED, "aborted", True)],
 )
 async def test_a_stop_chosen_in_a_secret_ask_stops_the_task(
-    config: Config, wall_clock: Callable[[], float], action: str, status: str, kept: bool
+    config: Config, wall_clock: Callable[[], float], stop: Cause, status: str, kept: bool
 ) -> None:
     """R60, R40, R41: "Stop and discard" / "Stop, keep to resume" answered to a secret
     ask stop the task with that cause and store nothing."""
@@ -252,7 +252,7 @@ async def test_a_stop_chosen_in_a_secret_ask_stops_the_task(
             run = await engine.start_task("chat-stop", "secret: API_KEY")
             notice = await listener.next_notice()
             assert isinstance(notice, Offered)
-            await engine.answer(notice.entry.id, AskReply(action=action), by=listener)
+            await engine.answer(notice.entry.id, AskReply(stop=stop), by=listener)
             outcome = await run.wait_done()
         assert outcome.status == status
         assert await engine.store.get_secret("chat-stop", "API_KEY") is None

@@ -17,15 +17,15 @@ import trio
 import trio.testing
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config, ServerConfig
 from agentrio.engine.core import Engine
-from agentrio.engine.models.base import Message, ModelReply, TextSink, ToolSpec
+from agentrio.engine.models.base import Message, ModelReply, RetrySink, TextSink, ToolSpec
 from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
 from agentrio.engine.pending import AskRequest
 from agentrio.engine.rules import CommandSubject, command_rule
 from agentrio.engine.sessions import SESSION_BYTES, SessionRegistry
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 
 IDLE_S = 10.0
@@ -181,6 +181,7 @@ class _Model:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         if messages[-1].content.startswith("hang"):

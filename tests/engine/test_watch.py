@@ -20,7 +20,14 @@ from hypothesis import strategies as st
 
 import agentrio.engine.watch as watch_module
 from agentrio.engine.config import BackgroundConfig
-from agentrio.engine.models.base import Message, ModelError, ModelReply, TextSink, ToolSpec
+from agentrio.engine.models.base import (
+    Message,
+    ModelError,
+    ModelReply,
+    RetrySink,
+    TextSink,
+    ToolSpec,
+)
 from agentrio.engine.watch import (
     LOWERS_TO_ASCII,
     AsciiKeywords,
@@ -70,6 +77,7 @@ class VerdictModel:
         tools: Sequence[ToolSpec],
         *,
         on_text: TextSink | None = None,
+        on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
         self.asked.append(messages[-1].content)
@@ -268,6 +276,7 @@ async def test_decision_check_times_out(autojump_clock: trio.testing.MockClock) 
             tools: Sequence[ToolSpec],
             *,
             on_text: TextSink | None = None,
+            on_retry: RetrySink | None = None,
         ) -> ModelReply:
             await trio.sleep_forever()
             raise AssertionError("unreachable")

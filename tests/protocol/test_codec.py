@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrio.protocol import FrameDecodeError, decode_client_frame, decode_server_frame, dumps
+from agentrio.protocol.causes import PERSON_CAUSES, Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, converter, decode
 from agentrio.protocol.events import EVENT_TYPES, Event, Question
 from agentrio.protocol.frames import (
@@ -73,6 +74,8 @@ def _type_strategy(tp: Any) -> st.SearchStrategy[Any]:
         return _strategy_for(tp)
     if origin is typing.Literal:
         return st.sampled_from(args)
+    if tp is Cause:  # a frame carries only the causes a person gives
+        return st.sampled_from(sorted(PERSON_CAUSES))
     if origin is list:
         return st.lists(_type_strategy(args[0]), max_size=3)
     if origin is dict:
@@ -147,7 +150,14 @@ def test_random_fields_of_known_types_raise_only_frame_decode_error(
         ),
         ('{"type": "reply", "id": "a", "answers": "abc"}', "$.answers", "expected an array"),
         ('{"type": "reply", "id": "a", "answers": ["a", 2]}', "$.answers[1]", "expected a string"),
-        ('{"type": "reply", "id": "a", "action": "x"}', "$.action", "must be one of"),
+        ('{"type": "reply", "id": "a", "action": "x"}', "$.action", "expected 'cancel_task'"),
+        ('{"type": "reply", "id": "a", "stop": "x"}', "$.stop", "must be one of"),
+        ('{"type": "cancel", "task_hash": "t", "cause": "shutdown"}', "$.cause", "front-end"),
+        (
+            '{"type": "cancel", "task_hash": "t", "cause": "paused", "pause": true}',
+            "$.pause",
+            "give 'cause' only",
+        ),
         ('{"type": "cancel", "task_hash": "t", "pause": "yes"}', "$.pause", "expected a boolean"),
     ],
 )
@@ -189,18 +199,18 @@ def test_fields_added_to_protocol_1_are_left_out_while_unused() -> None:
     """§8, R71: ``request_id`` of a control frame or list frame, and ``session_id`` of
     ``cancel``, are not encoded while empty, so such a frame is the JSON a strict peer
     of the first release decodes; set, they follow the other fields."""
-    cancel = Cancel(task_hash="a" * 32, pause=True)
-    assert dumps(cancel) == '{"type":"cancel","task_hash":"%s","pause":true}' % ("a" * 32)
+    cancel = Cancel(task_hash="a" * 32, cause=Cause.PAUSED)
+    assert dumps(cancel) == '{"type":"cancel","task_hash":"%s","cause":"paused"}' % ("a" * 32)
     assert dumps(LegList(session_id="cli-a", legs=[])) == (
         '{"type":"leg_list","session_id":"cli-a","legs":[]}'
     )
     acked = attrs.evolve(cancel, session_id="cli-a", request_id="c1")
-    assert dumps(acked).endswith(',"pause":true,"session_id":"cli-a","request_id":"c1"}')
+    assert dumps(acked).endswith(',"cause":"paused","session_id":"cli-a","request_id":"c1"}')
     assert decode_client_frame(dumps(acked)) == acked
     assert converter.unstructure(cancel, ClientFrame) == {
         "type": "cancel",
         "task_hash": "a" * 32,
-        "pause": True,
+        "cause": "paused",
     }
     assert all("request_id" in attrs.fields_dict(cls) for cls in CONTROL_FRAME_TYPES)
 

@@ -36,6 +36,7 @@ import trio
 from agentrio import ClientError
 from agentrio.engine.processes.orphans import find_orphans
 from agentrio.engine.sessions import MAX_SESSION_TASKS
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import ToolCall
 from agentrio.protocol.frames import Accepted, Ask, Cancel, DoneFrame, EventFrame, Run
@@ -119,7 +120,7 @@ async def _ws_run(
         elif until == "pause":
             while not (isinstance(frame, EventFrame) and isinstance(frame.event, ToolCall)):
                 frame = await conn.receive()
-            await conn.send(Cancel(task_hash=launch_hash(launch, session_id), pause=True))
+            await conn.send(Cancel(task_hash=launch_hash(launch, session_id), cause=Cause.PAUSED))
             while not isinstance(frame := await conn.receive(), DoneFrame):
                 pass
             assert frame.status == "paused"

@@ -16,6 +16,7 @@ import pytest
 import trio
 
 from agentrio import AuthRefused
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.frames import (
     Accepted,
@@ -159,9 +160,9 @@ async def test_one_connection_cannot_cancel_pause_or_answer_anothers_task(
             assert done_b.status == "finished"
             for frame in (
                 Cancel(task_hash=accepted.task_hash),
-                Cancel(task_hash=accepted.task_hash, pause=True),
+                Cancel(task_hash=accepted.task_hash, cause=Cause.PAUSED),
                 Reply(id=ask.id, approve=True),
-                Reply(id=ask.id, action="cancel_task"),
+                Reply(id=ask.id, stop=Cause.USER_CANCELED),
                 Reply(id=ask.id, approve=False, reason="not yours"),
             ):
                 await b.send(frame)

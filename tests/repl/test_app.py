@@ -18,6 +18,7 @@ from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
 
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, Text
 from agentrio.protocol.frames import (
     BackgroundCancel,
@@ -193,7 +194,7 @@ def test_esc_cancels_at_once_and_holds_before_accepted() -> None:
         assert h.frames() == []
         assert h.app.dialog is None
         h.app.deliver(accepted(rid))
-        assert h.frames() == [Cancel(task_hash=HASH, pause=False)]
+        assert h.frames() == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
 
     run_app(scenario)
 
@@ -210,10 +211,10 @@ async def shown_run(h: Harness) -> str:
     [
         (ESC, []),
         ("1", []),
-        (DOWN + ENTER, [Cancel(task_hash=HASH, pause=True)]),
-        ("2", [Cancel(task_hash=HASH, pause=True)]),
-        (DOWN + DOWN + ENTER, [Cancel(task_hash=HASH, pause=False)]),
-        ("3", [Cancel(task_hash=HASH, pause=False)]),
+        (DOWN + ENTER, [Cancel(task_hash=HASH, cause=Cause.PAUSED)]),
+        ("2", [Cancel(task_hash=HASH, cause=Cause.PAUSED)]),
+        (DOWN + DOWN + ENTER, [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]),
+        ("3", [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]),
     ],
 )
 def test_cancel_popup_choices(keys: str, frames: list[Outgoing]) -> None:
@@ -328,7 +329,7 @@ def test_ctrl_c_cancels_at_once() -> None:
         await shown_run(h)
         await h.press(CTRL_C)
         await h.until(lambda: h.sent, "cancel")
-        assert h.frames() == [Cancel(task_hash=HASH, pause=False)]
+        assert h.frames() == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
         assert h.state.popup is None
 
     run_app(scenario)
@@ -348,8 +349,8 @@ def test_ctrl_c_cancels_at_once() -> None:
         ),
         ("3", Reply(id="k1", approve=True, remember=True)),
         ("4", Reply(id="k1", approve=True, allow_turn=True)),
-        ("5", Reply(id="k1", action="cancel_task")),
-        ("6", Reply(id="k1", action="abort_task")),
+        ("5", Reply(id="k1", stop=Cause.USER_CANCELED)),
+        ("6", Reply(id="k1", stop=Cause.USER_ABORTED)),
     ],
 )
 def test_confirmation_choices(keys: str, reply: Reply) -> None:
@@ -557,7 +558,7 @@ def test_esc_in_a_question_keeps_the_typed_answer() -> None:
         await h.until(lambda: isinstance(h.app.dialog, PopupDialog), "the popup again")
         await h.press("2")
         await h.until(lambda: h.sent, "cancel")
-        assert h.frames() == [Cancel(task_hash=HASH, pause=True)]
+        assert h.frames() == [Cancel(task_hash=HASH, cause=Cause.PAUSED)]
         assert dialog.element.text == "half done"  # type: ignore[attr-defined]
 
     run_app(scenario)

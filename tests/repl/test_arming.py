@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from prompt_toolkit.application import Application
 
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import ListLegs, Reply
 from agentrio.repl.app import ARM_DELAY_S, ReplApp
@@ -77,7 +78,7 @@ def test_typing_legs_while_a_confirm_appears_approves_nothing() -> None:
         assert await until_drawn(h, "↑↓ choose")
         await h.press("5")
         await h.until(lambda: h.sent, "the reply")
-        assert h.frames() == [Reply(id="k1", action="cancel_task")]
+        assert h.frames() == [Reply(id="k1", stop=Cause.USER_CANCELED)]
 
     run_app(scenario, arm_delay_s=KEYS_DELAY_S)
 

@@ -9,6 +9,7 @@ import re
 
 import pytest
 
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.frames import BackgroundCancel, Cancel, Reply
 from agentrio.repl.commands import (
     COMMANDS,
@@ -147,8 +148,8 @@ def test_ids() -> None:
         (ConfirmChoice.DENY, Reply(id="a1", approve=False, reason="not today")),
         (ConfirmChoice.ALWAYS, Reply(id="a1", approve=True, remember=True)),
         (ConfirmChoice.TURN, Reply(id="a1", approve=True, allow_turn=True)),
-        (ConfirmChoice.CANCEL_TASK, Reply(id="a1", action="cancel_task")),
-        (ConfirmChoice.ABORT_TASK, Reply(id="a1", action="abort_task")),
+        (ConfirmChoice.CANCEL_TASK, Reply(id="a1", stop=Cause.USER_CANCELED)),
+        (ConfirmChoice.ABORT_TASK, Reply(id="a1", stop=Cause.USER_ABORTED)),
     ],
 )
 def test_confirm_reply(choice: ConfirmChoice, reply: Reply) -> None:
@@ -176,8 +177,12 @@ def test_question_reply() -> None:
 def test_cancel_frame() -> None:
     """R40, R41, R47: popup No sends nothing, Pause pauses, Yes cancels."""
     assert cancel_frame("t" * 32, CancelChoice.NO) is None
-    assert cancel_frame("t" * 32, CancelChoice.PAUSE) == Cancel(task_hash="t" * 32, pause=True)
-    assert cancel_frame("t" * 32, CancelChoice.YES) == Cancel(task_hash="t" * 32, pause=False)
+    assert cancel_frame("t" * 32, CancelChoice.PAUSE) == Cancel(
+        task_hash="t" * 32, cause=Cause.PAUSED
+    )
+    assert cancel_frame("t" * 32, CancelChoice.YES) == Cancel(
+        task_hash="t" * 32, cause=Cause.USER_CANCELED
+    )
 
 
 def test_background_cancel_frame() -> None:

@@ -7,6 +7,7 @@ R47, R43, R77 (issue 19). Frames go to a list; every test asserts the exact fram
 from __future__ import annotations
 
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, Text
 from agentrio.protocol.frames import Cancel, Reply, Run
 from agentrio.repl.hints import ARMING, confirm_hint, popup_hint, question_hint
@@ -45,7 +46,7 @@ def test_esc_in_a_dialog_opens_the_stop_popup_of_its_task() -> None:
     assert sent == []
     state.esc_dialog()
     state.choose(1)
-    assert sent == [Cancel(task_hash=HASH, pause=True)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.PAUSED)]
 
 
 def test_esc_at_the_prompt_with_a_dialog_open_stops_its_task_only_by_popup() -> None:
@@ -62,14 +63,14 @@ def test_esc_in_a_dialog_of_a_task_started_elsewhere() -> None:
     """R47, R46, R84: an ask of a task this window did not start (a job's follow-up
     asking here): the popup stops it through the ask's own stop choice, which this
     connection may send (a cancel frame from it would be refused)."""
-    for index, action in [(2, "cancel_task"), (1, "abort_task")]:
+    for index, stop in [(2, Cause.USER_CANCELED), (1, Cause.USER_ABORTED)]:
         state, sent = connected_state()
         state.handle(ask_confirm("k1"))
         assert state.esc_dialog() is EscAction.CANCEL_POPUP
         assert state.popup is not None
         assert state.popup.task_hash == HASH
         state.choose(index)
-        assert sent == [Reply(id="k1", action=action)]
+        assert sent == [Reply(id="k1", stop=stop)]
         assert state.asks == {}
 
 
@@ -113,7 +114,7 @@ def test_ctrl_c_with_a_run_cancels_first() -> None:
     state, sent = connected_state()
     _run(state, sent)
     assert state.ctrl_c(input_text="", now=0.0) is EscAction.CANCEL_NOW
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
     assert state.ctrl_c(input_text="", now=0.5) is EscAction.NOTHING
     assert not state.quit_requested
 

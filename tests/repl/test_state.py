@@ -8,6 +8,7 @@ from __future__ import annotations
 import attrs
 
 from agentrio.protocol import wording
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import (
     Canceled,
     Done,
@@ -139,7 +140,7 @@ def test_esc_cancels_at_once_when_nothing_shown() -> None:
     state.handle(accepted(rid))
     state.handle(event(TaskStarted(seq=1, at=0.0, input="x", origin="cli-")))
     assert state.esc(picker_open=False, input_text="typed") is EscAction.CANCEL_NOW
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
     assert state.popup is None
 
 
@@ -151,10 +152,10 @@ def test_esc_before_accepted_holds_the_cancel() -> None:
     assert sent == []
     assert state.runs[rid].held_cancel is False
     state.handle(accepted(rid))
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
     assert state.runs[rid].held_cancel is None
     state.handle(accepted(rid))
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
 
 
 def test_ctrl_c_before_accepted_holds_the_cancel() -> None:
@@ -164,7 +165,7 @@ def test_ctrl_c_before_accepted_holds_the_cancel() -> None:
     assert state.ctrl_c(input_text="") is EscAction.CANCEL_NOW
     assert sent == []
     state.handle(accepted(rid))
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
 
 
 def test_held_pause_is_sent_as_pause() -> None:
@@ -173,7 +174,7 @@ def test_held_pause_is_sent_as_pause() -> None:
     rid = start_run(state, sent)
     state.request_cancel(state.runs[rid], pause=True)
     state.handle(accepted(rid))
-    assert sent == [Cancel(task_hash=HASH, pause=True)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.PAUSED)]
 
 
 def shown_run(state: ReplState, sent: list[object]) -> str:
@@ -203,8 +204,8 @@ def test_popup_no_pause_yes() -> None:
     cancel{pause:true}, "Stop and discard" cancel{pause:false}."""
     for index, expected in [
         (0, []),
-        (1, [Cancel(task_hash=HASH, pause=True)]),
-        (2, [Cancel(task_hash=HASH, pause=False)]),
+        (1, [Cancel(task_hash=HASH, cause=Cause.PAUSED)]),
+        (2, [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]),
     ]:
         state, sent = connected_state()
         shown_run(state, sent)
@@ -294,7 +295,7 @@ def test_ctrl_c_cancels_shown_run_without_popup() -> None:
     shown_run(state, sent)
     state.esc(picker_open=False, input_text="")
     assert state.ctrl_c(input_text="") is EscAction.CANCEL_NOW
-    assert sent == [Cancel(task_hash=HASH, pause=False)]
+    assert sent == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
     assert state.popup is None
 
 

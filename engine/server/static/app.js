@@ -1146,9 +1146,9 @@ function confirmCard(sessionId, taskHash, event) {
       { title: "Run it, and remember this rule for every session of this home, also after a restart: it covers exactly what it says" }));
   const answers = [approve, deny, always, turn, ...offers];
   const stops = [
-    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
+    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, stop: "user_canceled" }, "stopped and discarded"),
       { title: "Stop the task and delete it" }),
-    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "stopped, kept to resume"),
+    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, stop: "user_aborted" }, "stopped, kept to resume"),
       { title: "Stop the task; it waits in Pending to be resumed" }),
   ];
   const card = el(
@@ -1194,9 +1194,9 @@ function secretCard(sessionId, event) {
   const store = button("Store secret", "store-secret", () => answer({ approve: true, answers: [field.value] }, "stored"),
     { title: "Send the value to the daemon, which stores it 0600; the model never sees it" });
   const stops = [
-    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, action: "cancel_task" }, "stopped and discarded"),
+    button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, stop: "user_canceled" }, "stopped and discarded"),
       { title: "Stop the task and delete it" }),
-    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, action: "abort_task" }, "stopped, kept to resume"),
+    button(STOP_KEEP, "abort-in-confirm", () => answer({ approve: false, stop: "user_aborted" }, "stopped, kept to resume"),
       { title: "Stop the task; it waits in Pending to be resumed" }),
   ];
   const card = el(

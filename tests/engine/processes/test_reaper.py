@@ -18,7 +18,6 @@ import trio
 
 import agentrio.engine.processes.groups as groups_module
 import agentrio.engine.processes.reaper as reaper_module
-from agentrio.engine.causes import Cause
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.reaper import (
     adopting_orphans,
@@ -27,6 +26,7 @@ from agentrio.engine.processes.reaper import (
     reap_adopted_members,
 )
 from agentrio.engine.processes.runner import run_in_group
+from agentrio.protocol.causes import Cause
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="child subreapers are Linux's")
 

@@ -24,13 +24,13 @@ import trio.testing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes import runner
 from agentrio.engine.processes.groups import group_alive
 from agentrio.engine.processes.output import ClampedOutput
 from agentrio.engine.processes.runner import DRAIN_IDLE_S, CommandResult, run_in_group
 from agentrio.engine.snapshot import clamp
+from agentrio.protocol.causes import Cause
 
 
 def _running(pid: int) -> bool:

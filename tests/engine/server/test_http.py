@@ -8,7 +8,7 @@ import httpx
 import pytest
 import trio
 
-from agentrio.engine.causes import Cause
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import Canceled
 from agentrio.protocol.http import (

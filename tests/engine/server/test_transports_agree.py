@@ -19,6 +19,7 @@ import pytest
 
 from agentrio.engine.runs import TaskRun
 from agentrio.protocol import unstructure
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Canceled, Confirm
 from agentrio.protocol.frames import (
     Accepted,
@@ -98,7 +99,7 @@ CASES: list[tuple[str, tuple[str, str, Any], ClientFrame, str]] = [
     (
         "stale pause",
         ("POST", f"{SESSION}/pause/{HASH}", None),
-        Cancel(session_id=S, task_hash=HASH, pause=True),
+        Cancel(session_id=S, task_hash=HASH, cause=Cause.PAUSED),
         "",
     ),
     (
@@ -255,12 +256,13 @@ async def test_cancel_and_pause_of_a_running_task_agree(served: Served, pause: b
     connection that started it — succeeds over both, ends both runs alike, and leaves
     the same resumable list (empty after a cancel, the task after a pause)."""
     verb = "pause" if pause else "cancel"
+    cause = Cause.PAUSED if pause else Cause.USER_CANCELED
     async with served.connect() as conn:
         on_http = await start_sleep_http(served, "chat-run-h")
         on_ws = await start_sleep_ws(conn, "chat-run-w", "r")
         runs = [run_of(served, "chat-run-h", on_http), run_of(served, "chat-run-w", on_ws)]
         by_http = await over_http(served, "POST", f"/v1/session/chat-run-h/{verb}/{on_http}")
-        by_ws = await over_ws(conn, Cancel(session_id="chat-run-w", task_hash=on_ws, pause=pause))
+        by_ws = await over_ws(conn, Cancel(session_id="chat-run-w", task_hash=on_ws, cause=cause))
         assert by_http == by_ws == Outcome(code="")
         statuses = {(await run.wait_done()).status for run in runs}
         assert statuses == {"paused" if pause else "canceled"}

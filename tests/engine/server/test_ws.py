@@ -9,9 +9,9 @@ import pytest
 import trio
 
 from agentrio import AuthRefused, Disconnected
-from agentrio.engine.causes import Cause
 from agentrio.engine.pending import Verified
 from agentrio.engine.server.ws import verify_frame
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode
 from agentrio.protocol.events import Confirm, Done, TaskStarted, ToolResult, ToolSkipped
 from agentrio.protocol.frames import (
@@ -160,7 +160,7 @@ async def test_cancel_rights_pause_and_resume(served: Served) -> None:
         )
         await other.send(Cancel(task_hash=HASH, request_id="stale"))
         assert await other.receive() == Ok(request_id="stale")
-        await owner.send(Cancel(task_hash=task_hash, pause=True))
+        await owner.send(Cancel(task_hash=task_hash, cause=Cause.PAUSED))
         done = (await receive_until_done(owner, "r"))[-1]
         assert done == DoneFrame(request_id="r", task_hash=task_hash, status="paused")
         await owner.send(ListPending(session_id="cli-c"))

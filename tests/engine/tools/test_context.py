@@ -12,7 +12,6 @@ from typing import Any, cast
 import attrs
 import pytest
 
-from agentrio.engine.causes import Cause
 from agentrio.engine.models.base import Message
 from agentrio.engine.nursery_tasks import TaskHandle
 from agentrio.engine.runs import RunOrigin, TaskRun
@@ -20,6 +19,7 @@ from agentrio.engine.sessions import Session
 from agentrio.engine.snapshot import QA
 from agentrio.engine.tools.base import Services, ToolContext
 from agentrio.protocol import events as ev
+from agentrio.protocol.causes import Cause
 
 
 def _run(**changes: Any) -> TaskRun:

@@ -25,6 +25,7 @@ from agentrio.engine.pending import AskReply, Offered
 from agentrio.engine.runs import RunOrigin
 from agentrio.engine.tools.base import Reach, ToolContext, ToolOutcome
 from agentrio.engine.tools.registry import Toolbox
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Confirm, ToolSkipped
 
 
@@ -149,8 +150,8 @@ async def test_the_door_refuses_for_a_tool_when_nobody_listens(
     ("reply", "status", "reason"),
     [
         (AskReply(approve=False, reason="not now"), "finished", "denied by the user: not now"),
-        (AskReply(action="cancel_task"), "canceled", None),
-        (AskReply(action="abort_task"), "aborted", None),
+        (AskReply(stop=Cause.USER_CANCELED), "canceled", None),
+        (AskReply(stop=Cause.USER_ABORTED), "aborted", None),
     ],
 )
 async def test_the_door_announces_and_honours_the_reply(

@@ -16,7 +16,6 @@ import attrs
 import trio
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.causes import Cause
 from agentrio.engine.config import Config, ToolsConfig
 from agentrio.engine.messages import INTERRUPTED_RESUME_HEADER, SUBAGENTS_RESULT_HEADER
 from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
@@ -24,6 +23,7 @@ from agentrio.engine.models.scripted import ScriptedModel
 from agentrio.engine.pending import AskReply, Offered, Withdrawn
 from agentrio.engine.runs import RunOrigin
 from agentrio.engine.snapshot import snapshot_from_json
+from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Confirm, ToolResult
 
 SESSION = "chat-subs"
@@ -247,7 +247,7 @@ async def test_cancel_task_in_a_subagent_confirmation_cancels_the_parent(
         with engine.registry.listen("chat-") as listener:
             run, first = await _parent_waiting_on_a_subagent(engine, listener, target)
             await engine.answer(
-                first.entry.id, AskReply(approve=False, action="cancel_task"), by=listener
+                first.entry.id, AskReply(approve=False, stop=Cause.USER_CANCELED), by=listener
             )
             withdrawn = await listener.next_notice()
             outcome = await run.wait_done()  # type: ignore[attr-defined]
