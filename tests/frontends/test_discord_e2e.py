@@ -300,7 +300,10 @@ async def test_secret_refused_in_a_dm(fake: FakeDiscord, bot: Bot) -> None:
     """R82: Discord lets no bot delete a person's message in a DM, so even with
     allow_secrets_in_chat no secret is taken there: the bot says why and where."""
     fake.say("secret: API_KEY")
-    refusal = await eventually(lambda: fake.with_text("not taken in this chat"), what="refusal")
+    # (the declined call's result says "secrets are not taken in this chat" too)
+    refusal = await eventually(
+        lambda: fake.with_text("Secrets are not taken in this chat"), what="refusal"
+    )
     assert "direct messages" in refusal.plain
     await eventually(lambda: fake.with_text("store_secret not run"), what="the task goes on")
 
