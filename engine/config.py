@@ -21,6 +21,7 @@ import tomli_w
 from cattrs.gen import make_mapping_structure_fn
 from cattrs.preconf.tomllib import make_converter
 
+from agentrio.engine.agent_config import AgentConfig
 from agentrio.engine.credential_stores import DEFAULT_HIDE
 from agentrio.engine.errors import ConfigError
 from agentrio.protocol.codec import format_problem, install_strict_hooks
@@ -28,6 +29,7 @@ from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key
 
 __all__ = [
     "DEFAULT_HIDE",
+    "AgentConfig",
     "BackgroundConfig",
     "Config",
     "DiscordConfig",
@@ -322,6 +324,8 @@ class Config:
     #: The Discord front-end (docs/frontends.md); its token is never in this file.
     discord: DiscordConfig = attrs.field(factory=DiscordConfig)
     store: StoreConfig = attrs.field(factory=StoreConfig)
+    #: ``[agent]``: what every task is told (`AgentConfig`).
+    agent: AgentConfig = attrs.field(factory=AgentConfig)
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.

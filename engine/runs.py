@@ -52,6 +52,7 @@ from agentrio.engine.snapshot import (
     snapshot_to_json,
 )
 from agentrio.engine.store.base import HistoryRow, TaskRow
+from agentrio.engine.system_prompt import task_prompt
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.engine.tools.registry import Toolbox
@@ -178,7 +179,8 @@ class TaskRun:
     subagent_of: str | None = None
     #: Calls made before the model's first turn (`PreludeCall`); emptied once made.
     prelude: list[PreludeCall] = attrs.field(factory=list)
-    #: The system prompt every model call of this run starts with; empty: none.
+    #: The system prompt every model call of this run starts with
+    #: (`agentrio.engine.system_prompt`), made when its turns begin.
     system: str = ""
     #: The session's earlier conversation as this run sends it, and what it was fitted
     #: from (None: the run sees no earlier conversation), `agentrio.engine.compaction`.
@@ -319,6 +321,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     if run.prelude:
         run.input = await _run_prelude(run)
     run.messages.append(Message(role="user", content=run.input))
+    run.system = await task_prompt(run, toolbox.available(run.tool_context()))
     if run.subagent_of is None:  # a background sub-agent starts from its objective
         await load_context(run)
     for _turn in range(services.config.max_turns):

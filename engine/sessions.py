@@ -349,6 +349,9 @@ class Session(Generic[R]):
         #: tasks, for this daemon's life (`agentrio.engine.compaction`).
         self.calibration = Calibration()
         self.usage = TokenUsage()
+        #: The ``AGENTS.md`` files a task of this session was told, each announced
+        #: once (``agents_md``, `agentrio.engine.system_prompt`).
+        self.agents_shown: set[str] = set()
 
     def statistics(self) -> SessionStatistics:
         queued = sum(1 for run in self.runs.values() if run.queued)

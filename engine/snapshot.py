@@ -31,6 +31,7 @@ __all__ = [
     "Snapshot",
     "clamp",
     "clamp_args",
+    "elision_marker",
     "has_elided",
     "make_snapshot",
     "snapshot_from_json",
@@ -49,6 +50,12 @@ _MARKER: Final = re.compile(rb"\n\.\.\.\[(\d+) bytes elided\]\.\.\.\n")
 
 def _is_continuation(byte: int) -> bool:
     return byte & 0xC0 == 0x80
+
+
+def elision_marker(count: int) -> str:
+    """The marker `clamp` puts where ``count`` bytes were left out; text holding one
+    clamps as if those bytes were there (a file read as head and tail only)."""
+    return f"\n...[{count} bytes elided]...\n"
 
 
 def clamp(text: str, limit: int) -> str:
@@ -92,7 +99,7 @@ def clamp(text: str, limit: int) -> str:
     elided += sum(int(m[1]) - len(m[0]) for m in markers)
     head = data[:head_end].decode("utf-8", "surrogatepass")
     tail = data[tail_start:].decode("utf-8", "surrogatepass")
-    return f"{head}\n...[{elided} bytes elided]...\n{tail}"
+    return f"{head}{elision_marker(elided)}{tail}"
 
 
 def _args_size(args: Any) -> int:

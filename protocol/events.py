@@ -16,6 +16,7 @@ from agentrio.protocol.rules import RuleOffer
 
 __all__ = [
     "EVENT_TYPES",
+    "AgentsMd",
     "Canceled",
     "Compacted",
     "Confirm",
@@ -309,6 +310,18 @@ class TokenUsage:
 
 
 @attrs.frozen(kw_only=True)
+class AgentsMd:
+    """The task's system prompt includes these ``AGENTS.md`` files (real paths, the
+    repository root's first, the working directory's last); sent once per session for
+    each file, so the person knows what the model was told besides their input."""
+
+    KIND: ClassVar[str] = "agents_md"
+    seq: int
+    at: float
+    paths: list[str] = attrs.field(factory=list)
+
+
+@attrs.frozen(kw_only=True)
 class Compacted:
     """The session's earlier conversation was compacted to fit the model's context:
     ``summarised`` exchanges folded into its summary, ``elided`` older tool results
@@ -369,6 +382,7 @@ Event = (
     | LegReport
     | LegFinished
     | JobSettled
+    | AgentsMd
     | Compacted
     | Retrying
     | Canceled

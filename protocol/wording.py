@@ -11,6 +11,7 @@ equal.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Final
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "ESC_KEEP_RUNNING",
     "STOP_DISCARD",
     "STOP_KEEP",
+    "agents_md_line",
     "compacted_line",
     "confirm_title",
     "ended_line",
@@ -97,6 +99,11 @@ def ended_line(status: str, *, reason: str = "") -> str:
         case "shutdown":
             return "‖ stopped (daemon shut down) — kept: resume it with /pending"
     return f"‖ stopped ({status}){why} — kept: resume it with /pending"
+
+
+def agents_md_line(paths: Sequence[str]) -> str:
+    """An ``agents_md`` event as every front-end says it."""
+    return "≡ instructions read from " + ", ".join(paths)
 
 
 def compacted_line(summarised: int, elided: int) -> str:

@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from agentrio.protocol import wording
 from agentrio.protocol.events import (
+    AgentsMd,
     Canceled,
     Compacted,
     Confirm,
@@ -267,6 +268,8 @@ def render_event(event: Event) -> list[Line]:
             return [("class:dim", wording.compacted_line(summarised, elided))]
         case Retrying(reason=reason, delay_s=delay):
             return [output_line("class:warn", wording.retrying_line(clip(reason), delay))]
+        case AgentsMd(paths=paths):
+            return [("class:dim", clip(wording.agents_md_line(paths)))]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
 

@@ -8,9 +8,11 @@ back, with their ``encrypted_content`` (asked for through ``include``), on the n
 call of the same turn; they ride on the assistant `Message` as `ProviderItem` values
 tagged ``openai-responses`` and are put back in front of the turn's text and calls.
 
-The conversation maps as: system and user messages as input messages, an assistant
-turn as its reasoning items, an output message and one ``function_call`` item per call
-(parallel calls are several), a tool result as a ``function_call_output`` item.
+The conversation maps as: the first message, when it is a system message (the run's
+system prompt), as ``instructions``; other system and user messages as input
+messages, an assistant turn as its reasoning items, an output message and one
+``function_call`` item per call (parallel calls are several), a tool result as a
+``function_call_output`` item.
 Streaming sends ``response.output_text.delta`` text to ``on_text``; the reply is
 assembled from the ``response.output_item.done`` items, and usage and stop reason
 from ``response.completed`` (or ``response.incomplete``). A ``response.failed`` or
@@ -57,12 +59,11 @@ class ResponsesModel(OpenAIModel):
         tools: Sequence[ToolSpec],
         on_text: TextSink | None,
     ) -> ModelReply:
-        body: dict[str, Any] = {
-            "model": self._name,
-            "input": to_input(messages),
-            "store": False,
-            "include": ["reasoning.encrypted_content"],
-        }
+        body: dict[str, Any] = {"model": self._name}
+        if messages and messages[0].role == "system":  # the run's system prompt
+            body["instructions"] = messages[0].content
+            messages = messages[1:]
+        body.update(input=to_input(messages), store=False, include=["reasoning.encrypted_content"])
         if tools:
             body["tools"] = [
                 {

@@ -49,11 +49,11 @@ from agentrio.engine.messages import (
     SUBAGENTS_TOOL,
     subagent_label,
     subagent_section,
-    subagent_system_prompt,
 )
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
 from agentrio.engine.models.catalog import session_model
 from agentrio.engine.snapshot import clamp
+from agentrio.engine.system_prompt import Surroundings, subagent_prompt, surroundings
 from agentrio.engine.tools.base import Reach, Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.protocol.events import SubagentEnd, ToolDetails
@@ -109,9 +109,10 @@ class SubagentsTool(ServiceTool):
         objectives = _objectives(call.args)
         labels = [subagent_label(i, len(objectives), o) for i, o in enumerate(objectives)]
         results: list[SubagentEnd | None] = [None] * len(objectives)
+        place = await surroundings(self._services, ctx.origin)
 
         async def one(index: int) -> None:
-            results[index] = await self._run_one(ctx, labels[index], objectives[index])
+            results[index] = await self._run_one(ctx, place, labels[index], objectives[index])
 
         # The children live in this call, so in the parent's scope (R80).
         async with trio.open_nursery() as nursery:
@@ -134,13 +135,14 @@ class SubagentsTool(ServiceTool):
             details=ToolDetails(subagents=ended),
         )
 
-    async def _run_one(self, parent: ToolContext, label: str, objective: str) -> SubagentEnd:
+    async def _run_one(
+        self, parent: ToolContext, place: Surroundings, label: str, objective: str
+    ) -> SubagentEnd:
         """One sub-agent's loop; a failure ends it alone. Cancellation is not caught:
-        it belongs to the parent's exit path."""
-        messages = [
-            Message(role="system", content=subagent_system_prompt(label)),
-            Message(role="user", content=objective),
-        ]
+        it belongs to the parent's exit path. Its system prompt is a task's, told it is
+        this sub-agent (`agentrio.engine.system_prompt`), with the tools of its first
+        turn."""
+        messages = [Message(role="user", content=objective)]
         calls: list[str] = []
         try:
             for turn in range(self._services.config.max_turns):
@@ -152,6 +154,9 @@ class SubagentsTool(ServiceTool):
                     allow_turn=set(),
                 )
                 tools = self._tools.available(ctx)
+                if turn == 0:
+                    system = subagent_prompt(place, tools, label)
+                    messages.insert(0, Message(role="system", content=system))
                 model = session_model(self._services.model, ctx.session_id)
                 reply = await model.complete(messages, [t.spec() for t in tools])
                 messages.append(reply.to_message())

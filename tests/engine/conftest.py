@@ -8,12 +8,20 @@ from pathlib import Path
 import pytest
 import trio
 
+from agentrio.engine import system_prompt
 from agentrio.engine.config import Config
 from agentrio.engine.models.base import Message, ModelReply, RetrySink, TextSink, ToolSpec
 from agentrio.engine.store.sqlite import SqliteStore
 
 #: Wall time at mock-clock zero, so stored times look like real Unix times.
 EPOCH = 1_800_000_000.0
+
+
+def first_input(messages: Sequence[Message]) -> str:
+    """The first message a model call was sent after its system messages (the system
+    prompt and any summary): a run's first input, which the tests' models tell runs
+    apart by."""
+    return next(m.content for m in messages if m.role != "system")
 
 
 def mock_wall_clock() -> float:
@@ -69,3 +77,9 @@ def _store_inline_under_mock_clock(
         return await original(cls, path, inline=inline)
 
     monkeypatch.setattr(SqliteStore, "open", classmethod(open_inline))
+
+    async def inline(fn: Callable[[], object]) -> object:
+        return fn()
+
+    # A run's system prompt reads the file system (AGENTS.md) the same way.
+    monkeypatch.setattr(system_prompt, "in_thread", inline)

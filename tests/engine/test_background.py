@@ -39,6 +39,7 @@ from agentrio.engine.snapshot import snapshot_from_json
 from agentrio.engine.store import SqliteStore, TaskRow
 from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
+from tests.engine.conftest import first_input
 
 SESSION = "cli-bg"
 _E = TypeVar("_E", bound=ev.Event)
@@ -67,7 +68,7 @@ class Puppet:
         on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
-        first = messages[0].content
+        first = first_input(messages)
         self.tools.append((first, {tool.name for tool in tools}))
         if first.startswith("child"):
             queue = self.children.get(first)
@@ -189,7 +190,7 @@ async def test_report_is_carried_into_a_parked_task_resume(
     resumed: list[str] = []
 
     async def after_resume(messages: Sequence[Message], tools: Sequence[ToolSpec]) -> ModelReply:
-        resumed.append(messages[0].content)
+        resumed.append(first_input(messages))
         return ModelReply(text="resumed")
 
     ask = call("ask_user", "c2", questions=[{"text": "Colour?"}])

@@ -46,6 +46,7 @@ from agentrio.engine.tools.run_commands import (
 from agentrio.engine.tools.sudo import FakeVerifier
 from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
+from tests.engine.conftest import first_input
 
 SESSION = "cli-offer"
 WINDOW = "w-offer"
@@ -314,7 +315,7 @@ class Scene:
         on_retry: RetrySink | None = None,
     ) -> ModelReply:
         await trio.lowlevel.checkpoint()
-        first = messages[0].content
+        first = first_input(messages)
         latest = messages[-1].content  # a follow-up's own input: the session's exchanges precede it
         if latest.startswith(FOLLOWUP_HEADER):
             self.followup.append(latest)

@@ -23,6 +23,7 @@ from agentrio.engine.tools.sudo import FakeVerifier
 from agentrio.protocol import dumps
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, SecretAsk, TaskStarted, ToolResult
+from tests.engine.conftest import first_input
 
 
 def _call(call_id: str, name: str, **args: object) -> ToolCallRequest:
@@ -76,7 +77,7 @@ async def test_chat_ask_user_parks_with_siblings_committed_then_resumes(
         assert "A: staging" in resumed.input
         assert "sibling-ran" in resumed.input
         assert (await resumed.wait_done()).status == "finished"
-        assert model.calls[1][0].content == resumed.input
+        assert first_input(model.calls[1]) == resumed.input
         assert await engine.pending_tasks("chat-park") == []
         [started] = [
             e

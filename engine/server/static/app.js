@@ -289,6 +289,11 @@ function retryingLine(reason, delaySeconds) {
   return `↻ ${reason}, retrying in ${shown} s`;
 }
 
+/** An ``agents_md`` event, in the words of protocol/wording.py ``agents_md_line``. */
+function agentsMdLine(paths) {
+  return `≡ instructions read from ${paths.join(", ")}`;
+}
+
 /** A ``done`` event's usage, in the words of protocol/wording.py ``usage_line``. */
 function usageLine(usage) {
   const cached = usage.cached_input_tokens ? ` (${usage.cached_input_tokens} cached)` : "";
@@ -948,6 +953,9 @@ class ChatView {
         break;
       case "retrying":
         this.add(task, el("div", { class: "note warn retrying", text: retryingLine(event.reason, event.delay_s) }));
+        break;
+      case "agents_md":
+        this.add(task, el("div", { class: "note", text: agentsMdLine(event.paths) }));
         break;
       case "steer_injected":
         this.add(task, el("div", { class: "note", text: `steer: ${event.text}` }));

@@ -71,7 +71,8 @@ def test_every_wording_label_is_spelled_in_app_js() -> None:
 @pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_js_wording_is_the_python_wording() -> None:
     """R40, R41: ``confirmTitle`` and ``endedLine`` of app.js, run under node, give
-    exactly ``confirm_title`` and ``ended_line`` for every status the engine sends."""
+    exactly ``confirm_title`` and ``ended_line`` for every status the engine sends;
+    ``agentsMdLine`` is ``agents_md_line`` (R87, issue 31 item 2)."""
     statuses = [
         "user_canceled", "canceled", "paused", "aborted", "user_aborted", "disconnected",
         "parked", "failed", "shutdown", "superseded", "something new",
@@ -83,6 +84,7 @@ def test_js_wording_is_the_python_wording() -> None:
         + "process.stdout.write(JSON.stringify({\n"
         + "  ended: cases.map(([s, r]) => endedLine(s, r)),\n"
         + "  titles: [confirmTitle('run_command'), confirmTitle('write_file', true)],\n"
+        + "  agents: agentsMdLine(['/r/AGENTS.md', '/r/a b/AGENTS.md']),\n"
         + "  labels: [APPROVE, DENY, ALWAYS_ALLOW, ALLOW_TURN, STOP_DISCARD, STOP_KEEP,"
         + " ESC_KEEP_RUNNING, ALWAYS_ALLOW_RULE],\n"
         + "  offer: offerLabel('`npm test …` in /srv/a (any further arguments)'),\n"
@@ -97,6 +99,7 @@ def test_js_wording_is_the_python_wording() -> None:
     assert got["labels"] == LABELS
     covers = "`npm test …` in /srv/a (any further arguments)"
     assert got["offer"] == wording.offer_label(covers)
+    assert got["agents"] == wording.agents_md_line(["/r/AGENTS.md", "/r/a b/AGENTS.md"])
 
 
 @pytest.mark.skipif(NODE is None, reason="node is not installed")

@@ -30,9 +30,9 @@ SESSION = "chat-subs"
 
 
 def _sub_objective(messages: Sequence[Message]) -> str | None:
-    """The objective of a sub-agent's conversation (system prompt, then objective), or
-    None for the parent's."""
-    if messages and messages[0].role == "system":
+    """The objective of a sub-agent's conversation (its system prompt names it a
+    sub-agent, then its objective), or None for the parent's."""
+    if messages and "one of several sub-agents" in messages[0].content:
         return messages[1].content
     return None
 
