@@ -68,6 +68,7 @@ __all__ = [
     "EXIT_FINISHED",
     "EXIT_INTERRUPTED",
     "EXIT_REFUSED",
+    "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
     "build_parser",
     "exit_code",
@@ -87,6 +88,11 @@ EXIT_REFUSED: Final = 3
 #: Interrupted by SIGINT (128 + 2); SIGTERM gives 143 (128 + 15). The task was canceled.
 EXIT_INTERRUPTED: Final = 128 + signal.SIGINT
 
+#: stdout's reader went away (``agentrio exec … | head -1``), as a SIGPIPE would end a
+#: process (128 + 13): noticed at the next write, when the task, if it still runs, is
+#: canceled (nobody reads its answer).
+EXIT_STDOUT_CLOSED: Final = 128 + signal.SIGPIPE
+
 #: Every exit status and what it means, as ``--help`` and the docs list them.
 EXIT_CODES: Final = {
     EXIT_FINISHED: "finished",
@@ -94,6 +100,7 @@ EXIT_CODES: Final = {
     EXIT_USAGE: "usage or configuration error, nothing ran",
     EXIT_REFUSED: "finished, but a confirmation was denied or a question declined",
     EXIT_INTERRUPTED: "interrupted (Ctrl-C; SIGTERM: 143): the task was canceled",
+    EXIT_STDOUT_CLOSED: "stdout was closed (| head): the task was canceled if it still ran",
 }
 
 
@@ -161,7 +168,11 @@ def main(argv: list[str]) -> int:
 
 def exit_code(done: DoneFrame, *, refused: int, signum: int | None) -> int:
     """The exit status of a run that ended with ``done`` (`EXIT_CODES`): ``refused``
-    asks were denied or declined, ``signum`` is the signal that interrupted it."""
+    asks were denied or declined, ``signum`` is the signal that interrupted it
+    (``SIGPIPE``: stdout was closed, so its output was not all written, whatever the
+    ending)."""
+    if signum == signal.SIGPIPE:
+        return EXIT_STDOUT_CLOSED
     if done.status == "finished":
         return EXIT_REFUSED if refused else EXIT_FINISHED
     if done.status == "parked":
@@ -191,7 +202,7 @@ class _Exec:
     _out: _Output | None = None
 
     async def main(self) -> int:
-        out = self._out = _Output(json=self.json)
+        out = self._out = _Output(json=self.json, on_closed=self._stdout_closed)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, signals, nursery.cancel_scope)
@@ -214,9 +225,16 @@ class _Exec:
             if self.run is not None:
                 await self._cancel(self.run)
 
-    async def _cancel(self, run: RunHandle) -> None:
+    async def _stdout_closed(self) -> None:
+        """stdout's reader went away: cancel the task as a SIGPIPE would (exit 141)."""
+        if self.signum is None:
+            self.signum = signal.SIGPIPE
+            if self.run is not None:
+                await self._cancel(self.run, why="stdout was closed")
+
+    async def _cancel(self, run: RunHandle, *, why: str = "interrupted") -> None:
         assert self._out is not None
-        await self._out.note("agentrio exec: interrupted, canceling the task")
+        await self._out.note(f"agentrio exec: {why}, canceling the task")
         try:
             await run.cancel()
         except ClientError as exc:  # it ended meanwhile, or the connection did
@@ -275,10 +293,13 @@ class _Output:
     """stdout and stderr, written off the Trio thread (a slow pipe must not stall the
     connection's reader), in the order things happened."""
 
-    def __init__(self, *, json: bool) -> None:
+    def __init__(self, *, json: bool, on_closed: Callable[[], Awaitable[None]]) -> None:
         self.json = json
-        self._stdout = _writer(sys.stdout)
-        self._stderr = _writer(sys.stderr)
+        #: Called once when stdout's reader went away (``| head -1``).
+        self._on_closed = on_closed
+        self._stdout_closed = False
+        self._write_stdout = _writer(sys.stdout)
+        self._write_stderr = _writer(sys.stderr)
         #: Text streamed to stdout so far ends without a newline.
         self._open_line = False
         #: A note was shown since the last text: the next text starts a new line.
@@ -291,6 +312,27 @@ class _Output:
 
     async def note(self, line: str) -> None:
         await self._stderr(line + "\n")
+
+    async def _stdout(self, text: str) -> None:
+        """Write ``text`` to stdout; once its reader went away, nothing more is written
+        there and `_on_closed` runs (the task is cancelled: nobody reads its answer)."""
+        if self._stdout_closed:
+            return
+        try:
+            await self._write_stdout(text)
+        except BrokenPipeError:
+            self._stdout_closed = True
+            # Nothing left to flush at exit: the interpreter would report the pipe again.
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+            await self._on_closed()
+
+    async def _stderr(self, text: str) -> None:
+        try:
+            await self._write_stderr(text)
+        except BrokenPipeError:
+            return  # notes are for a person who left
 
     async def ask_note(self, line: str) -> None:
         """How an ask was answered: at once with ``--json``; else with the next event

@@ -1,7 +1,8 @@
 """Issue 31 item 8: ``agentrio exec`` as a subprocess against the real daemon.
 
-Exit codes for finished (0), failed (1), usage (2), refused (3) and interrupted
-(130); ``--json`` lines that decode as the protocol's frames and end with ``done``;
+Exit codes for finished (0), failed (1), usage (2), refused (3), interrupted
+(130), a closed stdout (141); ``--json`` lines that decode as the protocol's
+frames and end with ``done``;
 ``--allow`` running exactly the command it fully matches, in exec's directory, and
 nothing else (the file a refused command would create is absent, the one an appended
 ``rm`` would remove is still there); questions declined with a reason the model
@@ -51,6 +52,16 @@ async def _exec(
             capture_stderr=True,
             check=False,
         )
+
+
+async def _reap(process: trio.Process) -> None:
+    """Kill ``process`` if it still runs (a failed test), wait for it, close its pipes."""
+    if process.returncode is None:
+        process.kill()
+        await process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            await stream.aclose()
 
 
 def _session(result: subprocess.CompletedProcess[bytes]) -> str:
@@ -195,12 +206,7 @@ async def test_ctrl_c_cancels_the_task_and_its_command(
                 output += chunk
             assert await process.wait() == 130
         finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-            for stream in (process.stdout, process.stderr):
-                if stream is not None:
-                    await stream.aclose()
+            await _reap(process)
     frames = [decode_server_frame(line) for line in output.decode().splitlines()]
     canceled = [f.event for f in frames if isinstance(f, EventFrame)][-1]
     assert isinstance(canceled, Canceled)
@@ -212,6 +218,37 @@ async def test_ctrl_c_cancels_the_task_and_its_command(
     assert entry.status == "canceled"
     assert await agentrio_client.pending(session) == []
     assert not Path(f"/proc/{sleeper}").exists()
+
+
+async def test_a_closed_stdout_exits_141_without_a_traceback(
+    agentrio_daemon: RunningDaemon,
+) -> None:
+    """Item 8: when stdout's reader goes away (``| head -c 1``), exec notices at its
+    next write, writes nothing more there, cancels the task if it still runs and
+    exits 141, as a SIGPIPE would end it, with no traceback."""
+    with trio.fail_after(DEADLINE_S):
+        process = await trio.lowlevel.open_process(
+            [*EXEC, "--json", "hello"],
+            env=agentrio_daemon.env,
+            cwd=HERE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            assert process.stdout is not None
+            assert process.stderr is not None
+            assert await process.stdout.receive_some(1) == b"{"
+            await process.stdout.aclose()  # the reader goes away, as head does
+            said = b""
+            async for chunk in process.stderr:
+                said += chunk
+            assert await process.wait() == 141
+        finally:
+            await _reap(process)
+    notes = said.decode()
+    assert "Traceback" not in notes
+    assert "Exception ignored" not in notes
+    assert "agentrio exec: session cli-" in notes
 
 
 async def test_a_daemon_is_started_when_none_answers(tmp_path: Path) -> None:

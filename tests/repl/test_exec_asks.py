@@ -121,6 +121,8 @@ def test_restricted_commands_questions_and_secrets_are_refused(here: str) -> Non
         ("canceled", 0, None, 1),
         ("paused", 0, None, 1),
         ("finished", 0, 2, 0),
+        ("finished", 0, 13, 141),
+        ("canceled", 0, 13, 141),
     ],
 )
 def test_exit_codes(status: DoneStatus, refused: int, signum: int | None, code: int) -> None:
