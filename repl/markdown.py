@@ -95,7 +95,7 @@ class Fence:
     language: str = ""
 
     def closes(self, line: str) -> bool:
-        stripped = line.strip()
+        stripped = line.strip(" \t")  # only blanks: a closing line drawn hides nothing
         char = self.marker[0]
         return len(stripped) >= len(self.marker) and stripped == char * len(stripped)
 
@@ -124,7 +124,7 @@ def render_line(line: str, fence: Fence | None) -> tuple[Fragments, Fence | None
             return escaped([(FENCE, FENCE_RULE)]), None
         return escaped(_highlight(line, fence.language)), fence
     if match := _FENCE_RE.match(line):
-        info = line[match.end(1) :].strip()
+        info = line[match.end(1) :].strip(" \t")  # an invisible character stays, escaped
         drawn = f"{FENCE_RULE} {info}" if info else FENCE_RULE
         return escaped([(FENCE, drawn)]), Fence(match.group(1), match.group(2).lower())
     return escaped(_block(line)), None

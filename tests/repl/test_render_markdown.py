@@ -76,6 +76,14 @@ def test_fenced_code_is_highlighted_and_its_fences_drawn() -> None:
         "1",
         "───",
     ]
+    # Only blanks are dropped with the fence: an invisible character is shown, and a
+    # line with one after the backticks does not close the block.
+    assert [plain(line) for line in render_markdown("```\xa0\nx\n```\u200b\n```")] == [
+        "─── \\xa0",
+        "x",
+        "```\\u200b",
+        "───",
+    ]
     keyword = styles_of(lines[1], "def")
     assert keyword
     assert keyword[0].startswith(CODE_BLOCK)
