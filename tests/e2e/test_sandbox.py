@@ -129,7 +129,8 @@ async def test_remembered_commands_end_to_end(
 ) -> None:
     """R76 through the daemon: "Always allow" over a ``cli-`` window's ask remembers the
     exact command; ``list_allowed`` and ``GET …/allowed`` show it; a longer command that
-    starts the same way asks again; ``DELETE …/allowed/{id}`` removes it (204)."""
+    starts the same way asks again; ``DELETE …/allowed/{id}`` removes it and answers
+    what it removed (R92)."""
     session, window = "cli-allowed", "w-allowed"
     first, mark = scratch / "first", scratch / "MARK"
     asked: list[str] = []
@@ -146,12 +147,15 @@ async def test_remembered_commands_end_to_end(
         (remembered,) = await client.allowed(session)
         assert remembered.command == f"mkdir {first}"
         listed = (await http.get(f"{base}/v1/session/{session}/allowed", headers=headers)).json()
+        here = os.path.realpath(os.getcwd())
         assert listed["rules"] == [
             {
                 "id": remembered.id,
                 "command": f"mkdir {first}",
                 "added_at": remembered.added_at,
-                "cwd": os.path.realpath(os.getcwd()),
+                "cwd": here,
+                "kind": "command",
+                "covers": f"exactly `mkdir {first}` in {here}",
             }
         ]
         first.rmdir()
@@ -161,7 +165,8 @@ async def test_remembered_commands_end_to_end(
         gone = await http.delete(
             f"{base}/v1/session/{session}/allowed/{remembered.id}", headers=headers
         )
-        assert gone.status_code == 204
+        assert gone.status_code == 200
+        assert gone.json() == {"rules": [], "removed": listed["rules"]}
         assert await client.allowed(session) == []
         missing = await http.delete(
             f"{base}/v1/session/{session}/allowed/{remembered.id}", headers=headers
