@@ -60,7 +60,7 @@ from agentrio.protocol import events as ev
 from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, TokenUsage
-from agentrio.protocol.frames import DoneStatus
+from agentrio.protocol.frames import DoneStatus, done_status
 
 __all__ = [
     "PreludeCall",
@@ -107,16 +107,6 @@ class TaskOutcome:
     error: str = ""
     cause: Cause | None = None
     text: str = ""
-
-
-_STATUS_BY_CAUSE: dict[Cause, DoneStatus] = {
-    Cause.USER_CANCELED: "canceled",
-    Cause.PAUSED: "paused",
-    Cause.USER_ABORTED: "aborted",
-    Cause.DISCONNECTED: "aborted",
-    Cause.SHUTDOWN: "aborted",
-    Cause.SUPERSEDED: "aborted",
-}
 
 
 @attrs.frozen
@@ -495,7 +485,7 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                         run, "canceled", f"assistant: {CANCELED_REPLY}{last}", note=CANCELED_REPLY
                     )
                 run.emit(ev.Canceled, cause=str(cause), kept=cause.keeps_pending)
-                run.outcome = TaskOutcome(status=_STATUS_BY_CAUSE[cause], cause=cause)
+                run.outcome = TaskOutcome(status=done_status(cause), cause=cause)
     except Exception as exc:  # the store failed: say so, never hang the caller
         # Nothing was reported yet (each case emits only after its write): a task whose
         # end was not recorded is reported failed, never finished (issue 18).

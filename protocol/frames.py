@@ -79,6 +79,18 @@ OMIT_DEFAULT: Final = {"omit_if_default": True}
 
 
 DoneStatus = Literal["finished", "canceled", "paused", "parked", "aborted", "failed"]
+#: The endings after which the task is pending (resumable): front-ends list it again.
+KEPT_STATUSES: Final[frozenset[DoneStatus]] = frozenset({"paused", "parked", "aborted"})
+
+
+def done_status(cause: Cause) -> DoneStatus:
+    """The ending of a task stopped with ``cause``: ``canceled`` (discarded),
+    ``paused``, else ``aborted`` (kept) -- the one place a cause becomes a status."""
+    if cause is Cause.USER_CANCELED:
+        return "canceled"
+    return "paused" if cause is Cause.PAUSED else "aborted"
+
+
 AskKind = Literal["tool_confirm", "ask_user", "secret"]
 
 # ---------------------------------------------------------------- client → daemon

@@ -17,6 +17,7 @@ from typing import Literal
 
 from agentrio.protocol.events import LegFinished, LegStarted
 from agentrio.protocol.frames import (
+    KEPT_STATUSES,
     Accepted,
     AllowedList,
     Ask,
@@ -525,7 +526,7 @@ class ReplState:
         for ask_id in [i for i, a in self.asks.items() if a.task_hash == run.task_hash]:
             del self.asks[ask_id]
         self.send(ListLegs(session_id=self.session_id))
-        if frame.status in ("paused", "parked", "aborted"):
+        if frame.status in KEPT_STATUSES:
             self.send(self.lists.pending_query())
 
 

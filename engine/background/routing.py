@@ -62,6 +62,7 @@ from agentrio.engine.tools.run_commands import (
 )
 from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
+from agentrio.protocol.frames import KEPT_STATUSES
 
 __all__ = ["ReportRouter", "reoffers"]
 
@@ -69,8 +70,6 @@ log = logging.getLogger("agentrio.background")
 
 #: How the id of a follow-up's ``run_commands`` call starts (then the job id).
 _OFFER_PREFIX: Final = "offer_"
-#: Run outcomes after which the task is pending (resumable), not ended.
-_PENDING_STATUSES: Final = frozenset({"parked", "paused", "aborted"})
 
 
 class ReportRouter:
@@ -135,7 +134,7 @@ class ReportRouter:
         and route them again, mark a pending task as having jobs, stop the jobs of a
         cancelled or paused task (R44), and settle jobs whose legs are all done."""
         outcome = run.outcome
-        pending = outcome is not None and outcome.status in _PENDING_STATUSES
+        pending = outcome is not None and outcome.status in KEPT_STATUSES
         cause = run.handle.cause
         for job in jobs:
             unread = [
