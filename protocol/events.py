@@ -40,6 +40,7 @@ __all__ = [
     "TokenUsage",
     "ToolCall",
     "ToolDetails",
+    "ToolOutput",
     "ToolResult",
     "ToolSkipped",
 ]
@@ -93,6 +94,24 @@ class ToolCall:
     call_id: str
     tool_name: str
     args: dict[str, Any]
+
+
+@attrs.frozen(kw_only=True)
+class ToolOutput:
+    """What a running command printed so far, for people to watch (issue 33 item 6):
+    its newest ``lines`` (at most a few, each clipped; the last one may be unfinished)
+    and how many lines it has printed in all (``total_lines``). Throttled and bounded
+    by the engine (docs/protocol.md, ``tool_output``), sent only while the command
+    runs long enough to be worth watching; the model never reads it — the call's
+    ``tool_result`` carries its output."""
+
+    KIND: ClassVar[str] = "tool_output"
+    seq: int
+    at: float
+    call_id: str
+    tool_name: str
+    lines: list[str]
+    total_lines: int
 
 
 @attrs.frozen(kw_only=True)
@@ -372,6 +391,7 @@ Event = (
     TaskStarted
     | Text
     | ToolCall
+    | ToolOutput
     | ToolResult
     | ToolSkipped
     | Confirm

@@ -28,6 +28,7 @@ __all__ = [
     "ConfirmChoice",
     "DropPending",
     "Empty",
+    "Expand",
     "ForgetAllowedCmd",
     "Help",
     "History",
@@ -60,6 +61,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/legs", "list the session's background legs"),
     ("/allowed", "commands you chose Always allow for; /allowed forget N (or all) removes"),
     ("/history", "finished tasks; /history WORD|ID filters, /history show N opens a record"),
+    ("/expand", "print the last folded output (… N more lines) in full"),
     ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
@@ -169,6 +171,11 @@ class HistoryRecordCmd:
 
 
 @attrs.frozen
+class Expand:
+    """``/expand``: print the last output shown folded, in full (issue 33 item 6)."""
+
+
+@attrs.frozen
 class SessionInfo:
     pass
 
@@ -207,6 +214,7 @@ Command = (
     | History
     | ModelCmd
     | HistoryRecordCmd
+    | Expand
     | SessionInfo
     | NewSession
     | Help
@@ -248,12 +256,14 @@ def parse_line(line: str) -> Command:
             if args[0] == "forget" and len(args) == 2:
                 return ForgetAllowedCmd(args[1])
             return Unknown("usage: /allowed [forget N | forget all]")
-        case "/legs" | "/session" | "/new" | "/help" | "/quit" if args:
+        case "/legs" | "/session" | "/new" | "/help" | "/quit" | "/expand" if args:
             return Unknown(f"usage: {name} (takes no arguments)")
         case "/legs":
             return Legs()
         case "/session":
             return SessionInfo()
+        case "/expand":
+            return Expand()
         case "/new":
             return NewSession()
         case "/help":

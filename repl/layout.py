@@ -34,6 +34,7 @@ from prompt_toolkit.styles import Style
 from prompt_toolkit.widgets import Frame, SearchToolbar
 
 from agentrio.repl.commands import complete_command
+from agentrio.repl.render import clip, line_fragments, output_line
 from agentrio.repl.state import ReplState
 from agentrio.repl.toolbar import make_toolbar, spinner_frame
 from agentrio.repl.views import elapsed_text
@@ -115,6 +116,10 @@ def live_fragments(state: ReplState, now: float | None = None) -> StyleAndTextTu
             out.append(("class:dim", f"{spin} stopping… {took}\n"))
         else:
             out.append(("class:dim", f"{spin} working… {took} (Esc or Ctrl+C stops)\n"))
+        if run.live_lines:  # the running command's newest lines (issue 33 item 6)
+            out.append(("class:dim", f"  ┊ output so far: {run.live_total} lines\n"))
+            shown = [output_line("class:result", "  ┊ " + clip(line)) for line in run.live_lines]
+            out += line_fragments(shown)
     if out:
         last = out[-1]
         out[-1] = (last[0], last[1].removesuffix("\n"))

@@ -40,6 +40,7 @@ from agentrio.protocol.events import (
     Text,
     ToolCall,
     ToolDetails,
+    ToolOutput,
     ToolResult,
     ToolSkipped,
 )
@@ -47,11 +48,13 @@ from agentrio.protocol.faithful import line_pieces
 from agentrio.repl.markdown import Fragments, escaped, render_markdown
 
 __all__ = [
+    "FOLDED",
     "FOLD_LINES",
     "LINE_WIDTH",
     "Line",
     "clip",
     "fold",
+    "folded_text",
     "format_args",
     "line_fragments",
     "line_text",
@@ -59,12 +62,15 @@ __all__ = [
     "output_line",
     "render_done_status",
     "render_event",
+    "unfold",
 ]
 
 Line = tuple[str, str | Fragments]
 
 #: Lines of a tool result or report shown before folding the rest.
 FOLD_LINES: Final = 8
+#: How a fold says where its lines are (``/expand`` prints the last fold in full).
+FOLDED: Final = "(folded: /expand shows them)"
 #: Characters of one shown line before it is clipped.
 LINE_WIDTH: Final = 200
 
@@ -114,8 +120,27 @@ def fold(text: str, *, style: str, indent: str = "  ", limit: int = FOLD_LINES) 
     lines = text.rstrip("\n").split("\n") if text.strip() else []
     shown: list[Line] = [output_line(style, indent + clip(line)) for line in lines[:limit]]
     if len(lines) > limit:
-        shown.append(("class:dim", f"{indent}… {len(lines) - limit} more lines (folded)"))
+        shown.append(("class:dim", f"{indent}… {len(lines) - limit} more lines {FOLDED}"))
     return shown
+
+
+def folded_text(event: Event) -> str | None:
+    """The whole text ``event`` showed folded (`fold`), for ``/expand``; None when it
+    showed all of it."""
+    match event:
+        case ToolResult(output=text, details=None) | LegReport(text=text):
+            pass
+        case LegFinished(result=text, subagent=None):
+            pass
+        case _:
+            return None
+    return text if len(text.rstrip("\n").split("\n")) > FOLD_LINES else None
+
+
+def unfold(text: str, indent: str = "    ") -> list[Line]:
+    """``text`` in full, each line clipped and escaped as `fold` shows its first."""
+    lines = text.rstrip("\n").split("\n")
+    return [output_line("class:result", indent + clip(line)) for line in lines]
 
 
 def format_args(args: dict[str, Any], width: int = LINE_WIDTH) -> str:
@@ -231,6 +256,8 @@ def render_event(event: Event) -> list[Line]:
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")]
         case ToolCall(tool_name=name, args=args):
             return call_lines(name, args)
+        case ToolOutput():
+            return []  # shown live under the transcript while the command runs
         case ToolResult(ok=True, details=ToolDetails(legs=[_, *_])):
             return []  # each leg's start is its own notice (`LegStarted`)
         case ToolResult(ok=True, tool_name=name, details=ToolDetails(subagents=[_, *_] as ended)):

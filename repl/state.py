@@ -46,6 +46,7 @@ from agentrio.repl.commands import (
     ConfirmChoice,
     DropPending,
     Empty,
+    Expand,
     ForgetAllowedCmd,
     Help,
     History,
@@ -79,7 +80,7 @@ from agentrio.repl.messages import (
     Outgoing,
     Status,
 )
-from agentrio.repl.render import Line, clip, render_done_status
+from agentrio.repl.render import Line, clip, render_done_status, unfold
 from agentrio.repl.transcript import Transcript
 from agentrio.repl.views import EscAction, Popup, RunView
 
@@ -217,6 +218,12 @@ class ReplState:
                 self.send(SetModel(session_id=self.session_id, name=name))
             case HistoryRecordCmd(ref=ref):
                 self.lists.ask_record(ref)
+            case Expand():
+                folded = self.transcript.folded
+                if folded is None:
+                    self.set_notice("nothing folded yet: long output shows its first lines")
+                else:
+                    self._lines(unfold(folded))
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "

@@ -38,9 +38,11 @@ from agentrio.protocol.events import (
     LegStarted,
     Pending,
     Text,
+    ToolOutput,
+    ToolResult,
 )
 from agentrio.repl.markdown import Fence, render_line
-from agentrio.repl.render import Line, markdown_line, render_event
+from agentrio.repl.render import Line, folded_text, markdown_line, render_event
 from agentrio.repl.views import FOREIGN_VIEWS_KEPT, RunView
 
 __all__ = ["FOLLOWUP_HEADER", "NOTICES", "Transcript"]
@@ -73,6 +75,13 @@ class Transcript:
         #: The open code fence of each run's streamed text, by request id.
         self._fences: dict[str, Fence] = {}
         self._foreign: dict[str, _Held] = {}
+        #: The whole text of the output shown folded last, for ``/expand``.
+        self.folded: str | None = None
+
+    def _keep_fold(self, event: Any) -> None:
+        text = folded_text(event)
+        if text is not None:
+            self.folded = text
 
     def write(self, text: str, style: str = "") -> None:
         for line in text.split("\n"):
@@ -85,6 +94,13 @@ class Transcript:
 
     def run_event(self, run: RunView, event: Any) -> None:
         """An event of ``run``, a request of this window."""
+        if isinstance(event, ToolOutput):  # shown live, never printed (issue 33 item 6)
+            run.shown = True
+            run.live_lines, run.live_total = list(event.lines), event.total_lines
+            return
+        if isinstance(event, ToolResult):
+            run.live_lines, run.live_total = [], 0
+        self._keep_fold(event)
         if isinstance(event, Text):
             run.shown = run.shown or bool(event.text)
             run.streamed = True
@@ -140,6 +156,9 @@ class Transcript:
 
     def foreign_event(self, task_hash: str, event: Any) -> None:
         """An event of a task this window did not request (see the module docstring)."""
+        if isinstance(event, ToolOutput):
+            return  # live output is for the window that watches the command
+        self._keep_fold(event)
         if isinstance(event, NOTICES):
             self.lines(render_event(event))
             return

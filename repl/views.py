@@ -49,6 +49,10 @@ class RunView:
     #: Streamed text after the last newline, shown live under the transcript.
     partial: str = ""
     streamed: bool = False
+    #: The newest lines of the command running now (``tool_output``), shown live
+    #: under the spinner, and how many it has printed; emptied by its result.
+    live_lines: list[str] = attrs.field(factory=list)
+    live_total: int = 0
     #: A ``canceled``/``failed`` event already said how it ended.
     end_shown: bool = False
     started_at: float = attrs.field(factory=time.monotonic)

@@ -52,6 +52,7 @@ from agentrio.engine.tools.base import (
     ToolContext,
     ToolOutcome,
 )
+from agentrio.engine.tools.live_output import run_watched
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
@@ -208,12 +209,18 @@ class RunCommandTool(ServiceTool):
         if isinstance(plan, ToolOutcome):
             return plan
         try:
-            result = await run_plan(
-                self._services,
-                plan,
-                cwd=where,
-                timeout_s=min(float(timeout), tools.command_timeout_s),
-                keep_bytes=tools.max_result_bytes,
+            result = await run_watched(
+                ctx.emit,
+                call.id,
+                self.name,
+                lambda on_output: run_plan(
+                    self._services,
+                    plan,
+                    cwd=where,
+                    timeout_s=min(float(timeout), tools.command_timeout_s),
+                    keep_bytes=tools.max_result_bytes,
+                    on_output=on_output,
+                ),
             )
         except SandboxError as exc:
             return ToolOutcome(ok=False, output="", skipped=f"not run: {exc}")

@@ -362,7 +362,7 @@ def test_stream_and_done() -> None:
         "  ✓ run_command",
         "    exit 0",
         *[f"    line {i}" for i in range(7)],
-        "    … 13 more lines (folded)",
+        "    … 13 more lines (folded: /expand shows them)",
     ]
     assert state.runs == {}
     assert sent == [ListLegs(session_id=SESSION)]
