@@ -216,7 +216,7 @@ def test_without_a_repository_the_search_stops_at_home(tmp_path: Path) -> None:
 
 
 def test_an_agents_md_leading_into_a_hidden_place_is_not_read(tmp_path: Path) -> None:
-    """R85, issue 31 (2): an AGENTS.md that is a symlink into a hidden place (an
+    """Issue 29 (1, 2), issue 31 (2): an AGENTS.md that is a symlink into a hidden place (an
     agentrio home), or a directory link there, is not read and its text is not
     included; a hidden file with a second name closes reading altogether; a FIFO is
     not a file (and does not hang)."""
