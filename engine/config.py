@@ -8,10 +8,12 @@ The home is ``$AGENTRIO_HOME`` or ``~/.config/agentrio``. See docs/configuration
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 import tomllib
 import typing
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -24,6 +26,7 @@ from cattrs.preconf.tomllib import make_converter
 from agentrio.engine.agent_config import AgentConfig
 from agentrio.engine.credential_stores import DEFAULT_HIDE
 from agentrio.engine.errors import ConfigError
+from agentrio.engine.mcp.config import McpServerConfig, mcp_problems, refused_mcp_keys
 from agentrio.protocol.codec import format_problem, install_strict_hooks
 from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
@@ -33,6 +36,7 @@ __all__ = [
     "BackgroundConfig",
     "Config",
     "DiscordConfig",
+    "McpServerConfig",
     "ModelConfig",
     "SandboxConfig",
     "SentinelTarget",
@@ -326,6 +330,7 @@ class Config:
     store: StoreConfig = attrs.field(factory=StoreConfig)
     #: ``[agent]``: what every task is told (`AgentConfig`).
     agent: AgentConfig = attrs.field(factory=AgentConfig)
+    mcp: dict[str, McpServerConfig] = attrs.field(factory=dict)  #: [mcp.NAME], docs/mcp.md
     #: Most turns one task may take before it fails.
     max_turns: int = 50
     #: Where state lives; set from the environment, not from the file.
@@ -338,11 +343,11 @@ class Config:
 
 _converter = make_converter(forbid_extra_keys=True)
 install_strict_hooks(_converter)
-# The strict hooks keep a table's values as they are; [models.NAME] tables are models.
-_converter.register_structure_hook_func(
-    lambda t: t == dict[str, ModelConfig],
-    make_mapping_structure_fn(dict[str, ModelConfig], _converter),
-)
+# Named tables ([models.NAME], [mcp.NAME]) structure as their class (strict hooks).
+for _table in (dict[str, ModelConfig], dict[str, McpServerConfig]):
+    _converter.register_structure_hook_func(
+        partial(operator.eq, _table), make_mapping_structure_fn(_table, _converter)
+    )
 
 
 def default_home() -> Path:
@@ -397,7 +402,7 @@ def _secret_keys(data: dict[str, Any]) -> list[tuple[str, str, str]]:
         table = data.get(name)
         if isinstance(table, dict):
             found += [(name, key, _MODEL_KEY_REFUSED) for key in ("api_key", "key") if key in table]
-    return found
+    return found + refused_mcp_keys(data)
 
 
 def model_problem(model: ModelConfig) -> tuple[str, str] | None:
@@ -429,7 +434,7 @@ def _problems(config: Config) -> list[tuple[str, str, str]]:
     found += [
         (f"store.{key}", problem, "store.backend") for key, problem in _store_problems(config.store)
     ]
-    return found
+    return found + mcp_problems(config.mcp)
 
 
 def _store_problems(store: StoreConfig) -> list[tuple[str, str]]:

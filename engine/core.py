@@ -17,7 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -48,6 +48,9 @@ from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
 from agentrio.protocol.http import HistoryEntry, HistoryRecord
+
+if TYPE_CHECKING:
+    from agentrio.engine.mcp.servers import McpServers
 
 __all__ = ["Engine", "SendResult"]
 
@@ -104,6 +107,13 @@ class Engine:
         #: Every tool (`agentrio.engine.tools.registry`): a task, an in-process
         #: sub-agent (R80) and a background leg (R30) each get what its `Reach` allows.
         self.toolbox = shipped_toolbox(services, self.background)
+        #: The MCP servers (``[mcp.NAME]``, docs/mcp.md); None without any, so their
+        #: code (and the SDK) is never imported then.
+        self.mcp: McpServers | None = None
+        if self.config.mcp:
+            from agentrio.engine.mcp.servers import McpServers
+
+            self.mcp = McpServers.for_engine(services, self.toolbox)
         self._by_connection: dict[str, set[TaskRun]] = {}
         #: Who started each recent run, kept after it ends so front-ends can route
         #: its late events (leg reports) and follow-ups to the right window.
@@ -121,6 +131,8 @@ class Engine:
         await self._upkeep.start(
             self.registry.run_graces, handle=TaskHandle(name="ask graces (R79)")
         )
+        if self.mcp is not None:  # in the background: a slow server delays nothing
+            await self._upkeep.start(self.mcp.run, handle=TaskHandle(name="MCP servers"))
 
     # ------------------------------------------------------------------ sessions
 

@@ -27,6 +27,8 @@ __all__ = [
     "LegFinished",
     "LegReport",
     "LegStarted",
+    "McpPart",
+    "McpResult",
     "Pending",
     "Question",
     "Retrying",
@@ -41,6 +43,7 @@ __all__ = [
     "ToolCall",
     "ToolDetails",
     "ToolOutput",
+    "ToolProgress",
     "ToolResult",
     "ToolSkipped",
 ]
@@ -141,6 +144,30 @@ _OMIT: Any = {"omit_if_default": True}
 
 
 @attrs.frozen(kw_only=True)
+class McpPart:
+    """One content part of an MCP tool result: ``type`` ``text`` (``text``), ``image``
+    or ``audio`` (``mime_type``, ``size`` bytes of data, never the data), ``resource``
+    (``uri``, ``text`` when the server embedded text) or ``resource_link`` (``uri``)."""
+
+    type: str
+    text: str = attrs.field(default="", metadata=_OMIT)
+    mime_type: str = attrs.field(default="", metadata=_OMIT)
+    uri: str = attrs.field(default="", metadata=_OMIT)
+    size: int = attrs.field(default=0, metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
+class McpResult:
+    """What an MCP server's tool answered (docs/mcp.md): the server, its own name
+    for the tool, whether the server called it an error, and its content parts."""
+
+    server: str
+    tool: str
+    is_error: bool = attrs.field(default=False, metadata=_OMIT)
+    parts: list[McpPart] = attrs.field(factory=list, metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
 class ToolDetails:
     """What a tool result means, typed, for the front-ends (the model reads
     ``output``, the prose): the job and legs a background tool started, the ending of
@@ -150,6 +177,8 @@ class ToolDetails:
     job_id: str = attrs.field(default="", metadata=_OMIT)
     legs: list[StartedLeg] = attrs.field(factory=list, metadata=_OMIT)
     subagents: list[SubagentEnd] = attrs.field(factory=list, metadata=_OMIT)
+    #: An MCP tool's answer (``mcp__NAME__TOOL``).
+    mcp: McpResult | None = attrs.field(default=None, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)
@@ -164,6 +193,22 @@ class ToolResult:
     #: Typed details for front-ends (`ToolDetails`); None, and left out, for a tool
     #: whose result is its text alone.
     details: ToolDetails | None = attrs.field(default=None, metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
+class ToolProgress:
+    """A running tool call reported progress (an MCP server's progress notification):
+    ``progress`` so far, of ``total`` when the server knows it (0: unknown), and its
+    ``message``."""
+
+    KIND: ClassVar[str] = "tool_progress"
+    seq: int
+    at: float
+    call_id: str
+    tool_name: str
+    progress: float
+    total: float = attrs.field(default=0.0, metadata=_OMIT)
+    message: str = attrs.field(default="", metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)
@@ -393,6 +438,7 @@ Event = (
     | ToolCall
     | ToolOutput
     | ToolResult
+    | ToolProgress
     | ToolSkipped
     | Confirm
     | SecretAsk

@@ -50,8 +50,11 @@ __all__ = [
     "LegList",
     "ListAllowed",
     "ListLegs",
+    "ListMcp",
     "ListPending",
     "Listen",
+    "McpList",
+    "McpServerInfo",
     "ModelChoice",
     "ModelInfo",
     "Ok",
@@ -243,6 +246,14 @@ class ListLegs:
 
 
 @attrs.frozen(kw_only=True)
+class ListMcp:
+    """Ask for the daemon's MCP servers and their states (answered by ``mcp_list``)."""
+
+    TYPE: ClassVar[str] = "list_mcp"
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
+@attrs.frozen(kw_only=True)
 class OpenWindow:
     """A REPL window works in ``session_id`` (issue 33): this connection owns window
     ``window_hash`` (R78) and is sent the session's events routed to it; the session's
@@ -301,6 +312,7 @@ ClientFrame = (
     | Subscribe
     | ListPending
     | ListLegs
+    | ListMcp
     | OpenWindow
     | ListAllowed
     | ForgetAllowed
@@ -463,6 +475,33 @@ class LegList:
 
 
 @attrs.frozen(kw_only=True)
+class McpServerInfo:
+    """One MCP server of the daemon (``[mcp.NAME]``, docs/mcp.md): ``transport``
+    ``stdio`` or ``http``; ``state`` ``starting``, ``ready`` (its ``tools`` are offered;
+    a stdio server's ``pid``), ``restarting`` (``reason`` it went, starting again in
+    ``retry_in_s``) or ``failed`` (``reason``; no restart until the daemon restarts);
+    ``restarts`` so far."""
+
+    name: str
+    transport: Literal["stdio", "http"]
+    state: Literal["starting", "ready", "restarting", "failed"]
+    reason: str = ""
+    pid: int | None = None
+    tools: int = 0
+    restarts: int = 0
+    retry_in_s: float | None = None
+
+
+@attrs.frozen(kw_only=True)
+class McpList:
+    """The answer to ``list_mcp``: every ``[mcp.NAME]`` server, in configured order."""
+
+    TYPE: ClassVar[str] = "mcp_list"
+    servers: list[McpServerInfo]
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
+@attrs.frozen(kw_only=True)
 class AllowedList:
     """The home's remembered rules (R92), oldest first; after a ``forget_allowed``,
     ``removed`` holds the rules it removed (so a front-end says what went)."""
@@ -509,6 +548,7 @@ ServerFrame = (
     | Ok
     | PendingList
     | LegList
+    | McpList
     | AllowedList
     | ModelInfo
 )

@@ -8,7 +8,13 @@ import attrs
 
 from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.events import Question
-from agentrio.protocol.frames import AllowedRule, LegInfo, ModelChoice, PendingTaskInfo
+from agentrio.protocol.frames import (
+    AllowedRule,
+    LegInfo,
+    McpServerInfo,
+    ModelChoice,
+    PendingTaskInfo,
+)
 
 __all__ = [
     "BODY_TYPES",
@@ -24,6 +30,7 @@ __all__ = [
     "HistoryRecord",
     "LegCancelResult",
     "Legs",
+    "McpServerInfo",
     "ModelRequest",
     "PendingTasks",
     "Questions",
@@ -223,6 +230,8 @@ class Health:
     sandbox: SandboxInfo | None = None
     store: StoreInfo | None = None
     frontends: list[FrontendInfo] = attrs.field(factory=list)
+    #: The MCP servers (``[mcp.NAME]``), in the order configured.
+    mcp: list[McpServerInfo] = attrs.field(factory=list)
     statistics: dict[str, Any] = attrs.field(factory=dict)
 
 

@@ -12,6 +12,9 @@ Kinds today:
 - ``command_prefix``: a simple command whose judged argv starts with the words of
   ``command`` (``shlex.join`` of the prefix), run in exactly ``cwd``.
 
+- ``mcp_tool``: every call of the MCP tool ``command`` (``mcp__NAME__TOOL``); ``cwd``
+  is ``mcp:NAME``, the server it is a tool of (docs/mcp.md).
+
 An unknown kind (a newer daemon's rule read by an older one) is listed and covers
 nothing.
 """
@@ -22,12 +25,14 @@ from typing import Final
 
 import attrs
 
-__all__ = ["COMMAND", "COMMAND_PREFIX", "AllowedRule", "RuleOffer"]
+__all__ = ["COMMAND", "COMMAND_PREFIX", "MCP_TOOL", "AllowedRule", "RuleOffer"]
 
 #: The kind of an "Always allow this exact command in this directory" rule.
 COMMAND: Final = "command"
 #: The kind of an argv-prefix rule (``npm test`` and any further arguments).
 COMMAND_PREFIX: Final = "command_prefix"
+#: The kind of an "Always allow this MCP tool" rule.
+MCP_TOOL: Final = "mcp_tool"
 
 
 @attrs.frozen(kw_only=True)

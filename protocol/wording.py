@@ -29,6 +29,7 @@ __all__ = [
     "ended_line",
     "offer_label",
     "plural",
+    "progress_text",
     "retrying_line",
     "usage_line",
 ]
@@ -68,6 +69,13 @@ def offer_label(covers: str) -> str:
     """The choice of an offered rule: ``Always allow `npm test …` (any further
     arguments) in /home/ada/app`` (its ``covers`` line, as the daemon wrote it)."""
     return f"{ALWAYS_ALLOW_RULE} {covers}"
+
+
+def progress_text(done: float, total: float, message: str) -> str:
+    """``3/10 (30%) fetching page 3``: a call's progress as its server reported it
+    (``total`` 0: not known)."""
+    count = f"{done:g}/{total:g} ({done / total:.0%})" if total > 0 else f"{done:g}"
+    return f"{count} {message}".rstrip()
 
 
 def confirm_title(tool_name: str, *, restricted: bool = False) -> str:

@@ -36,6 +36,7 @@ __all__ = [
     "Input",
     "Legs",
     "ListPendingCmd",
+    "McpCmd",
     "NewSession",
     "Quit",
     "ResumePending",
@@ -62,6 +63,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/allowed", "commands you chose Always allow for; /allowed forget N (or all) removes"),
     ("/history", "finished tasks; /history WORD|ID filters, /history show N opens a record"),
     ("/expand", "print the last folded output (… N more lines) in full"),
+    ("/mcp", "show the MCP servers ([mcp.NAME]) and their states"),
     ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
@@ -181,6 +183,11 @@ class SessionInfo:
 
 
 @attrs.frozen
+class McpCmd:
+    pass
+
+
+@attrs.frozen
 class NewSession:
     pass
 
@@ -216,6 +223,7 @@ Command = (
     | HistoryRecordCmd
     | Expand
     | SessionInfo
+    | McpCmd
     | NewSession
     | Help
     | Quit
@@ -256,7 +264,7 @@ def parse_line(line: str) -> Command:
             if args[0] == "forget" and len(args) == 2:
                 return ForgetAllowedCmd(args[1])
             return Unknown("usage: /allowed [forget N | forget all]")
-        case "/legs" | "/session" | "/new" | "/help" | "/quit" | "/expand" if args:
+        case "/legs" | "/session" | "/mcp" | "/new" | "/help" | "/quit" | "/expand" if args:
             return Unknown(f"usage: {name} (takes no arguments)")
         case "/legs":
             return Legs()
@@ -264,6 +272,8 @@ def parse_line(line: str) -> Command:
             return SessionInfo()
         case "/expand":
             return Expand()
+        case "/mcp":
+            return McpCmd()
         case "/new":
             return NewSession()
         case "/help":

@@ -61,6 +61,7 @@ from agentrio.repl.daemon import (
     read_stopped,
     read_token,
 )
+from agentrio.repl.parts_view import frontend_lines, mcp_status_lines, store_line
 from agentrio.transport import HttpApi, HttpReply, open_http
 
 __all__ = [
@@ -264,6 +265,7 @@ def _status_json(found: Probe, pending: dict[str, int] | None) -> dict[str, Any]
         "sandbox": health.get("sandbox"),
         "store": health.get("store"),
         "frontends": health.get("frontends") or [],
+        "mcp": health.get("mcp") or [],
         "tasks_running": statistics.get("tasks_running", health.get("tasks")),
         "tasks_queued": statistics.get("tasks_queued", 0),
         "legs": health.get("legs"),
@@ -296,8 +298,9 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
         f"  version   {data['version']}",
         f"  uptime    {_ago(float(data['uptime_s'] or 0))}",
         f"  sandbox   {active}{detail}",
-        f"  store     {_store_line(data['store'])}",
-        *_frontend_lines(data["frontends"]),
+        f"  store     {store_line(data['store'])}",
+        *frontend_lines(data["frontends"]),
+        *mcp_status_lines(data["mcp"]),
         f"  tasks     {data['tasks_running']} running, {data['tasks_queued']} queued; "
         f"{plural(int(data['legs'] or 0), 'background leg')}",
         f"  pending   {waiting}",
@@ -305,36 +308,6 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
         f"{plural(int(data['event_streams'] or 0), 'event stream')}; "
         f"{plural(int(data['sessions'] or 0), 'session')} in memory",
     ]
-
-
-def _store_line(store: dict[str, Any] | None) -> str:
-    if not store:
-        return "unknown"
-    backend = str(store.get("backend", "?"))
-    if store.get("ok"):
-        return f"{backend}, answering"
-    return f"{backend}, NOT answering: {store.get('detail') or 'no reason given'}"
-
-
-def _frontend_lines(frontends: list[dict[str, Any]]) -> list[str]:
-    """One ``bots`` line per chat front-end the daemon runs (none: one line saying so)."""
-    if not frontends:
-        return ["  bots      none enabled"]
-    lines: list[str] = []
-    for bot in frontends:
-        state = str(bot.get("state", "?"))
-        if state == "running" and bot.get("pid"):
-            state = f"running (pid {bot['pid']})"
-        elif state == "stopped":
-            state = "stopped: cannot start as configured (fix it, then restart the daemon)"
-        restarts = int(bot.get("restarts") or 0)
-        text = f"{bot.get('name')} {state}"
-        if restarts:
-            text += f", {plural(restarts, 'restart')}"
-        if bot.get("last_error"):
-            text += f"; last error: {bot['last_error']}"
-        lines.append(f"  {'bots' if not lines else '':<10}{text}")
-    return lines
 
 
 async def status(home: Path, args: argparse.Namespace, http: HttpApi) -> int:

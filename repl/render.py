@@ -41,6 +41,7 @@ from agentrio.protocol.events import (
     ToolCall,
     ToolDetails,
     ToolOutput,
+    ToolProgress,
     ToolResult,
     ToolSkipped,
 )
@@ -265,6 +266,10 @@ def render_event(event: Event) -> list[Line]:
         case ToolResult(ok=ok, output=output, tool_name=name):
             mark = ("class:ok", f"  ✓ {name}") if ok else ("class:error", f"  ✗ {name} failed")
             return [mark, *fold(output, style="class:result", indent="    ")]
+        case ToolProgress(tool_name=name, progress=done, total=total, message=message):
+            return [
+                ("class:dim", f"  ⋯ {name}: {wording.progress_text(done, total, clip(message))}")
+            ]
         case ToolSkipped(tool_name=name, reason=reason):
             return [("class:warn", f"  ⊘ {name} not run: {clip(reason)}")]
         case Confirm() | SecretAsk():

@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
+import attrs
+
 from agentrio.protocol.events import LegFinished, LegStarted
 from agentrio.protocol.frames import (
     KEPT_STATUSES,
@@ -27,6 +29,8 @@ from agentrio.protocol.frames import (
     LegInfo,
     LegList,
     ListLegs,
+    ListMcp,
+    McpList,
     ModelInfo,
     OpenWindow,
     PendingFrame,
@@ -54,6 +58,7 @@ from agentrio.repl.commands import (
     Input,
     Legs,
     ListPendingCmd,
+    McpCmd,
     ModelCmd,
     NewSession,
     Quit,
@@ -80,6 +85,7 @@ from agentrio.repl.messages import (
     Outgoing,
     Status,
 )
+from agentrio.repl.parts_view import mcp_lines
 from agentrio.repl.render import Line, clip, render_done_status, unfold
 from agentrio.repl.transcript import Transcript
 from agentrio.repl.views import EscAction, Popup, RunView
@@ -224,6 +230,8 @@ class ReplState:
                     self.set_notice("nothing folded yet: long output shows its first lines")
                 else:
                     self._lines(unfold(folded))
+            case McpCmd():
+                self.send(ListMcp())
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "
@@ -422,6 +430,10 @@ class ReplState:
                 self.lists.pending_list(message)
             case LegList():
                 self.lists.leg_list(message)
+            case McpList(servers=servers):
+                self.write("MCP servers:", "class:dim")
+                for line in mcp_lines([attrs.asdict(server) for server in servers]):
+                    self.write(f"  {line}", "class:dim")
             case AllowedList():
                 self.lists.allowed_list(message)
             case ModelInfo():

@@ -34,6 +34,7 @@ from agentrio.protocol.events import (
     TaskStarted,
     Text,
     ToolCall,
+    ToolProgress,
     ToolResult,
     ToolSkipped,
 )
@@ -76,6 +77,8 @@ def event_parts(event: Event, *, streamed: bool) -> list[Part]:
         case ToolResult(tool_name=name, ok=ok, output=output):
             mark = f"✓ {name}" if ok else f"✗ {name} failed"
             return [prose(f"\n{mark}\n"), *([code(output)] if output.strip() else [])]
+        case ToolProgress(tool_name=name, progress=done, total=total, message=message):
+            return [prose(f"\n⋯ {name}: {wording.progress_text(done, total, message)}\n")]
         case ToolSkipped(tool_name=name, reason=reason):
             return [prose(f"\n⊘ {name} not run: {reason}\n")]
         case Pending(questions=questions):

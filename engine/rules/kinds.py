@@ -19,6 +19,9 @@ about, added to `Subject`), a builder that writes its ``covers`` line, and one e
   (`agentrio.engine.tools.policy.path_outside`): ``npm test --prefix /tmp/evil``,
   ``cargo build --manifest-path ../other/Cargo.toml`` or a symlink out would run
   another tree's code, which the directory in the rule was meant to exclude.
+- ``mcp_tool``: the subject is a call of exactly the rule's MCP tool; its "directory"
+  is ``mcp:NAME``, the server, so a rule never covers a same-named tool of another
+  server (docs/mcp.md).
 """
 
 from __future__ import annotations
@@ -32,13 +35,15 @@ import attrs
 
 from agentrio.engine.rules.prefix import offered_prefix
 from agentrio.engine.tools.policy import path_outside
-from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, AllowedRule
+from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, MCP_TOOL, AllowedRule
 
 __all__ = [
     "CommandSubject",
+    "McpToolSubject",
     "Subject",
     "command_rule",
     "covers",
+    "mcp_tool_rule",
     "new_rule_id",
     "prefix_rule",
     "rule_text",
@@ -58,9 +63,17 @@ class CommandSubject:
     restricted: bool
 
 
+@attrs.frozen(kw_only=True)
+class McpToolSubject:
+    """A call of the MCP tool ``tool`` (``mcp__NAME__TOOL``); ``cwd`` is ``mcp:NAME``."""
+
+    tool: str
+    cwd: str
+
+
 #: Everything a rule may be asked to cover (a union as kinds of subject are added;
-#: each has the real directory ``cwd`` it happens in).
-Subject: TypeAlias = CommandSubject
+#: each has the real directory ``cwd`` it happens in, or for an MCP tool its server).
+Subject: TypeAlias = CommandSubject | McpToolSubject
 S = TypeVar("S", bound=Subject)
 
 
@@ -97,6 +110,20 @@ def prefix_rule(prefix: Sequence[str], cwd: str, *, at: float) -> AllowedRule:
     return _rule(COMMAND_PREFIX, text, cwd, at=at, covers=covers)
 
 
+def mcp_tool_rule(subject: McpToolSubject, *, at: float) -> AllowedRule:
+    """The rule "Always allow this MCP tool" makes: every call of ``subject.tool``."""
+    server = subject.cwd.removeprefix("mcp:")
+    covers = f"every call of `{subject.tool}` (MCP server {server})"
+    return AllowedRule(
+        id=new_rule_id(),
+        kind=MCP_TOOL,
+        command=subject.tool,
+        cwd=subject.cwd,
+        added_at=at,
+        covers=covers,
+    )
+
+
 def same_rule(a: AllowedRule, b: AllowedRule) -> bool:
     """Whether ``a`` and ``b`` cover the same thing (a second approval keeps the first)."""
     return (a.kind, a.command, a.cwd) == (b.kind, b.command, b.cwd)
@@ -114,6 +141,10 @@ def _covers_prefix(rule: AllowedRule, subject: CommandSubject) -> bool:
     return not path_outside(subject.argv[len(offered) :], rule.cwd)
 
 
+def _covers_mcp_tool(rule: AllowedRule, subject: McpToolSubject) -> bool:
+    return rule.command == subject.tool
+
+
 @attrs.frozen
 class _Kind(Generic[S]):
     """How one kind matches: the subjects it can cover, and the test past the
@@ -126,6 +157,7 @@ class _Kind(Generic[S]):
 _KINDS: Final[dict[str, _Kind[Any]]] = {
     COMMAND: _Kind(CommandSubject, _covers_command),
     COMMAND_PREFIX: _Kind(CommandSubject, _covers_prefix),
+    MCP_TOOL: _Kind(McpToolSubject, _covers_mcp_tool),
 }
 
 

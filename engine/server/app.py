@@ -275,6 +275,7 @@ async def health(request: Request, ctx: ServerContext) -> Response:
         sandbox=SandboxInfo(active=sandbox.active, detail=sandbox.detail),
         store=await _store_info(engine.store),
         frontends=[status.info() for status in ctx.frontends],
+        mcp=engine.mcp.infos() if engine.mcp is not None else [],
         statistics=statistics,
     )
     return json_response(body)

@@ -25,7 +25,9 @@ from agentrio.protocol.frames import (
     LegList,
     ListAllowed,
     ListLegs,
+    ListMcp,
     ListPending,
+    McpList,
     ModelInfo,
     Ok,
     PendingList,
@@ -56,6 +58,7 @@ CommandFrame = (
     | BackgroundCancel
     | ListPending
     | ListLegs
+    | ListMcp
     | ListAllowed
     | ForgetAllowed
     | SetModel
@@ -84,6 +87,9 @@ async def answer_command(
         case ListLegs(session_id=session_id, request_id=request_id):
             legs = commands.legs(frame).legs
             return LegList(session_id=session_id, legs=legs, request_id=request_id)
+        case ListMcp(request_id=request_id):
+            mcp = commands.engine.mcp
+            return McpList(servers=mcp.infos() if mcp else [], request_id=request_id)
         case ListAllowed(session_id=session_id, request_id=request_id):
             rules = (await commands.allowed(frame)).rules
             return AllowedList(session_id=session_id, rules=rules, request_id=request_id)

@@ -28,9 +28,9 @@ def _leaves(cls: type, prefix: str = "") -> list[tuple[str, Any]]:
         if name == "home" and cls is Config:
             continue  # set from the environment, never read from the file
         key = f"{prefix}{name}"
-        if typing.get_origin(hint) is dict:  # named tables, [models.NAME]: one of them
-            (table,) = (t for t in typing.get_args(hint) if attrs.has(t))
-            found += _leaves(table, f"{key}.fast.")
+        named = [t for t in typing.get_args(hint) if attrs.has(t)]
+        if typing.get_origin(hint) is dict and named:  # [models.NAME], [mcp.NAME]: one
+            found += _leaves(named[0], f"{key}.fast.")
             continue
         found.append((key, hint))
         table = next((t for t in (hint, *typing.get_args(hint)) if attrs.has(t)), None)
@@ -48,6 +48,8 @@ def _wrong(hint: Any) -> str:
         return '"no-such-choice"'
     if origin is list:
         return '"not a list"'
+    if origin is dict:
+        return '"not a table"'
     if hint is str:
         return "1"
     if hint in (int, float, bool):

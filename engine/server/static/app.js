@@ -933,6 +933,11 @@ class ChatView {
           el("pre", { text: event.output })));
         this.closeConfirms(task, "answered");
         break;
+      case "tool_progress": {
+        const total = event.total ? `/${event.total} (${Math.round(100 * event.progress / event.total)}%)` : "";
+        this.add(task, el("div", { class: "note", text: `⋯ ${event.tool_name}: ${event.progress}${total} ${event.message ?? ""}`.trimEnd() }));
+        break;
+      }
       case "tool_skipped":
         this.add(task, el("div", { class: "note warn", text: `${event.tool_name} not run: ${event.reason}` }));
         this.closeConfirms(task, "answered");

@@ -1,0 +1,201 @@
+"""A server's request for the person's input (MCP elicitation) as an ask of the task
+whose call it belongs to (docs/mcp.md).
+
+The SDK hands the request to a callback in its own receive task; the request itself
+names no call (over stdio nothing ties it to one). `McpCalls` knows the calls in
+flight per server: with exactly one, the request is that call's; with none or several
+it is refused with an error (never guessed, never answered for the person). The
+request then crosses to the call's own task (`serve_elicitations`, inside the task's
+scope), which asks like ``ask_user`` does (R10-R13):
+
+* a ``cli-`` task with its window listening (or an in-process sub-agent's) is asked
+  **inline**; the answers go back to the server as the form's content;
+* any other origin (``chat-``, ``tg-``, ``dc-``), or a window that cannot take it,
+  **parks** the task on the questions: the MCP request is cancelled and the model,
+  resumed with the answers, can call the tool again with them;
+* a stop choice in the dialog cancels the task with its cause, which cancels the
+  MCP request with that cause.
+
+The engine never answers for the person: it accepts only with what was typed, and
+on refusal sends an error, not a ``decline``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+import attrs
+import trio
+
+from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.tools.ask_user import ask_inline
+from agentrio.engine.tools.base import ToolContext
+from agentrio.protocol.causes import Cause
+from agentrio.protocol.events import Question
+
+__all__ = ["Elicitation", "McpCalls", "content_of", "questions_of", "serve_elicitations"]
+
+#: The options of a yes/no field.
+YES_NO: Final = ["yes", "no"]
+
+
+@attrs.define(eq=False)
+class _Request:
+    params: Any
+    done: trio.Event = attrs.field(factory=trio.Event)
+    result: Any = None
+
+
+@attrs.define(eq=False)
+class Elicitation:
+    """One call in flight as elicitation sees it: whose it is, and its request queue."""
+
+    ctx: ToolContext
+    server: str
+    tool: str
+    #: The questions the task parked on (the call was cancelled for them), or None.
+    parked: list[Question] | None = None
+    _send: trio.MemorySendChannel[_Request] = attrs.field(init=False)
+    receive: trio.MemoryReceiveChannel[_Request] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self._send, self.receive = trio.open_memory_channel[_Request](4)
+
+    async def request(self, params: Any) -> Any:
+        request = _Request(params=params)
+        try:
+            self._send.send_nowait(request)
+        except (trio.WouldBlock, trio.ClosedResourceError):
+            return _error("the call is not taking requests")
+        await request.done.wait()
+        return request.result if request.result is not None else _error("the call ended")
+
+
+class McpCalls:
+    """The calls in flight, per server (module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_server: dict[str, list[Elicitation]] = {}
+
+    @contextmanager
+    def track(self, server: str, call: Elicitation) -> Iterator[None]:
+        calls = self._by_server.setdefault(server, [])
+        calls.append(call)
+        try:
+            yield
+        finally:
+            calls.remove(call)
+
+    def elicitation_for(self, server: str) -> Any:
+        """The SDK's ``elicitation_callback`` for ``server``'s session."""
+
+        async def elicit(context: Any, params: Any) -> Any:
+            calls = self._by_server.get(server, [])
+            if len(calls) != 1:
+                which = "no call is running" if not calls else "several calls are running"
+                return _error(f"agentrio cannot tell which call asks: {which}")
+            return await calls[0].request(params)
+
+        return elicit
+
+
+async def serve_elicitations(call: Elicitation, scope: trio.CancelScope) -> None:
+    """Answer ``call``'s elicitation requests in its task until cancelled; ``scope``
+    is the call's, cancelled when the task parks instead."""
+    async with call.receive:
+        async for request in call.receive:
+            try:
+                request.result = await _answer(call, request.params, scope)
+            finally:
+                request.done.set()
+
+
+async def _answer(call: Elicitation, params: Any, scope: trio.CancelScope) -> Any:
+    from mcp_types import ElicitResult
+
+    ctx = call.ctx
+    questions = questions_of(call.server, params)
+    inline = ctx.origin == "cli-" or ctx.parent_task is not None
+    answers = await ask_inline(ctx, questions) if inline else None
+    if answers is None:
+        call.parked = questions
+        cancel_scope(scope, Cause.SUPERSEDED)  # the request is no longer wanted
+        return _error("the person answers later: the task parked")
+    if getattr(params, "mode", "form") == "url":
+        accepted = answers[0] == URL_OPTIONS[0]
+        return ElicitResult(action="accept" if accepted else "decline")
+    try:
+        return ElicitResult(action="accept", content=content_of(params, answers))
+    except ValueError as exc:  # a number field answered with words
+        return _error(f"an answer does not fit the form: {exc}")
+
+
+#: The choices of a URL elicitation (the person opens the address themselves).
+URL_OPTIONS: Final = ["I opened it", "Decline"]
+
+
+def questions_of(server: str, params: Any) -> list[Question]:
+    """The questions of a request: a URL request's one (open it or not), a form's one
+    per field (its title and description; an enum's values or yes/no as options, an
+    array of enum values as a multiple choice). The first says which server asks and
+    its message."""
+    head = f"MCP server {server} asks: {params.message}"
+    if getattr(params, "mode", "form") == "url":
+        return [Question(text=f"{head}\nOpen: {params.url}", options=list(URL_OPTIONS))]
+    properties = (params.requested_schema or {}).get("properties", {})
+    questions: list[Question] = []
+    for name, field in properties.items():
+        label = field.get("title") or name
+        text = f"{label}: {field['description']}" if field.get("description") else label
+        if "default" in field:
+            text += f" (empty: {field['default']})"
+        options, multi = _options(field)
+        questions.append(Question(text=text, options=options, multi=multi))
+    if not questions:
+        return [Question(text=head, options=["ok"])]
+    return [attrs.evolve(questions[0], text=f"{head}\n{questions[0].text}"), *questions[1:]]
+
+
+def _options(field: dict[str, Any]) -> tuple[list[str], bool]:
+    if field.get("type") == "boolean":
+        return list(YES_NO), False
+    if "enum" in field:
+        return [str(value) for value in field["enum"]], False
+    if "oneOf" in field:
+        return [str(item.get("const")) for item in field["oneOf"]], False
+    items = field.get("items") or {}
+    if field.get("type") == "array" and ("enum" in items or "anyOf" in items):
+        values = items.get("enum") or [item.get("const") for item in items["anyOf"]]
+        return [str(value) for value in values], True
+    return [], False
+
+
+def content_of(params: Any, answers: list[str]) -> dict[str, Any]:
+    """The form's content from the answers, typed by the schema (a number field's
+    answer as a number, yes/no as a boolean, a multiple choice as a list); an empty
+    answer leaves the field out (the server's default then applies)."""
+    properties = (params.requested_schema or {}).get("properties", {})
+    content: dict[str, Any] = {}
+    for (name, field), answer in zip(properties.items(), answers, strict=False):
+        if not answer.strip():
+            continue
+        kind = field.get("type")
+        if kind == "boolean":
+            content[name] = answer.strip().lower() in ("yes", "y", "true")
+        elif kind == "integer":
+            content[name] = int(answer)
+        elif kind == "number":
+            content[name] = float(answer)
+        elif kind == "array":
+            content[name] = [part.strip() for part in answer.split(",") if part.strip()]
+        else:
+            content[name] = answer
+    return content
+
+
+def _error(message: str) -> Any:
+    from mcp_types import INVALID_REQUEST, ErrorData
+
+    return ErrorData(code=INVALID_REQUEST, message=message)
