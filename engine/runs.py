@@ -12,10 +12,14 @@ pending record, from the outcome or the handle's `Cause` (R40, R41, R45):
 |---|---|---|---|
 | finished | finished | deleted | ``done`` |
 | parked (R11) | — | kept, with questions | ``pending`` |
-| failed (R62) | failed | deleted | ``failed`` |
+| failed on the model (R62) | — | kept, resumable, with why | ``failed`` (``kept``) |
+| failed otherwise | failed | deleted | ``failed`` |
 | cancel, ``user_canceled`` | canceled, ``[Canceled]`` | deleted | ``canceled`` |
 | cancel, any other cause | — | kept, resumable | ``canceled`` |
 | the same, while a question was open | — | kept, with that question (R13) | ``canceled`` |
+
+A model failure (issue 31 item 6) keeps the task with why (``Snapshot.failure``); its
+resume calls the model again (R37). A background sub-agent's run fails for good.
 
 A confirmation open at such a cancel is never an approval (R6): its call stays
 *interrupted* in the snapshot, so the resumed task proposes it again and it asks again.
@@ -107,6 +111,7 @@ class TaskOutcome:
     error: str = ""
     cause: Cause | None = None
     text: str = ""
+    kept: bool = False  #: a ``failed`` task kept resumable (module docstring)
 
 
 @attrs.frozen
@@ -122,6 +127,7 @@ class _Parked:
 @attrs.frozen
 class _Failed:
     error: str
+    kept: bool = False  #: kept resumable, not ended (module docstring)
 
 
 _Ending = _Finished | _Parked | _Failed
@@ -249,7 +255,7 @@ async def execute_task(
                     run.queued = False
                     ending = await _turns(run, toolbox)
             except ModelError as exc:
-                ending = _Failed(f"model error: {exc}")
+                ending = _Failed(f"model error: {exc}", kept=run.subagent_of is None)
             except Exception as exc:
                 log.exception("task %s failed", run.task_hash)
                 ending = _Failed(f"internal error: {type(exc).__name__}: {exc}")
@@ -464,6 +470,12 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 ask_id = await _end_parked(run, questions)
                 run.emit(ev.Pending, questions=questions, ask_id=ask_id)
                 run.outcome = TaskOutcome(status="parked")
+            case _Failed(error, kept=True):
+                run.last_error = error
+                snapshot = attrs.evolve(_snapshot(run, []), failure=error)
+                await _end_kept(run, _row(run, "interrupted", snapshot=snapshot_to_json(snapshot)))
+                run.emit(ev.Failed, error=error, kept=True)
+                run.outcome = TaskOutcome(status="failed", error=error, kept=True)
             case _Failed(error):
                 run.last_error = error
                 await _end_in_history(run, "failed", f"error: {error}", note=f"[Failed: {error}]")

@@ -191,7 +191,9 @@ class Snapshot:
     """What a resume needs, already clamped (see `make_snapshot`).
 
     ``reports`` are background reports that arrived while the task was paused or
-    parked (R26); they are carried into the resume message.
+    parked (R26); they are carried into the resume message. ``failure`` says why a
+    task whose model kept failing was kept (empty for every other stop); ``/pending``
+    shows it.
     """
 
     objective: str
@@ -202,6 +204,7 @@ class Snapshot:
     previous_answers: list[QA] = attrs.field(factory=list)
     remaining_steps: str = ""
     reports: list[str] = attrs.field(factory=list)
+    failure: str = ""
 
 
 def snapshot_to_json(snapshot: Snapshot) -> dict[str, Any]:

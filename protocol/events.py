@@ -345,10 +345,15 @@ class Canceled:
 
 @attrs.frozen(kw_only=True)
 class Failed:
+    """The task failed; ``error`` says why. ``kept``: its model kept failing (after
+    the retries and any fallback), so the task was kept resumable in ``/pending``
+    instead of ended; resuming it calls the model again."""
+
     KIND: ClassVar[str] = "failed"
     seq: int
     at: float
     error: str
+    kept: bool = attrs.field(default=False, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)

@@ -434,7 +434,8 @@ class PendingTaskInfo:
     """One resumable task, as listed by ``GET …/task`` and ``pending_list``.
 
     ``session_id`` is given in lists by origin (whose tasks come from many sessions)
-    and left out of lists of one session."""
+    and left out of lists of one session. ``failure`` says why a task whose model kept
+    failing was kept (issue 31 item 6); it is left out for every other kept task."""
 
     task_hash: str
     objective: str
@@ -443,6 +444,7 @@ class PendingTaskInfo:
     updated_at: float
     has_jobs: bool
     session_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    failure: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

@@ -87,7 +87,8 @@ def confirm_title(tool_name: str, *, restricted: bool = False) -> str:
 def ended_line(status: str, *, reason: str = "") -> str:
     """How a run that did not finish ended, by what it did to the task.
 
-    ``status`` is a ``done`` status or a ``canceled`` event's cause. Every kept status
+    ``status`` is a ``done`` status or a ``canceled`` event's cause, or ``failed_kept``
+    for a ``failed`` event with ``kept`` (its model kept failing). Every kept status
     says where the task waits; only ``user_canceled``/``canceled`` says it is gone.
     """
     why = f": {reason}" if reason else ""
@@ -104,6 +105,8 @@ def ended_line(status: str, *, reason: str = "") -> str:
             return "? waits for answers — answer it with /pending"
         case "failed":
             return f"✗ failed{why or ': unknown error'}"
+        case "failed_kept":  # the model kept failing: kept resumable (issue 31 item 6)
+            return f"✗ failed{why or ': unknown error'} — kept: resume it with /pending"
         case "shutdown":
             return "‖ stopped (daemon shut down) — kept: resume it with /pending"
     return f"‖ stopped ({status}){why} — kept: resume it with /pending"

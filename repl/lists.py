@@ -244,6 +244,8 @@ class SessionLists:
                 session = "this session" if here else task.session_id
                 place = f"{session}  {age_text(now - task.updated_at)} ago  "
             write(f"  {number}. {task.task_hash[:8]}  {place}{clip(task.objective, 80)}{flags}")
+            if task.failure:
+                write(f"     stopped: {clip(task.failure, 100)}", "class:error")
 
     def allowed_list(self, frame: AllowedList) -> None:
         """The home's remembered rules (R76, R92), each by what it covers (its

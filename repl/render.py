@@ -294,8 +294,11 @@ def render_event(event: Event) -> list[Line]:
             return []
         case Canceled(cause=cause):
             return [("class:warn", wording.ended_line(cause))]
-        case Failed(error=error):
-            return [("class:error", f"✗ failed: {clip(error)}")]
+        case Failed(error=error, kept=kept):
+            why = clip(error)
+            return [
+                ("class:error", wording.ended_line("failed_kept" if kept else "failed", reason=why))
+            ]
         case Compacted(summarised=summarised, elided=elided):
             return [("class:dim", wording.compacted_line(summarised, elided))]
         case Retrying(reason=reason, delay_s=delay):

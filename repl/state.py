@@ -545,7 +545,7 @@ class ReplState:
         for ask_id in [i for i, a in self.asks.items() if a.task_hash == run.task_hash]:
             del self.asks[ask_id]
         self.send(ListLegs(session_id=self.session_id))
-        if frame.status in KEPT_STATUSES:
+        if frame.status in KEPT_STATUSES or frame.status == "failed":  # failed: maybe kept
             self.send(self.lists.pending_query())
 
 

@@ -134,7 +134,7 @@ class ReportRouter:
         and route them again, mark a pending task as having jobs, stop the jobs of a
         cancelled or paused task (R44), and settle jobs whose legs are all done."""
         outcome = run.outcome
-        pending = outcome is not None and outcome.status in KEPT_STATUSES
+        pending = outcome is not None and (outcome.status in KEPT_STATUSES or outcome.kept)
         cause = run.handle.cause
         for job in jobs:
             unread = [

@@ -35,6 +35,7 @@ __all__ = [
     "StoreUnavailable",
     "StoreUnreadable",
     "TaskRow",
+    "failure_of",
     "marker_key",
 ]
 
@@ -84,6 +85,11 @@ def marker_key(session_id: str, task_hash: str) -> str:
     return f"action:{session_id}:{task_hash}"
 
 
+def failure_of(snapshot: dict[str, Any] | None) -> str:
+    """A stored snapshot's ``failure`` (`agentrio.engine.snapshot.Snapshot`)."""
+    return str((snapshot or {}).get("failure", ""))
+
+
 @attrs.frozen(kw_only=True)
 class TaskRow:
     """A pending task: one that stopped before finishing, or one that runs now.
@@ -113,6 +119,15 @@ class TaskRow:
     has_jobs: bool = False
     ask_id: str | None = None
     resumed_from: str | None = None
+    #: A listing's copy of the snapshot's ``failure``: listings leave the snapshot out
+    #: (`failure`).
+    listed_failure: str = ""
+
+    @property
+    def failure(self) -> str:
+        """Why a task whose model kept failing was kept (issue 31 item 6), empty for
+        any other: its snapshot's ``failure``, or a listing's copy of it."""
+        return failure_of(self.snapshot) if self.snapshot is not None else self.listed_failure
 
     def info(self, *, with_session: bool = False) -> PendingTaskInfo:
         """The row as ``GET /v1/pending`` lists it (``session_id`` only across sessions)."""
@@ -124,6 +139,7 @@ class TaskRow:
             questions=list(self.questions),
             updated_at=self.updated_at,
             has_jobs=self.has_jobs,
+            failure=self.failure,
         )
 
 

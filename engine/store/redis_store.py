@@ -109,6 +109,8 @@ def _task_args(row: TaskRow) -> list[str]:
         "questions": unstructure(row.questions),
         "has_jobs": row.has_jobs,
         "ask_id": row.ask_id,
+        # Listings leave the snapshot out; they show why a failed task was kept.
+        "failure": row.failure,
     }
     return [
         _dumps(body),
@@ -140,6 +142,7 @@ def _task_row(fields: Sequence[str]) -> tuple[TaskRow, bool]:
         has_jobs=bool(body["has_jobs"]),
         ask_id=body["ask_id"],
         resumed_from=resumed or None,
+        listed_failure=body.get("failure", ""),
     )
     return row, live == "1"
 

@@ -229,11 +229,13 @@ class SqliteStore(SqliteRules):
     async def _resumable(self, where: str, params: tuple[Any, ...], name: str) -> list[TaskRow]:
         """Task rows matching ``where`` whose marker is not live at the ``now`` that
         follows ``where``'s parameters (and a ``LIMIT`` after it, when given)."""
-        # The snapshot (the bulk of a row) is left out: a listing never shows it.
+        # The snapshot (the bulk of a row) is left out: a listing never shows it, only
+        # why a task whose model kept failing was kept (`TaskRow.failure`).
         columns = ", ".join(
             "NULL AS snapshot" if name == "snapshot" else f"t.{name}"
             for name in (c.strip() for c in TASK_COLUMNS.split(","))
         )
+        columns += ", COALESCE(json_extract(t.snapshot, '$.failure'), '') AS failure"
         limit = " LIMIT ?" if len(params) == 3 else ""
 
         def select(conn: sqlite3.Connection) -> list[sqlite3.Row]:

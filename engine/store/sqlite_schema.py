@@ -248,6 +248,8 @@ def task_row(r: sqlite3.Row) -> TaskRow:
         has_jobs=bool(r["has_jobs"]),
         ask_id=r["ask_id"],
         resumed_from=r["resumed_from"],
+        # A listing selects the snapshot's failure alone (`SqliteStore._resumable`).
+        **({"listed_failure": r["failure"]} if "failure" in r.keys() else {}),
     )
 
 

@@ -1,6 +1,7 @@
-"""A model that rate-limits, end to end through the real daemon and aimock, in each
-dialect (issue 31 item 6): a 429 with ``Retry-After`` is one ``retrying`` event and
-then the reply; a cancel during a 30 s back-off ends the task at once.
+"""A model that rate-limits or fails, end to end through the real daemon and aimock,
+in each dialect (issue 31 item 6): a 429 with ``Retry-After`` is one ``retrying``
+event and then the reply; a cancel during a 30 s back-off ends the task at once; a
+task whose model still fails is kept resumable, and its resume runs no tool twice.
 
 aimock answers the first request of a fixture with its own 429 (``sequenceIndex`` 0,
 its ``Retry-After`` header) and the next with the reply, so the fault comes from a
@@ -14,11 +15,22 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import trio
 
-from agentrio.protocol.events import Canceled, Retrying, Text
-from agentrio.protocol.frames import Accepted, Cancel, DoneFrame, EventFrame, Run, ServerFrame
+from agentrio.protocol.codec import decode
+from agentrio.protocol.events import Canceled, Failed, Retrying, Text
+from agentrio.protocol.frames import (
+    Accepted,
+    Cancel,
+    DoneFrame,
+    EventFrame,
+    PendingFrame,
+    Run,
+    ServerFrame,
+)
+from agentrio.protocol.http import PendingTasks
 from agentrio.transport import FrameConnection, open_frame_connection
 from tests.aimock import Aimock, start_aimock, write_fixture
 from tests.e2e.test_dialects_e2e import DIALECTS, start_daemon, until_done
@@ -58,6 +70,35 @@ async def limited_daemon(
                 yield aimock, conn
     finally:
         assert await trio.to_thread.run_sync(daemon.stop) == 0
+
+
+def failing_after_a_command(words: str, command: str) -> list[dict[str, Any]]:
+    """Fixtures: ``words`` runs ``command``; the model then fails (HTTP 500) on the
+    call with its result; the resumed task's call is answered."""
+    return [
+        {
+            "match": {"userMessage": "[Resumed Task — interrupted execution recovered]"},
+            "response": {"content": "Resumed: the log is written."},
+        },
+        {
+            "match": {"userMessage": words, "hasToolResult": False},
+            "response": {
+                # With thinking on, Anthropic thinks first; aimock refuses a
+                # continuation without that block.
+                "reasoning": "Append to the log.",
+                "toolCalls": [
+                    {"id": "call_log", "name": "run_command", "arguments": {"command": command}}
+                ],
+            },
+        },
+        {
+            "match": {"userMessage": words, "hasToolResult": True},
+            "response": {
+                "error": {"message": "upstream exploded", "type": "api_error"},
+                "status": 500,
+            },
+        },
+    ]
 
 
 def events(frames: list[ServerFrame], kind: type[Any]) -> list[Any]:
@@ -114,3 +155,53 @@ async def test_cancel_during_a_30_s_back_off_lands_at_once(
     assert canceled.cause == "user_canceled"
     assert ended_at - sent_at < 0.1, ended_at - sent_at
     assert [entry["response"]["status"] for entry in await aimock.journal()] == [429]
+
+
+async def test_a_task_whose_model_fails_is_kept_and_resumes_without_rerunning_a_tool(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (6), R37: a command runs, then the model fails for good (HTTP 500, no
+    retry left); the task is not lost: its ``failed`` event is ``kept``, the HTTP
+    pending list says why, and resuming it sends the model the resume message with
+    the command's result -- the command does not run again."""
+    log = tmp_path / "ran.log"
+    command = f"sh -c 'echo ran >> {log}'"
+    fixtures = failing_after_a_command("write the log", command)
+    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures))
+    daemon = await start_daemon(tmp_path / "home", aimock, dialect)
+    info = daemon.info
+    try:
+        with trio.fail_after(60):
+            async with open_frame_connection(info.ws_url, info.token) as conn:
+                run = Run(
+                    request_id="r", session_id="cli-kept", input="write the log", allow_all=True
+                )
+                await conn.send(run)
+                frames = await until_done(conn, "r")
+                headers = {"Authorization": f"Bearer {info.token}"}
+                async with httpx.AsyncClient(base_url=info.base_url, headers=headers) as http:
+                    response = await http.get("/v1/session/cli-kept/task")
+                (kept,) = decode(response.content, PendingTasks).tasks
+                await conn.send(
+                    PendingFrame(request_id="p", session_id="cli-kept", task_hash=kept.task_hash)
+                )
+                resumed = await until_done(conn, "p")
+    finally:
+        assert await trio.to_thread.run_sync(daemon.stop) == 0
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    assert done.status == "failed"
+    assert done.error.startswith("model error: model provider returned HTTP 500: upstream exploded")
+    (failed,) = events(frames, Failed)
+    assert (failed.error, failed.kept) == (done.error, True)
+    assert (kept.objective, kept.failure) == ("write the log", done.error)
+    again = resumed[-1]
+    assert isinstance(again, DoneFrame)
+    assert (again.status, again.error) == ("finished", "")
+    assert log.read_text() == "ran\n"  # exactly once (R37)
+    journal = await aimock.journal()
+    assert [entry["response"]["status"] for entry in journal] == [200, 500, 200]
+    last_user = [m for m in journal[-1]["body"]["messages"] if m["role"] == "user"][-1]
+    assert last_user["content"].startswith("[Resumed Task — interrupted execution recovered]")
+    assert "## Completed tool results" in last_user["content"]
+    assert "## Interrupted calls" not in last_user["content"]

@@ -117,7 +117,9 @@ def _screen(tmux: Tmux) -> str:
 def _idle(screen: str) -> bool:
     """Nothing runs, no dialog is open: the bottom toolbar shows only its first fields."""
     lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
-    return len(lines) > 1 and lines[-1].endswith("● connected") and lines[-2] == ">"
+    # A kept task (the failed one, issue 31 item 6) adds "│ 1 pending" to the toolbar.
+    toolbar = re.sub(r" │ \d+ pending$", "", lines[-1]) if lines else ""
+    return len(lines) > 1 and toolbar.endswith("● connected") and lines[-2] == ">"
 
 
 def _answer_dialogs(tmux: Tmux, outcome: re.Pattern[str], row: str, work: Path) -> bool:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 
+import attrs
 import pytest
 import trio
 import trio.testing
@@ -16,7 +18,8 @@ import trio.testing
 from agentrio.engine.assembly import open_engine
 from agentrio.engine.config import Config
 from agentrio.engine.markers import MARKER_TTL_S
-from agentrio.engine.models.base import ModelError
+from agentrio.engine.messages import INTERRUPTED_RESUME_HEADER
+from agentrio.engine.models.base import ModelError, ModelReply, ToolCallRequest
 from agentrio.engine.models.scripted import ScriptedModel
 from agentrio.engine.pending import AskReply
 from agentrio.engine.runs import RunOrigin
@@ -25,6 +28,7 @@ from agentrio.engine.store.base import TaskRow, marker_key
 from agentrio.engine.store.sqlite import SqliteStore
 from agentrio.engine.tools.sudo import FakeVerifier
 from agentrio.protocol.causes import Cause
+from agentrio.protocol.events import Failed
 from tests.engine.conftest import HangingModel
 
 SESSION = "chat-causes"
@@ -145,20 +149,70 @@ async def test_shutdown_keeps_running_tasks_resumable(
         assert [p.task_hash for p in pending] == [run.task_hash]
 
 
-async def test_failed_task_goes_to_history_not_resumable(
+async def test_a_model_failure_keeps_the_task_resumable_and_runs_no_tool_twice(
+    config: Config,
+    autojump_clock: trio.testing.MockClock,
+    wall_clock: Callable[[], float],
+    tmp_path: Path,
+) -> None:
+    """Issue 31 (6), R37, R62: a task whose model still fails (after a command ran) is
+    not lost: its ``failed`` event says why and is ``kept``, no history row is written,
+    the pending list shows the failure; resuming it calls the model again with the
+    command's result, and the command does not run a second time."""
+    log = tmp_path / "ran.log"
+    command = f"sh -c 'echo ran >> {log}'"
+    model = ScriptedModel(
+        [
+            ModelReply(
+                tool_calls=[ToolCallRequest(id="c1", name="run_command", args={"command": command})]
+            ),
+            ModelError("503 upstream overloaded"),
+            ModelReply(text="Done after all."),
+        ]
+    )
+    async with open_engine(config, model=model, clock=wall_clock) as engine:
+        run = await engine.start_task(SESSION, "log it", allow_all=True)
+        outcome = await run.wait_done()
+        error = "model error: 503 upstream overloaded"
+        assert (outcome.status, outcome.error, outcome.kept) == ("failed", error, True)
+        events = engine.session(SESSION).hub.events_of(run.task_hash)
+        assert isinstance(events[-1], Failed)
+        assert (events[-1].error, events[-1].kept) == (error, True)
+        assert await _history_status(engine, run.task_hash) is None
+        (kept,) = await engine.pending_tasks(SESSION)
+        assert (kept.task_hash, kept.objective, kept.failure) == (run.task_hash, "log it", error)
+        assert log.read_text() == "ran\n"
+
+        resumed = await engine.resume(SESSION, run.task_hash, allow_all=True)
+        again = await resumed.wait_done()
+        assert (again.status, again.text) == ("finished", "Done after all.")
+        assert await engine.pending_tasks(SESSION) == []
+    assert log.read_text() == "ran\n"  # exactly once (R37)
+    assert len(model.calls) == 3
+    resume_input = [m.content for m in model.calls[2] if m.role == "user"][-1]
+    assert resume_input.startswith(INTERRUPTED_RESUME_HEADER)
+    completed = resume_input.split("## Completed tool results\n", 1)[1]
+    assert f'args: {{"command":"{command}"}}\noutput:\nexit 0' in completed
+    assert "## Interrupted calls" not in resume_input
+
+
+async def test_a_failure_that_is_not_the_models_goes_to_history(
     config: Config, autojump_clock: trio.testing.MockClock, wall_clock: Callable[[], float]
 ) -> None:
-    """R45, R62: a model error ends the task as failed, in history, not resumable."""
-    model = ScriptedModel([ModelError("503 upstream overloaded")])
+    """R45: a task that ends with an error that is not its model's (here: more turns
+    than ``max_turns``) goes to history, not to the resumable list."""
+    config = attrs.evolve(config, max_turns=1)
+    call = ToolCallRequest(id="c1", name="run_command", args={"command": "true"})
+    model = ScriptedModel([ModelReply(tool_calls=[call])])
     async with open_engine(config, model=model, clock=wall_clock) as engine:
-        run = await engine.start_task(SESSION, "do it")
+        run = await engine.start_task(SESSION, "loop", allow_all=True)
         outcome = await run.wait_done()
-        assert outcome.status == "failed"
-        assert outcome.error == "model error: 503 upstream overloaded"
+        assert (outcome.status, outcome.kept) == ("failed", False)
+        assert outcome.error == "the task took more than 1 turns"
         assert await engine.pending_tasks(SESSION) == []
         status, content = await _history_status(engine, run.task_hash) or ("", "")
         assert status == "failed"
-        assert content.endswith("error: model error: 503 upstream overloaded")
+        assert content.endswith("error: the task took more than 1 turns")
 
 
 async def test_abort_task_from_a_confirmation_keeps_it(

@@ -133,6 +133,26 @@ def test_task_row_rejects_unknown_state() -> None:
         _task(H1, state="finished")
 
 
+async def test_a_listing_says_why_a_failed_task_was_kept(store: Store) -> None:
+    """Issue 31 (6): a row whose snapshot has a ``failure`` (its model kept failing) is
+    listed with it, by session and by origin, though listings leave the snapshot out;
+    a row with none lists an empty one."""
+    why = "model error: HTTP 503 (gave up after 4 tries)"
+    snapshot = {"objective": "o", "messages": [], "failure": why}
+    await store.put_task(_task(H1, state="interrupted", snapshot=snapshot, questions=[]))
+    await store.put_task(_task(H2, updated_at=90.0))
+    listed = await store.list_resumable(SESSION, now=200.0)
+    assert [(t.task_hash, t.snapshot, t.failure) for t in listed] == [
+        (H1, None, why),
+        (H2, None, ""),
+    ]
+    by_origin = await store.list_resumable_by_origin("chat-", now=200.0, limit=10)
+    assert [(t.task_hash, t.failure) for t in by_origin] == [(H1, why), (H2, "")]
+    stored = await store.get_task(SESSION, H1)
+    assert stored is not None
+    assert (stored.failure, stored.info().failure) == (why, why)
+
+
 async def test_list_resumable_follows_markers(store: Store) -> None:
     """R45, R51, R72: a live marker hides a task; an expired one shows it, including a
     row still marked running (its daemon died); newest updated first; rows come

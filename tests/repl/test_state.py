@@ -12,6 +12,7 @@ from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import (
     Canceled,
     Done,
+    Failed,
     LegFinished,
     LegStarted,
     Question,
@@ -564,6 +565,33 @@ def test_pending_list_resume_and_drop() -> None:
     state.handle(HttpResult(call=sent[0], status=204))  # type: ignore[arg-type]
     assert state.pending_tasks == []
     assert state.output[-1] == ("class:dim", "dropped pending task aaaaaaaa")
+
+
+def test_pending_says_why_a_task_whose_model_failed_was_kept() -> None:
+    """Issue 31 (6): a task kept because its model kept failing is listed with why,
+    on its own line under it; the others have no such line."""
+    state, _ = connected_state()
+    state.submit("/pending")
+    a, b = "a" * 32, "b" * 32
+    listing = pending_list(a, b)
+    failed = attrs.evolve(listing.tasks[1], failure="model error: HTTP 503 (gave up after 4 tries)")
+    state.handle(attrs.evolve(listing, tasks=[listing.tasks[0], failed]))
+    assert state.output[-3:] == [
+        ("", "  1. aaaaaaaa  objective aaaa [question]"),
+        ("", "  2. bbbbbbbb  objective bbbb"),
+        ("class:error", "     stopped: model error: HTTP 503 (gave up after 4 tries)"),
+    ]
+
+
+def test_a_kept_failure_reads_as_kept() -> None:
+    """Issue 31 (6): a ``failed`` event with ``kept`` says where the task waits."""
+    state, sent = connected_state()
+    shown_run(state, sent)
+    state.handle(event(Failed(seq=3, at=0.0, error="model error: boom", kept=True)))
+    assert state.output[-1] == (
+        "class:error",
+        "✗ failed: model error: boom — kept: resume it with /pending",
+    )
 
 
 def test_pending_bad_refs() -> None:

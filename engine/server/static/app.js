@@ -308,6 +308,7 @@ const STATE_WORDS = {
   paused: "paused, kept",
   canceled: "stopped",
   failed: "failed",
+  failed_kept: "failed, kept",
   finished: "finished",
 };
 
@@ -329,6 +330,8 @@ function endedLine(status, reason = "") {
       return "? waits for answers — answer it with /pending";
     case "failed":
       return `✗ failed${why || ": unknown error"}`;
+    case "failed_kept":
+      return `✗ failed${why || ": unknown error"} — kept: resume it with /pending`;
     case "shutdown":
       return "‖ stopped (daemon shut down) — kept: resume it with /pending";
   }
@@ -984,8 +987,9 @@ class ChatView {
         refreshPending();
         break;
       case "failed":
-        this.add(task, el("div", { class: "note error", text: endedLine("failed", event.error) }));
-        this.setState(task, "failed");
+        this.add(task, el("div", { class: "note error", text: pageLine(endedLine(event.kept ? "failed_kept" : "failed", event.error)) }));
+        this.setState(task, event.kept ? "failed_kept" : "failed");
+        if (event.kept) refreshPending();
         break;
       case "done": {
         const last = task.body.lastElementChild;
@@ -1353,6 +1357,7 @@ async function refreshPending() {
       el("li", { class: "card", "data-task": task.task_hash },
         el("div", { class: "card-title", text: task.objective }),
         el("div", { class: "muted", text: `task ${short(task.task_hash)} · ${clock(task.updated_at)}${task.has_jobs ? " · background jobs" : ""}` }),
+        task.failure ? el("div", { class: "note error", text: `stopped: ${task.failure}` }) : null,
         task.has_questions ? questionForm(task.questions, resume) : null,
         el("div", { class: "buttons" },
           task.has_questions ? null : button("Resume", "resume", () => resume(null)),

@@ -75,7 +75,7 @@ def test_js_wording_is_the_python_wording() -> None:
     ``agentsMdLine`` is ``agents_md_line`` (R87, issue 31 item 2)."""
     statuses = [
         "user_canceled", "canceled", "paused", "aborted", "user_aborted", "disconnected",
-        "parked", "failed", "shutdown", "superseded", "something new",
+        "parked", "failed", "failed_kept", "shutdown", "superseded", "something new",
     ]  # fmt: skip
     cases = [[status, reason] for status in statuses for reason in ("", "timed out")]
     script = (
