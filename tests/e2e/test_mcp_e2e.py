@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,14 @@ import trio
 
 from agentrio import Decision
 from agentrio.handles import RunHandle
-from agentrio.protocol.events import ToolProgress, ToolResult, ToolSkipped
+from agentrio.protocol.events import Pending, ToolProgress, ToolResult, ToolSkipped
 from agentrio.testing import RunningDaemon
 from tests.e2e.conftest import ROOT
 
 MODULES = ROOT / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = MODULES / "server-everything" / "dist" / "index.js"
 FILESYSTEM = MODULES / "server-filesystem" / "dist" / "index.js"
+NOTES_SERVER = ROOT / "examples" / "mcp_notes_server.py"
 
 pytestmark = pytest.mark.skipif(
     not (EVERYTHING.exists() and FILESYSTEM.exists()), reason="npm ci has not run"
@@ -50,6 +52,7 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         _call("mcp__every__trigger-long-running-operation", {"duration": 60, "steps": 60}),
         {"text": "done"},
     ],
+    "elicit": [_call("mcp__notes__new_note", {"text": "milk"}), {"text": "done"}],
     "killed": [
         _call("mcp__plain__trigger-long-running-operation", {"duration": 60, "steps": 60}),
         {"text": "done"},
@@ -71,6 +74,7 @@ def _config(root: Path, script: str) -> str:
         "plain": {"command": node, "args": [str(EVERYTHING)], "max_restarts": 1},
         "fs": {"command": node, "args": [str(FILESYSTEM), str(files)]},
         "never": {"command": "no-such-mcp-server", "max_restarts": 0},
+        "notes": {"command": sys.executable, "args": [str(NOTES_SERVER), str(files)]},
     }
     return tomli_w.dumps(
         {
@@ -224,3 +228,59 @@ async def test_a_server_killed_mid_call_is_the_calls_error_and_it_restarts(
     again = await _wait_ready(agentrio_daemon, "plain")
     assert again["plain"].restarts == 1
     assert again["plain"].pid not in (None, pid)
+
+
+@_script("elicit")
+async def test_an_elicitation_is_asked_inline_and_answered_by_the_person(
+    agentrio_daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Issue 32 §3: the example server's ``new_note`` asks for a title by elicitation;
+    from a REPL window it is asked inline (an ``ask_user`` ask naming the server), and
+    the person's answer, not the engine's, goes back: the note is saved under it."""
+    await _wait_ready(agentrio_daemon, "notes")
+    asks: list[Any] = []
+
+    def person(ask: Any) -> Decision:
+        asks.append(ask)
+        return Decision.allow() if ask.kind == "tool_confirm" else Decision.answer("groceries")
+
+    async with agentrio_daemon.connect() as client:
+        run = await client.run("cli-mcp", "go", window_hash="w-mcp", on_ask=person)
+        done = await run.wait_done()
+    assert done.status == "finished"
+    assert [ask.kind for ask in asks] == ["tool_confirm", "ask_user"]
+    [question] = asks[1].questions
+    assert question.text == "MCP server notes asks: What should the note be called?\nTitle"
+    result = _outcome(run)
+    assert isinstance(result, ToolResult)
+    assert result.output == "saved groceries"
+    assert (tmp_path / "files" / "groceries.txt").read_text() == "milk"
+
+
+@_script("elicit")
+async def test_an_elicitation_of_a_chat_task_parks_it_and_nothing_is_saved(
+    agentrio_daemon: RunningDaemon, tmp_path: Path
+) -> None:
+    """Issue 32 §3: from a ``chat-`` session the elicitation parks the task on its
+    question (the MCP request is cancelled; the engine answers nothing for the
+    person), so no note exists."""
+    await _wait_ready(agentrio_daemon, "notes")
+    offered: list[Any] = []
+
+    async def person(ask: Any) -> Decision:
+        if ask.kind == "tool_confirm":
+            return Decision.allow()
+        offered.append(ask)  # the parked question, offered again: left for later
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with agentrio_daemon.connect() as client:
+        await client.listen("chat-")
+        run = await client.run("chat-mcp", "go", on_ask=person)
+        done = await run.wait_done()
+    assert done.status == "parked", done
+    assert os.listdir(tmp_path / "files") == []
+    parked = [e for e in run.events_so_far if isinstance(e, Pending)]
+    assert [q.text for q in parked[0].questions] == [
+        "MCP server notes asks: What should the note be called?\nTitle"
+    ]
