@@ -26,7 +26,7 @@ import attrs
 
 from agentrio.engine.ids import origin_of
 from agentrio.protocol.causes import Cause
-from agentrio.protocol.events import Question
+from agentrio.protocol.events import Question, ToolDetails
 from agentrio.protocol.frames import Reply
 from agentrio.protocol.http import ConfirmRequest
 from agentrio.protocol.rules import RuleOffer
@@ -79,6 +79,9 @@ class AskRequest:
     subagent: str = ""
     #: Rules the confirmation offers as choices of their own (R92), by kind.
     offers: list[RuleOffer] = attrs.field(factory=list)
+    #: What a confirmed call would do, typed (a file tool's diff), shown with the
+    #: arguments; None when they say it all.
+    details: ToolDetails | None = None
 
     @property
     def origin(self) -> str:

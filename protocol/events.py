@@ -23,6 +23,7 @@ __all__ = [
     "Done",
     "Event",
     "Failed",
+    "FileChange",
     "JobSettled",
     "LegFinished",
     "LegReport",
@@ -168,17 +169,40 @@ class McpResult:
 
 
 @attrs.frozen(kw_only=True)
+class FileChange:
+    """A change to one file (``write_file``/``edit_file``), as a confirmation shows it
+    and a result reports it (issue 32 section 2).
+
+    ``path`` is the file's real path; ``diff`` the hunks of a unified diff of it
+    (``@@ -a,b +c,d @@`` headers, lines starting with ``" "``, ``"-"`` or ``"+"``,
+    each ending with ``\\n``, and ``\\ No newline at end of file`` after a line that
+    has none; no ``---``/``+++`` header: ``path`` names the file). ``created``: the file
+    did not exist. ``added``/``removed`` count the diff's ``+``/``-`` lines.
+    ``rule_dir`` (confirmations only): the real directory the "Always allow edits
+    under" choice would remember, as that choice shows it."""
+
+    path: str
+    diff: str
+    added: int = 0
+    removed: int = 0
+    created: bool = attrs.field(default=False, metadata=_OMIT)
+    rule_dir: str = attrs.field(default="", metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
 class ToolDetails:
     """What a tool result means, typed, for the front-ends (the model reads
     ``output``, the prose): the job and legs a background tool started, the ending of
-    each sub-agent of a ``subagents`` call. Renderers read these, never the prose;
-    fields not set are left out of the JSON."""
+    each sub-agent of a ``subagents`` call, the change a file tool made (or, on a
+    confirmation, proposes). Renderers read these, never the prose; fields not set
+    are left out of the JSON."""
 
     job_id: str = attrs.field(default="", metadata=_OMIT)
     legs: list[StartedLeg] = attrs.field(factory=list, metadata=_OMIT)
     subagents: list[SubagentEnd] = attrs.field(factory=list, metadata=_OMIT)
     #: An MCP tool's answer (``mcp__NAME__TOOL``).
     mcp: McpResult | None = attrs.field(default=None, metadata=_OMIT)
+    change: FileChange | None = attrs.field(default=None, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)
@@ -238,6 +262,9 @@ class Confirm:
     subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
     #: Rules the confirmation offers as choices of their own (R92); left out if none.
     offers: list[RuleOffer] = attrs.field(factory=list, metadata=_OMIT)
+    #: What the call would do, typed (a file tool's diff: ``details.change``); left
+    #: out when the arguments say it all.
+    details: ToolDetails | None = attrs.field(default=None, metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)

@@ -53,6 +53,8 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from agentrio.protocol.events import FileChange
+
 __all__ = [
     "INVISIBLE_RANGES",
     "NEWLINE_MARK",
@@ -62,6 +64,8 @@ __all__ = [
     "PieceKind",
     "Row",
     "cell_width",
+    "confirm_lines",
+    "diff_lines",
     "escape_char",
     "faithful_lines",
     "is_invisible",
@@ -266,6 +270,39 @@ def faithful_lines(args: Mapping[str, Any]) -> list[FaithfulLine]:
                     "", (*head, Piece("key", ": ", 0), *line_pieces(shown, escape_newlines=True))
                 )
             )
+    return lines
+
+
+def diff_lines(diff: str) -> list[FaithfulLine]:
+    """A file change's diff (`agentrio.protocol.events.FileChange.diff`) as lines: each
+    line's marker (``+``, ``-``, a space, ``@@``) in the gutter, its text by the same
+    escape rules as an argument (a ``\\r``, a bidi control, trailing spaces visible);
+    ``\\ No newline at end of file`` as a mark. Nothing is dropped: every character of
+    a file line is a piece of some line here."""
+    lines: list[FaithfulLine] = []
+    for line in diff.split("\n")[:-1] if diff.endswith("\n") else diff.split("\n"):
+        if line.startswith("@@"):
+            lines.append(FaithfulLine("@@", (Piece("key", line[2:].strip(), 0),)))
+        elif line.startswith("\\"):
+            lines.append(FaithfulLine("", (Piece("mark", line, 0),)))
+        else:
+            lines.append(FaithfulLine(line[:1], line_pieces(line[1:])))
+    return lines
+
+
+def confirm_lines(args: Mapping[str, Any], change: FileChange | None = None) -> list[FaithfulLine]:
+    """What a confirmation shows: its arguments (`faithful_lines`), then, for a file
+    change (issue 32), a ``diff:`` line and the diff (`diff_lines`), and the directory
+    "Always allow edits under this directory" would cover."""
+    lines = faithful_lines(args)
+    if change is None:
+        return lines
+    count = f"+{change.added} -{change.removed} lines{', a new file' if change.created else ''}"
+    lines.append(FaithfulLine("", (Piece("key", f"diff ({count}):", 0),)))
+    lines.extend(diff_lines(change.diff))
+    if change.rule_dir:
+        where = line_pieces(change.rule_dir, escape_newlines=True)
+        lines.append(FaithfulLine("", (Piece("key", "this directory: ", 0), *where)))
     return lines
 
 

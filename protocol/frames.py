@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Final, Literal
 import attrs
 
 from agentrio.protocol.causes import Cause, person_cause
-from agentrio.protocol.events import Event, Question
+from agentrio.protocol.events import Event, Question, ToolDetails
 from agentrio.protocol.rules import AllowedRule, RuleOffer
 
 __all__ = [
@@ -379,6 +379,9 @@ class Ask:
     subagent: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     #: Rules this confirmation offers as choices of their own (R92); left out if none.
     offers: list[RuleOffer] = attrs.field(factory=list, metadata=OMIT_DEFAULT)
+    #: What the call would do, typed, for the dialog to draw (a file tool's diff:
+    #: ``details.change``, issue 32); left out when the arguments say it all.
+    details: ToolDetails | None = attrs.field(default=None, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

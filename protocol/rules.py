@@ -10,7 +10,9 @@ Kinds today:
 - ``command``: exactly ``command`` (a string command's text, an argv as ``shlex.join``
   of it), run in exactly the real directory ``cwd``;
 - ``command_prefix``: a simple command whose judged argv starts with the words of
-  ``command`` (``shlex.join`` of the prefix), run in exactly ``cwd``.
+  ``command`` (``shlex.join`` of the prefix), run in exactly ``cwd``;
+- ``edits`` (issue 32): a ``write_file``/``edit_file`` change of a file whose real
+  path lies under the real directory ``cwd`` (``command`` names the tools).
 
 - ``mcp_tool``: every call of the MCP tool ``command`` (``mcp__NAME__TOOL``); ``cwd``
   is ``mcp:NAME``, the server it is a tool of (docs/mcp.md).
@@ -25,7 +27,7 @@ from typing import Final
 
 import attrs
 
-__all__ = ["COMMAND", "COMMAND_PREFIX", "MCP_TOOL", "AllowedRule", "RuleOffer"]
+__all__ = ["COMMAND", "COMMAND_PREFIX", "EDITS", "MCP_TOOL", "AllowedRule", "RuleOffer"]
 
 #: The kind of an "Always allow this exact command in this directory" rule.
 COMMAND: Final = "command"
@@ -33,6 +35,8 @@ COMMAND: Final = "command"
 COMMAND_PREFIX: Final = "command_prefix"
 #: The kind of an "Always allow this MCP tool" rule.
 MCP_TOOL: Final = "mcp_tool"
+#: The kind of an "Always allow edits under this directory" rule (the file tools).
+EDITS: Final = "edits"
 
 
 @attrs.frozen(kw_only=True)

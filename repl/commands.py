@@ -354,8 +354,15 @@ APPROVING: Final = frozenset(
 def confirm_choices(ask: Ask) -> list[tuple[ConfirmChoice, str, str]]:
     """The dialog's choices for ``ask``: each choice, its label and the offered rule's
     kind ("" for the fixed ones). Offered rules come after the six fixed choices, so
-    the number of each fixed choice never changes with what is offered."""
-    fixed = [(c, c.value, "") for c in ConfirmChoice if c is not ConfirmChoice.RULE]
+    the number of each fixed choice never changes with what is offered -- except for a
+    file change, which has four fixed choices and its edits rule."""
+    # A file change (issue 32) offers its edits rule only: "this exact command" and
+    # "Allow this turn" (plain programs) mean nothing for it.
+    change = ask.details is not None and ask.details.change is not None
+    skipped = {ConfirmChoice.RULE} | (
+        {ConfirmChoice.ALWAYS, ConfirmChoice.TURN} if change else set()
+    )
+    fixed = [(c, c.value, "") for c in ConfirmChoice if c not in skipped]
     offered = [
         (ConfirmChoice.RULE, wording.offer_label(one_line(o.covers)), o.kind) for o in ask.offers
     ]

@@ -22,7 +22,9 @@ can answer it. A popup opens only on the person's own key and needs no arming.
 A confirmation shows its tool arguments through `agentrio.protocol.faithful` in a `CommandView`:
 line by line, invisible characters escaped, scrolled with PgUp/PgDn (Home/End) when
 longer than the view, with a line saying which rows are shown and how many characters
-are above and below — nothing is cut away.
+are above and below — nothing is cut away. A file change (``write_file``/``edit_file``,
+issue 32) shows its diff in the same view after the path (`confirm_lines`): each line's
+``+``/``-``/``@@`` in the gutter, coloured, its text escaped by the same rules.
 """
 
 from __future__ import annotations
@@ -52,7 +54,8 @@ from prompt_toolkit.layout import (
 from prompt_toolkit.utils import get_cwidth
 from prompt_toolkit.widgets import Frame, TextArea
 
-from agentrio.protocol.faithful import FaithfulLine, Row, faithful_lines, source_length, wrap_rows
+from agentrio.protocol.events import FileChange
+from agentrio.protocol.faithful import FaithfulLine, Row, confirm_lines, source_length, wrap_rows
 from agentrio.protocol.frames import Ask
 from agentrio.protocol.wording import confirm_title
 from agentrio.repl.commands import APPROVING, ConfirmChoice, confirm_choices
@@ -92,6 +95,14 @@ _PIECE_STYLE: Final = {
     "mark": "class:command.mark",
     "key": "class:command.key",
 }
+
+
+#: Gutter styles of a diff's lines (`agentrio.protocol.faithful.diff_lines` labels).
+_GUTTER_STYLE: Final = {"+": "class:diff.add", "-": "class:diff.remove", "@@": "class:diff.hunk"}
+
+
+def _change(ask: Ask) -> FileChange | None:
+    return ask.details.change if ask.details is not None else None
 
 
 class CommandView(UIControl):
@@ -152,7 +163,8 @@ class CommandView(UIControl):
             gutter = " " * size + "┆ "
         else:
             gutter = row.label.rjust(size) + "│ "
-        out: StyleAndTextTuples = [("class:command.gutter", gutter)]
+        style = _GUTTER_STYLE.get(row.label, "class:command.gutter") if size else ""
+        out: StyleAndTextTuples = [(style or "class:command.gutter", gutter)]
         out += [(_PIECE_STYLE[piece.kind], piece.text) for piece in row.pieces]
         return out
 
@@ -210,7 +222,7 @@ class ConfirmDialog:
         )
         self.choices = confirm_choices(ask)
         self.menu = Menu([label for _, label, _ in self.choices], self._picked, enabled=self._armed)
-        self.command = CommandView(faithful_lines(ask.tool_args), _command_rows)
+        self.command = CommandView(confirm_lines(ask.tool_args, _change(ask)), _command_rows)
         self.container = self._layout()
 
     def _stop_reason(self) -> None:

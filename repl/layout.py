@@ -78,6 +78,10 @@ STYLE = Style.from_dict(
         "dialog error": "bg:#262626 #ff8787 bold",
         "command": "bg:#000000 #ffffff",
         "command.gutter": "bg:#000000 #a8a8a8",
+        # A diff's line markers in a file change's confirmation (issue 32).
+        "diff.add": "bg:#000000 #5fd75f bold",
+        "diff.remove": "bg:#000000 #ff5f5f bold",
+        "diff.hunk": "bg:#000000 #5fafff",
         "command.escape": "bg:#ffd75f #000000",
         "command.mark": "bg:#000000 #87d7ff",
         "command.key": "bg:#000000 #d7afff",

@@ -22,7 +22,8 @@ from agentrio.frontends.platform import Button
 from agentrio.handles import Decision
 from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
-from agentrio.protocol.faithful import faithful_lines, one_line, plain_text
+from agentrio.protocol.events import FileChange
+from agentrio.protocol.faithful import confirm_lines, one_line, plain_text
 from agentrio.protocol.frames import Ask
 
 __all__ = [
@@ -116,8 +117,13 @@ def command_text(ask: Ask) -> str:
     """Every argument of a confirmation, as the person must read it: the faithful
     rendering every front-end shares (`agentrio.protocol.faithful`, issue 29 finding 5) --
     ``command``, ``cwd``, ``timeout_s`` and any other argument, each line numbered,
-    control, invisible and bidi characters as ``⟨\\x1b⟩``-style escapes."""
-    return plain_text(faithful_lines(ask.tool_args))
+    control, invisible and bidi characters as ``⟨\\x1b⟩``-style escapes -- and a file
+    change's diff (issue 32), each line's ``+``/``-`` before its ``│``."""
+    return plain_text(confirm_lines(ask.tool_args, _change(ask)))
+
+
+def _change(ask: Ask) -> FileChange | None:
+    return ask.details.change if ask.details is not None else None
 
 
 def command_too_long(text: str) -> str:
@@ -184,7 +190,9 @@ def confirm_buttons(token: str, ask: Ask) -> list[list[Button]]:
         [Button(f"{wording.ALWAYS_ALLOW_RULE} rule {number} (above)", f"{token}|p{number - 1}")]
         for number in range(1, len(ask.offers) + 1)
     ]
-    return [[button("a"), button("d")], [button("r")], [button("k"), button("x")], *offers]
+    # A file change (issue 32) has no "this exact command" rule: its edits rule is offered.
+    always = [] if _change(ask) is not None else [[button("r")]]
+    return [[button("a"), button("d")], *always, [button("k"), button("x")], *offers]
 
 
 def decision_of(choice: str, ask: Ask) -> Decision | None:
@@ -198,7 +206,7 @@ def decision_of(choice: str, ask: Ask) -> Decision | None:
     match choice:
         case "a":
             return Decision.allow()
-        case "r":
+        case "r" if _change(ask) is None:  # a file change shows no such button
             return Decision.allow(remember=True)
         case "k":
             return Decision(approve=False, stop=Cause.USER_ABORTED)

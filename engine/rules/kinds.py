@@ -22,6 +22,10 @@ about, added to `Subject`), a builder that writes its ``covers`` line, and one e
 - ``mcp_tool``: the subject is a call of exactly the rule's MCP tool; its "directory"
   is ``mcp:NAME``, the server, so a rule never covers a same-named tool of another
   server (docs/mcp.md).
+- ``edits`` (issue 32): an `EditSubject` -- a file change by ``write_file`` or
+  ``edit_file`` -- whose file's real path lies in the rule's real directory or below
+  it. The only kind whose directory test is "under", not "equal": the choice says
+  "Always allow edits of files under <directory>" and the person reads that directory.
 """
 
 from __future__ import annotations
@@ -35,14 +39,16 @@ import attrs
 
 from agentrio.engine.rules.prefix import offered_prefix
 from agentrio.engine.tools.policy import path_outside
-from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, MCP_TOOL, AllowedRule
+from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, EDITS, MCP_TOOL, AllowedRule
 
 __all__ = [
     "CommandSubject",
+    "EditSubject",
     "McpToolSubject",
     "Subject",
     "command_rule",
     "covers",
+    "edits_rule",
     "mcp_tool_rule",
     "new_rule_id",
     "prefix_rule",
@@ -71,9 +77,18 @@ class McpToolSubject:
     cwd: str
 
 
+@attrs.frozen(kw_only=True)
+class EditSubject:
+    """A file change about to be applied: ``path`` the file's real path, ``cwd`` the
+    real directory holding it."""
+
+    path: str
+    cwd: str
+
+
 #: Everything a rule may be asked to cover (a union as kinds of subject are added;
 #: each has the real directory ``cwd`` it happens in, or for an MCP tool its server).
-Subject: TypeAlias = CommandSubject | McpToolSubject
+Subject: TypeAlias = CommandSubject | McpToolSubject | EditSubject
 S = TypeVar("S", bound=Subject)
 
 
@@ -124,6 +139,13 @@ def mcp_tool_rule(subject: McpToolSubject, *, at: float) -> AllowedRule:
     )
 
 
+def edits_rule(directory: str, *, at: float) -> AllowedRule:
+    """The rule "Always allow edits under this directory" makes, for the real
+    ``directory`` a file change's confirmation showed."""
+    covers = f"edits of files under {directory} (write_file, edit_file)"
+    return _rule(EDITS, "write_file, edit_file", directory, at=at, covers=covers)
+
+
 def same_rule(a: AllowedRule, b: AllowedRule) -> bool:
     """Whether ``a`` and ``b`` cover the same thing (a second approval keeps the first)."""
     return (a.kind, a.command, a.cwd) == (b.kind, b.command, b.cwd)
@@ -145,19 +167,32 @@ def _covers_mcp_tool(rule: AllowedRule, subject: McpToolSubject) -> bool:
     return rule.command == subject.tool
 
 
+def _same_directory(rule_cwd: str, cwd: str) -> bool:
+    return rule_cwd == cwd
+
+
+def _under_directory(rule_cwd: str, cwd: str) -> bool:
+    if not (rule_cwd.startswith("/") and cwd.startswith("/")):
+        return False  # only real paths are "under" one another
+    return (cwd.rstrip("/") + "/").startswith(rule_cwd.rstrip("/") + "/")
+
+
 @attrs.frozen
 class _Kind(Generic[S]):
-    """How one kind matches: the subjects it can cover, and the test past the
-    directory check `covers` makes for every kind."""
+    """How one kind matches: the subjects it can cover, the test past the directory
+    check `covers` makes for every kind, and that directory check (equal, unless a
+    kind says "under")."""
 
     subject: type[S]
     matches: Callable[[AllowedRule, S], bool]
+    directory: Callable[[str, str], bool] = _same_directory
 
 
 _KINDS: Final[dict[str, _Kind[Any]]] = {
     COMMAND: _Kind(CommandSubject, _covers_command),
     COMMAND_PREFIX: _Kind(CommandSubject, _covers_prefix),
     MCP_TOOL: _Kind(McpToolSubject, _covers_mcp_tool),
+    EDITS: _Kind(EditSubject, lambda rule, subject: True, _under_directory),
 }
 
 
@@ -166,6 +201,6 @@ def covers(rule: AllowedRule, subject: Subject) -> bool:
     kind = _KINDS.get(rule.kind)
     if kind is None or not isinstance(subject, kind.subject):
         return False  # an unknown kind, or a rule about something else
-    if not rule.cwd or rule.cwd != subject.cwd:
+    if not rule.cwd or not kind.directory(rule.cwd, subject.cwd):
         return False  # no directory known, or another one: never widens
     return kind.matches(rule, subject)

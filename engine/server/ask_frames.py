@@ -25,6 +25,7 @@ def ask_frame(entry: Entry) -> Ask:
         need_password=request.need_password,
         subagent=request.subagent,
         offers=list(request.offers),
+        details=request.details,
     )
 
 
@@ -42,6 +43,7 @@ def request_of_ask(ask: Ask) -> AskRequest:
         need_password=ask.need_password,
         subagent=ask.subagent,
         offers=list(ask.offers),
+        details=ask.details,
     )
 
 

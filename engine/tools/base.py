@@ -144,6 +144,7 @@ class ToolContext:
         restricted: bool = False,
         subagent: str | None = None,
         offers: Sequence[AllowedRule] = (),
+        details: ToolDetails | None = None,
     ) -> AskReply:
         """Ask the person of this task, the one door every tool goes through (R1-R8).
 
@@ -152,9 +153,9 @@ class ToolContext:
         ``tool_args["key"]``) or ``"ask_user"`` (``questions``). ``restricted`` marks a
         confirmation touching a restricted path: the system password is asked unless
         cached, and checked here (R7). ``subagent`` labels who asks (default: this
-        context's in-process sub-agent, R80). ``offers`` are rules the confirmation
-        offers as choices of their own (R92, one per kind): when the person picks one,
-        it is kept here, exactly as offered, stamped with the time of the answer.
+        context's in-process sub-agent, R80). ``offers``: rules offered as choices of
+        their own (R92, one per kind); one picked is kept here, as offered, stamped
+        with the answer's time. ``details``: the call's effect, typed (a diff, issue 32).
 
         In order: a background leg never asks (R30) and nobody listening (R4) refuse;
         the ask is registered and announced to event followers (``confirm`` or
@@ -179,6 +180,7 @@ class ToolContext:
             need_password=need_password,
             subagent=self.subagent if subagent is None else subagent,
             offers=[RuleOffer(kind=rule.kind, covers=rule.covers) for rule in offers],
+            details=details,
         )
         if self.subagent_of is not None:
             raise Refused(LEG_NEVER_ASKS, unheard=True)
@@ -231,6 +233,7 @@ class ToolContext:
                 restricted=request.restricted,
                 subagent=request.subagent,
                 offers=request.offers,
+                details=request.details,
             )
         elif request.kind == "secret":
             self.emit(

@@ -14,7 +14,9 @@ from agentrio.engine.tools.background_tools import (
     BackgroundSubagentsTool,
 )
 from agentrio.engine.tools.base import Services
+from agentrio.engine.tools.file_edits import EditFileTool, WriteFileTool
 from agentrio.engine.tools.history import ChatHistoryTool
+from agentrio.engine.tools.read_file import ReadFileTool
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.engine.tools.run_command import RunCommandTool
 from agentrio.engine.tools.secrets import StoreSecretTool
@@ -29,6 +31,9 @@ def shipped_toolbox(services: Services, legs: BackgroundLegs) -> Toolbox:
     toolbox = Toolbox(
         [
             RunCommandTool(services),
+            ReadFileTool(services),
+            EditFileTool(services),
+            WriteFileTool(services),
             AskUserTool(services),
             StoreSecretTool(services),
             ChatHistoryTool(services),

@@ -425,7 +425,7 @@ async def test_subagent_runs_alone_and_names_calls_needing_approval(
         assert "## Action record\nuser: child R\n" in content
         assert not Path("important-file").exists()
         child_tools = [tools for first, tools in model.tools if first == "child R"]
-        assert child_tools[0] == {"run_command", "chat_history"}
+        assert child_tools[0] == {"run_command", "read_file", "chat_history"}
         parent_tools = next(tools for first, tools in model.tools if first == "delegate")
         assert {"background_command", "background_subagents", "ask_user"} <= parent_tools
 

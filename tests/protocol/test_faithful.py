@@ -19,10 +19,13 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from agentrio.engine.tools.file_diff import unified_diff
+from agentrio.protocol.events import FileChange
 from agentrio.protocol.faithful import (
     INVISIBLE_RANGES,
     NEWLINE_MARK,
@@ -30,6 +33,8 @@ from agentrio.protocol.faithful import (
     FaithfulLine,
     Piece,
     cell_width,
+    confirm_lines,
+    diff_lines,
     faithful_lines,
     is_invisible,
     one_line,
@@ -37,6 +42,7 @@ from agentrio.protocol.faithful import (
     source_length,
     wrap_rows,
 )
+from tests.engine.server.test_static_page import run_node
 
 APP_JS = Path(__file__).resolve().parents[2] / "engine" / "server" / "static" / "app.js"
 NODE = shutil.which("node")
@@ -333,3 +339,68 @@ def test_plain_text_marks_every_escape_and_cannot_be_forged() -> None:
         " │ timeout_s: 30",
     ]
     assert plain_text(faithful_lines({"command": "ls"})) == "ls"
+
+
+def _changes() -> list[FileChange]:
+    """File changes over the same alphabet of trouble (issue 32: the diff is shown
+    by the confirmation's rules)."""
+    rng = random.Random(32)
+    alphabet = ["a", "b", " ", "\n", "\n", "\r", "\t", "\x1b", "\u202e", "\u200b", "日", "\\", "@"]
+    out = [
+        FileChange(
+            path="/w/a.py", diff=unified_diff("a\nb\n", "a\nB \r\n").text, added=1, removed=1
+        ),
+        FileChange(
+            path="/w/n",
+            diff=unified_diff("", "x").text,
+            added=1,
+            created=True,
+            rule_dir="/w/\u202ed",
+        ),
+    ]
+    for _ in range(60):
+        old = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        new = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        diff = unified_diff(old, new)
+        out.append(FileChange(path="/w/f", diff=diff.text, added=diff.added, removed=diff.removed))
+    return out
+
+
+def test_a_diff_shows_every_file_character() -> None:
+    """Issue 32 s2, R77: each diff line's marker is its gutter label, its text is the
+    file's line with invisible characters escaped and trailing spaces marked; a missing
+    final newline is a mark; nothing of the file's text is dropped."""
+    diff = unified_diff("keep\nold \r\n", "keep\nnew\u202e").text
+    assert diff == "@@ -1,2 +1,2 @@\n keep\n-old \r\n+new\u202e\n\\ No newline at end of file\n"
+    shown = [
+        (line.label, "".join(f"[{p.text}]" if p.kind == "escape" else p.text for p in line.pieces))
+        for line in diff_lines(diff)
+    ]
+    assert shown == [
+        ("@@", "-1,2 +1,2 @@"),
+        (" ", "keep"),
+        ("-", "old [\\r]"),
+        ("+", "new[\\u202e]"),
+        ("", "\\ No newline at end of file"),
+    ]
+    change = FileChange(path="/w/x", diff=diff, added=1, removed=1, rule_dir="/w")
+    lines = confirm_lines({"path": "/w/x"}, change)
+    assert plain_text(lines).split("\n")[0:2] == ["  │ path: /w/x", "  │ diff (+1 -1 lines):"]
+    assert plain_text(lines).split("\n")[-1] == "  │ this directory: /w"
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_js_shows_a_diff_like_python() -> None:
+    """Issue 32 s2: ``confirmLines`` of app.js draws a file change's confirmation as
+    `confirm_lines` does, for every change of the table."""
+    changes = _changes()
+    cases = [{"args": {"path": c.path}, "change": attrs.asdict(c)} for c in changes]
+    script = (
+        js_section()
+        + "\nconst cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+        + "const shown = cases.map((c) => confirmLines(c.args, c.change));\n"
+        + "process.stdout.write(JSON.stringify(shown));\n"
+    )
+    got = run_node(script, cases)
+    for change, js in zip(changes, got, strict=True):
+        assert js == as_json(confirm_lines({"path": change.path}, change)), change

@@ -240,6 +240,32 @@ function faithfulLines(args) {
   }
   return lines;
 }
+
+/** A file change's diff as lines: protocol/faithful.py's diff_lines (each line's
+ *  marker in the gutter, its text escaped; "\\ No newline at end of file" a mark). */
+function diffLines(diff) {
+  const parts = diff.split("\n");
+  if (diff.endsWith("\n")) parts.pop();
+  return parts.map((line) => {
+    if (line.startsWith("@@")) return { label: "@@", pieces: [["key", line.slice(2).trim(), 0]] };
+    if (line.startsWith("\\")) return { label: "", pieces: [["mark", line, 0]] };
+    return { label: line.slice(0, 1), pieces: linePieces(line.slice(1)) };
+  });
+}
+
+/** What a confirmation shows: protocol/faithful.py's confirm_lines (the arguments,
+ *  then a file change's diff and the directory an edits rule would cover). */
+function confirmLines(args, change) {
+  const lines = faithfulLines(args);
+  if (!change) return lines;
+  const count = `+${change.added} -${change.removed} lines${change.created ? ", a new file" : ""}`;
+  lines.push({ label: "", pieces: [["key", `diff (${count}):`, 0]] });
+  lines.push(...diffLines(change.diff));
+  if (change.rule_dir) {
+    lines.push({ label: "", pieces: [["key", "this directory: ", 0], ...linePieces(change.rule_dir, true)] });
+  }
+  return lines;
+}
 // ---- faithful: end --------------------------------------------------------------
 
 // ---- wording: begin -------------------------------------------------------------
@@ -1060,17 +1086,19 @@ function faithfulText(args) {
     .join("\n");
 }
 
-/** The command box of a confirmation: every line of faithfulLines(args) (a line number
+/** Extra gutter classes of a diff's line markers (a file change, issue 32). */
+const DIFF_GUTTER = { "+": " diff-add", "-": " diff-remove", "@@": " diff-hunk" };
+
+/** The command box of a confirmation: every line of confirmLines(args, change) (a line number
  *  in the gutter, escapes and marks in their own style, CSS wrapping long lines), in a
  *  box that scrolls, and under it a line saying how much is out of view. */
-function commandBox(args) {
-  const lines = faithfulLines(args);
+function commandBox(lines) {
   const box = el("div", { class: "command", tabindex: "0", role: "group", "aria-label": "Tool arguments to approve" });
   const spans = [];
   let total = 0;
   for (const line of lines) {
     const row = el("div", { class: "command-line" });
-    if (line.label) row.append(el("span", { class: "gutter", text: line.label }));
+    if (line.label) row.append(el("span", { class: `gutter${DIFF_GUTTER[line.label] ?? ""}`, text: line.label }));
     const code = el("span", { class: "code" });
     for (const [kind, text, source] of line.pieces) {
       const chunks = kind === "text" ? chunked(text) : [text];
@@ -1161,7 +1189,10 @@ function confirmCard(sessionId, taskHash, event) {
     button(offerLabel(oneLine(offer.covers)), "remember-rule",
       () => answer({ approve: true, rule: offer.kind }, "approved and the rule remembered"),
       { title: "Run it, and remember this rule for every session of this home, also after a restart: it covers exactly what it says" }));
-  const answers = [approve, deny, always, turn, ...offers];
+  // A file change (issue 32) offers its edits rule only: no "this exact command", no
+  // "Allow this turn" (plain programs).
+  const change = event.details?.change ?? null;
+  const answers = [approve, deny, ...(change ? [] : [always, turn]), ...offers];
   const stops = [
     button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, stop: "user_canceled" }, "stopped and discarded"),
       { title: "Stop the task and delete it" }),
@@ -1173,10 +1204,10 @@ function confirmCard(sessionId, taskHash, event) {
     { class: "confirm", "data-open": true, "data-confirm": event.confirm_hash },
     el("div", { class: "confirm-title", text: confirmTitle(event.tool_name, event.restricted) }),
     event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
-    ...commandBox(event.args),
+    ...commandBox(confirmLines(event.args, change)),
     password,
     el("div", { class: "buttons" }, approve, deny, reason),
-    el("div", { class: "buttons" }, always, turn),
+    change ? null : el("div", { class: "buttons" }, always, turn),
     el("div", { class: "buttons" }, ...stops),
     offers.length ? el("div", { class: "buttons offers" }, ...offers) : null,
     outcome,

@@ -81,6 +81,9 @@ async def test_each_run_gets_the_tools_its_reach_allows(
     assert names == {
         "task": [
             "run_command",
+            "read_file",
+            "edit_file",
+            "write_file",
             "ask_user",
             "store_secret",
             "chat_history",
@@ -88,8 +91,16 @@ async def test_each_run_gets_the_tools_its_reach_allows(
             "background_subagents",
             "subagents",
         ],
-        "sub": ["run_command", "ask_user", "store_secret", "chat_history"],
-        "leg": ["run_command", "chat_history"],
+        "sub": [
+            "run_command",
+            "read_file",
+            "edit_file",
+            "write_file",
+            "ask_user",
+            "store_secret",
+            "chat_history",
+        ],
+        "leg": ["run_command", "read_file", "chat_history"],
     }
 
 
