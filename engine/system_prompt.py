@@ -131,6 +131,20 @@ GUIDANCE: Final[Mapping[str, str]] = {
         "run one command (a shell string or an argv list) and read its exit code and "
         "output. Read-only commands run unasked; look around with them first."
     ),
+    "read_file": (
+        "read a text file (or a line range of it) unasked, within what read-only commands "
+        "may read; prefer it to cat. A large file comes back with its middle elided: read "
+        "a line range for that part."
+    ),
+    "edit_file": (
+        "change part of an existing text file: old_string must match the file exactly "
+        "once (read it first; replace_all for every occurrence). The person sees the diff "
+        "and approves it; if the file changed meanwhile, read it again."
+    ),
+    "write_file": (
+        "write a whole text file, new or replaced; the person sees the diff and approves "
+        "it. Prefer edit_file for a change to part of a file."
+    ),
     "ask_user": (
         "ask the person when you need a decision or a fact only they have (which "
         "approach, missing details); give options when the choice is closed. Do not ask "

@@ -94,7 +94,7 @@ async def test_a_tasks_prompt_says_where_it_is_every_rule_and_every_tool(
     assert "the person's terminal (agentrio's REPL)" in prompt
     for rule in RULES:
         assert rule in prompt
-    assert len(offered) == 7
+    assert len(offered) == 10  # the 7 of issue 31 and the file tools of issue 32
     for name in offered:
         assert f"- {name}: {GUIDANCE[name]}" in prompt
     root_md, app_md = tmp_path / "repo" / "AGENTS.md", app / "AGENTS.md"
