@@ -62,10 +62,13 @@ def test_the_prefix_rule_is_a_choice_of_its_own(daemon_home: Path, tmp_path: Pat
         wait_for(lambda: "Confirm tool call" not in tmux.screen(), "the dialog to close")
         wait_for(lambda: f"→ {label}" in _joined(tmux), "the choice in the transcript")
         wait_for(lambda: full in tmux.screen(), "the approved command's output")
+        # (typed while a task runs, the next line would steer it: wait for its end)
+        wait_for(lambda: "git rev-parse HEAD finished" in tmux.screen(), "the first task's end")
 
         _keys(tmux, "run: git rev-parse --short=12 HEAD", "Enter")
         wait_for(lambda: f"{short}\n" in tmux.screen() + "\n", "the covered command's output")
         assert "Confirm tool call" not in tmux.screen()
+        wait_for(lambda: "--short=12 HEAD finished" in _joined(tmux), "the second task's end")
 
         _keys(tmux, "/allowed", "Enter")
         wait_for(lambda: f"1. {covers}" in _joined(tmux), "the rule listed")
