@@ -43,6 +43,7 @@ BENCHES = [
     ("B15", "bench.b15_hello"),
     ("B13", "bench.b13_model_turn"),
     ("B14", "bench.b14_conversation"),
+    ("B17", "bench.b17_edit_file"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"
