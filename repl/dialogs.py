@@ -323,7 +323,10 @@ class ConfirmDialog:
     def _hint(self) -> str:
         in_password = self.ask.need_password and get_app().layout.has_focus(self.password)
         return confirm_hint(
-            armed=self.armed, asking_reason=self.asking_reason, in_password=in_password
+            armed=self.armed,
+            entries=len(self.choices),
+            asking_reason=self.asking_reason,
+            in_password=in_password,
         )
 
     def focus_target(self) -> AnyContainer:

@@ -26,15 +26,18 @@ def _digits(count: int) -> str:
     return "1" if top == 1 else f"1–{top}"
 
 
-def confirm_hint(*, armed: bool, asking_reason: bool = False, in_password: bool = False) -> str:
-    """A tool confirmation's hint: the six choices, the reason field, the password."""
+def confirm_hint(
+    *, armed: bool, entries: int = 6, asking_reason: bool = False, in_password: bool = False
+) -> str:
+    """A tool confirmation's hint: its ``entries`` choices (the six, and one more per
+    rule the ask offers), the reason field, the password."""
     if not armed:
         return ARMING
     if asking_reason:
         return "type the reason · Enter sends it (the call is denied) · Esc back to the choices"
     if in_password:
         return f"type the system password · Enter goes to the choices · {_STOP}"
-    return f"↑↓ choose · Enter or 1–6 picks · {_STOP}"
+    return f"↑↓ choose · Enter or {_digits(entries)} picks · {_STOP}"
 
 
 def question_hint(

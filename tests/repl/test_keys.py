@@ -175,6 +175,7 @@ def test_hints_name_each_dialogs_keys() -> None:
     """R77: each dialog says which keys it takes; an unarmed one says it takes none."""
     assert confirm_hint(armed=False) == ARMING
     assert confirm_hint(armed=True).startswith("↑↓ choose · Enter or 1–6 picks · Esc: stop menu")
+    assert "Enter or 1–7 picks" in confirm_hint(armed=True, entries=7)  # a rule offered
     assert "Esc back to the choices" in confirm_hint(armed=True, asking_reason=True)
     assert "password" in confirm_hint(armed=True, in_password=True)
     pick = Question(text="q", options=["a", "b", "c"])
