@@ -44,6 +44,7 @@ BENCHES = [
     ("B13", "bench.b13_model_turn"),
     ("B14", "bench.b14_conversation"),
     ("B17", "bench.b17_edit_file"),
+    ("B16", "bench.b16_mcp"),
 ]
 DOC = ROOT / "docs" / "benchmarks.md"
 BEGIN = "<!-- bench:begin (written by bench/run_all.py; edit outside these markers) -->"

@@ -4,9 +4,9 @@ whose call it belongs to (docs/mcp.md).
 The SDK hands the request to a callback in its own receive task; the request itself
 names no call (over stdio nothing ties it to one). `McpCalls` knows the calls in
 flight per server: with exactly one, the request is that call's; with none or several
-it is refused with an error (never guessed, never answered for the person). The
-request then crosses to the call's own task (`serve_elicitations`, inside the task's
-scope), which asks like ``ask_user`` does (R10-R13):
+it is refused with an error (never guessed, never answered for the person). It is
+asked in the SDK's task for as long as the call runs (the call's end cancels an ask
+still open), like ``ask_user`` does (R10-R13):
 
 * a ``cli-`` task with its window listening (or an in-process sub-agent's) is asked
   **inline**; the answers go back to the server as the form's content;
@@ -30,47 +30,45 @@ import attrs
 import trio
 
 from agentrio.engine.nursery_tasks import cancel_scope
-from agentrio.engine.tools.ask_user import ask_inline
-from agentrio.engine.tools.base import ToolContext
+from agentrio.engine.tools.base import Refused, ToolContext
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 
-__all__ = ["Elicitation", "McpCalls", "content_of", "questions_of", "serve_elicitations"]
+__all__ = ["Elicitation", "McpCalls", "content_of", "questions_of"]
 
 #: The options of a yes/no field.
 YES_NO: Final = ["yes", "no"]
 
 
 @attrs.define(eq=False)
-class _Request:
-    params: Any
-    done: trio.Event = attrs.field(factory=trio.Event)
-    result: Any = None
-
-
-@attrs.define(eq=False)
 class Elicitation:
-    """One call in flight as elicitation sees it: whose it is, and its request queue."""
+    """One call in flight as elicitation sees it: whose it is, the call's cancel scope
+    (cancelled when the task parks instead) and the asks open for it."""
 
     ctx: ToolContext
     server: str
     tool: str
+    #: The scope of the ``tools/call`` request, set while it is being made.
+    scope: trio.CancelScope | None = None
     #: The questions the task parked on (the call was cancelled for them), or None.
     parked: list[Question] | None = None
-    _send: trio.MemorySendChannel[_Request] = attrs.field(init=False)
-    receive: trio.MemoryReceiveChannel[_Request] = attrs.field(init=False)
-
-    def __attrs_post_init__(self) -> None:
-        self._send, self.receive = trio.open_memory_channel[_Request](4)
+    _asking: set[trio.CancelScope] = attrs.field(factory=set)
 
     async def request(self, params: Any) -> Any:
-        request = _Request(params=params)
-        try:
-            self._send.send_nowait(request)
-        except (trio.WouldBlock, trio.ClosedResourceError):
-            return _error("the call is not taking requests")
-        await request.done.wait()
-        return request.result if request.result is not None else _error("the call ended")
+        """Answer one request of the server (in the SDK's task, for as long as the
+        call runs: `end` cancels what is still open)."""
+        with trio.CancelScope() as asking:
+            self._asking.add(asking)
+            try:
+                return await _answer(self, params)
+            finally:
+                self._asking.discard(asking)
+        return _error("the call ended")
+
+    def end(self) -> None:
+        """The call is over: an ask still open for it goes."""
+        for asking in list(self._asking):
+            cancel_scope(asking, Cause.SUPERSEDED)
 
 
 class McpCalls:
@@ -87,6 +85,7 @@ class McpCalls:
             yield
         finally:
             calls.remove(call)
+            call.end()
 
     def elicitation_for(self, server: str) -> Any:
         """The SDK's ``elicitation_callback`` for ``server``'s session."""
@@ -101,27 +100,25 @@ class McpCalls:
         return elicit
 
 
-async def serve_elicitations(call: Elicitation, scope: trio.CancelScope) -> None:
-    """Answer ``call``'s elicitation requests in its task until cancelled; ``scope``
-    is the call's, cancelled when the task parks instead."""
-    async with call.receive:
-        async for request in call.receive:
-            try:
-                request.result = await _answer(call, request.params, scope)
-            finally:
-                request.done.set()
-
-
-async def _answer(call: Elicitation, params: Any, scope: trio.CancelScope) -> Any:
+async def _answer(call: Elicitation, params: Any) -> Any:
     from mcp_types import ElicitResult
 
     ctx = call.ctx
     questions = questions_of(call.server, params)
-    inline = ctx.origin == "cli-" or ctx.parent_task is not None
-    answers = await ask_inline(ctx, questions) if inline else None
+    answers: list[str] | None = None
+    if ctx.origin == "cli-" or ctx.parent_task is not None:
+        try:
+            reply = await ctx.ask("ask_user", questions=questions)
+        except Refused:
+            pass  # nobody can take it now: the task parks on it
+        else:
+            if reply.stop is not None:  # the task is being stopped with its cause
+                return _error("the person stopped the task")
+            answers = list(reply.answers or [])
     if answers is None:
         call.parked = questions
-        cancel_scope(scope, Cause.SUPERSEDED)  # the request is no longer wanted
+        if call.scope is not None:  # the request is no longer wanted
+            cancel_scope(call.scope, Cause.SUPERSEDED)
         return _error("the person answers later: the task parked")
     if getattr(params, "mode", "form") == "url":
         accepted = answers[0] == URL_OPTIONS[0]

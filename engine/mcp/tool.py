@@ -29,15 +29,13 @@ from typing import Any, Final
 import attrs
 import trio
 
-from agentrio.engine.mcp.elicit import Elicitation, McpCalls, serve_elicitations
+from agentrio.engine.mcp.elicit import Elicitation, McpCalls
 from agentrio.engine.mcp.state import ServerState, describe
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
-from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.rules.kinds import McpToolSubject, mcp_tool_rule
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.tools.base import Reach, ToolContext, ToolOutcome
 from agentrio.protocol import events as ev
-from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import McpPart, McpResult, ToolDetails
 
 __all__ = ["McpCalls", "McpTool", "confirm_args"]
@@ -137,8 +135,8 @@ class McpTool:
     async def _call(
         self, session: Any, ctx: ToolContext, call: ToolCallRequest, elicitation: Elicitation
     ) -> Any:
-        """``tools/call`` in this task, beside the task's part of elicitation; None
-        when an elicitation parked the task (the request was cancelled)."""
+        """``tools/call`` in this task; None when an elicitation parked the task (the
+        request was cancelled)."""
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             ctx.emit(
@@ -151,17 +149,15 @@ class McpTool:
             )
 
         timeout = self.server.config.call_timeout_s or None
-        result: Any = None
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(serve_elicitations, elicitation, nursery.cancel_scope)
-            result = await session.call_tool(
+        with trio.CancelScope() as scope:  # cancelled only when an elicitation parks
+            elicitation.scope = scope
+            return await session.call_tool(
                 self.tool.name,
                 dict(call.args),
                 read_timeout_seconds=timeout,
                 progress_callback=progress,
             )
-            cancel_scope(nursery.cancel_scope, Cause.SUPERSEDED)  # its requests are done
-        return result
+        return None
 
     def _failure(self, exc: Exception) -> ToolOutcome:
         from mcp import MCPError

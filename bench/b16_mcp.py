@@ -1,0 +1,132 @@
+"""B16: an MCP tool call through agentrio beside a direct SDK call to the same server.
+
+Issue 32 section 3. Both sides call ``echo`` of ``@modelcontextprotocol/server-everything``
+(from node_modules), each on its own process of it, in alternating batches in one run:
+
+* **agentrio**: the call as a task's turn makes it -- ``Toolbox.execute`` with the
+  run's `ToolContext`: the tool offered, the home's rule store read for a covering
+  ``mcp_tool`` rule (one is kept, so nobody is asked), the request over agentrio's own
+  stdio transport with a progress callback, the result turned into text and typed
+  details;
+* **direct**: ``mcp.ClientSession.call_tool`` over the SDK's ``stdio_client``.
+
+Target: agentrio's median ≤ 1.3× the direct one. The rule lookup alone (the home's
+rules read from the store, as every call that would otherwise ask does) is timed too.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from agentrio.engine import Config, open_engine
+from agentrio.engine.config import McpServerConfig
+from agentrio.engine.models.base import ToolCallRequest
+from agentrio.engine.rules import RuleBook
+from agentrio.engine.rules.kinds import McpToolSubject, mcp_tool_rule
+from bench.common import BenchArgs, BenchResult, Stats, main, profiling
+
+__all__ = ["run"]
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVER = ROOT / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+TARGET_RATIO = 1.3
+TOOL = "mcp__every__echo"
+
+
+async def _measure(
+    home: Path, rounds: int, batch: int, profile: Path | None
+) -> dict[str, list[int]]:
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    samples: dict[str, list[int]] = {"agentrio": [], "direct": [], "rule": []}
+    server = McpServerConfig(command="node", args=[str(SERVER)])
+    config = Config(home=str(home), mcp={"every": server})
+    params = StdioServerParameters(command="node", args=[str(SERVER)])
+    async with (
+        open_engine(config) as engine,
+        stdio_client(params) as (read, write),
+        ClientSession(read, write) as direct,
+    ):
+        assert engine.mcp is not None
+        await direct.initialize()
+        with trio.fail_after(60):
+            await engine.mcp.wait_state("every", "ready")
+        await RuleBook(engine.store).add(
+            mcp_tool_rule(McpToolSubject(tool=TOOL, cwd="mcp:every"), at=time.time())
+        )
+        task = await engine.start_task("chat-bench-mcp", "hello")
+        await task.wait_done()
+        ctx = task.tool_context()
+
+        async def through_agentrio(index: int) -> None:
+            call = ToolCallRequest(id=f"c{index}", name=TOOL, args={"message": f"m{index}"})
+            outcome = await engine.toolbox.execute(ctx, call)
+            assert outcome.ok, outcome
+            assert f"m{index}" in outcome.output
+
+        async def straight(index: int) -> None:
+            result = await direct.call_tool("echo", {"message": f"m{index}"})
+            assert f"m{index}" in result.content[0].text
+
+        subject = McpToolSubject(tool=TOOL, cwd="mcp:every")
+
+        async def rule_lookup(index: int) -> None:
+            assert await RuleBook(engine.store).covering(subject) is not None
+
+        kinds = (("agentrio", through_agentrio), ("direct", straight), ("rule", rule_lookup))
+
+        async def one_batch(n: int, keep: bool) -> None:
+            for key, call in kinds:
+                for index in range(n):
+                    t0 = time.perf_counter_ns()
+                    await call(index)
+                    if keep:
+                        samples[key].append(time.perf_counter_ns() - t0)
+
+        await one_batch(50, keep=False)  # warm-up
+        with profiling(profile):
+            for _ in range(rounds):
+                await one_batch(batch, keep=True)
+    return samples
+
+
+def run(args: BenchArgs) -> BenchResult:
+    rounds, batch = (2, 50) if args.quick else (6, 200)
+    result = BenchResult("B16", "MCP tool call: through agentrio vs the SDK directly")
+    if not SERVER.exists():
+        result.notes.append("skipped: node_modules has no server-everything (run npm ci)")
+        return result
+    with tempfile.TemporaryDirectory(prefix="agentrio-b16-") as tmp:
+        samples = trio.run(_measure, Path(tmp), rounds, batch, args.profile)
+    ours, direct = Stats.of_ns(samples["agentrio"]), Stats.of_ns(samples["direct"])
+    ratio = ours.p50 / direct.p50
+    result.add(
+        "MCP call through agentrio p50",
+        f"{ours.p50:.3f} ms",
+        f"direct SDK {direct.p50:.3f} ms",
+        f"{ratio:.2f}×",
+        f"≤ {TARGET_RATIO}×",
+        ratio <= TARGET_RATIO,
+    )
+    result.add(
+        "MCP call through agentrio p99",
+        f"{ours.p99:.3f} ms",
+        f"direct SDK {direct.p99:.3f} ms",
+        f"{ours.p99 / direct.p99:.2f}×",
+    )
+    rule = Stats.of_ns(samples["rule"])
+    result.add("of which the rule lookup alone p50", f"{rule.p50:.3f} ms")
+    result.notes.append(
+        f"{ours.n} calls of each kind in alternating batches of {batch}; echo of "
+        f"server-everything, one node process per side; Python {sys.version.split()[0]}"
+    )
+    return result
+
+
+if __name__ == "__main__":
+    main(run)
