@@ -20,15 +20,17 @@ input (`agentrio.engine.compaction`). It says, in order:
 
 **AGENTS.md is read as a read-only tool could read it.** The working directory's real
 path is walked up to the directory holding ``.git`` (a repository's root, stop there),
-else to the user's home or ``/``. Each ``AGENTS.md`` on the way is judged by its real
-path against the hidden places of that moment (`agentrio.engine.processes.hidden`:
-every agentrio home, the credential stores): one that is or leads into a hidden place
-is not read, nor is anything when a hidden file has a second name (``Hidden.linked``),
-nor anything that is not a regular file. The file is opened without following a last
-symlink and judged again by what was opened (``/proc/self/fd``), so a swap between the
-two looks cannot redirect it. All of them together keep to `AGENTS_MD_BYTES`, each
-clamped with the project's elision marker; a huge file is read only at its head and
-tail. Its paths are announced to the person once per session (an ``agents_md`` event).
+else to the user's home or ``/``. Each ``AGENTS.md`` on the way is judged exactly as
+``read_file`` judges a path (`agentrio.engine.tools.file_reach.read_refusal`, against the
+hidden places of that moment): one that is or leads into a hidden place (every
+agentrio home, the credential stores) is not read, nor one under ``/tmp`` outside the
+working directory (the sandbox's ``/tmp`` is private), nor anything while a hidden file
+has a second name (``Hidden.linked``); then it is opened as ``read_file`` opens one
+(`open_regular`: a regular file, its descriptor's own path read back), so a swap
+between the two looks cannot redirect it. All of them together keep to
+`AGENTS_MD_BYTES`, each clamped with the project's elision marker; a huge file is read
+only at its head and tail. Its paths are announced to the person once per session (an
+``agents_md`` event).
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ import datetime
 import logging
 import os
 import platform
-import stat
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache, partial
 from typing import Any, Final, Protocol, TypeVar
@@ -46,9 +47,10 @@ import attrs
 import trio
 
 from agentrio.engine.messages import subagent_system_prompt
-from agentrio.engine.processes.hidden import Hidden, HiddenPlaces, place_of
+from agentrio.engine.processes.hidden import Hidden, HiddenPlaces
 from agentrio.engine.snapshot import clamp, elision_marker
 from agentrio.engine.tools.base import Services, Tool
+from agentrio.engine.tools.file_reach import FileRefused, open_regular, read_refusal, resolve_target
 from agentrio.engine.tools.workdir import resolve_workdir
 from agentrio.protocol import events as ev
 
@@ -370,13 +372,6 @@ def _search_dirs(cwd: str, home: str) -> list[str]:
         here = parent
 
 
-def _refused(path: str, hidden: Hidden) -> str:
-    """Why ``path`` (and its real path) may not be read, or ``""``."""
-    real = os.path.realpath(path)
-    place = place_of(path, hidden.places) or place_of(real, hidden.places)
-    return f"it leads into the hidden place {place}" if place else ""
-
-
 def _read_clamped(fd: int, size: int, limit: int) -> str:
     """The file's text clamped to ``limit`` bytes; beyond twice that only its head
     and tail are read, with the marker `clamp` reads as the bytes between."""
@@ -391,26 +386,6 @@ def _read_clamped(fd: int, size: int, limit: int) -> str:
     return clamp(data.decode("utf-8", "replace"), limit)
 
 
-def _open_judged(path: str, hidden: Hidden) -> tuple[int, str]:
-    """An fd of ``path`` judged readable, and its real path; `OSError` or
-    `PermissionError` (with the reason) when it may not be read."""
-    why = _refused(path, hidden)
-    if why:
-        raise PermissionError(why)
-    fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        opened = os.readlink(f"/proc/self/fd/{fd}") if os.path.isdir("/proc/self/fd") else path
-        why = _refused(opened, hidden)
-        if why:
-            raise PermissionError(why)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PermissionError("it is not a regular file")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd, os.path.realpath(opened)
-
-
 def find_agents_files(
     cwd: str, hidden: Hidden, *, home: str | None = None, limit: int = AGENTS_MD_BYTES
 ) -> list[AgentsFile]:
@@ -420,18 +395,25 @@ def find_agents_files(
         log.warning("no AGENTS.md read: %s", hidden.linked)
         return []
     top = os.path.realpath(home if home is not None else os.path.expanduser("~"))
+    base = os.path.realpath(cwd)
     candidates = [
         path
-        for path in (os.path.join(d, AGENTS_MD) for d in reversed(_search_dirs(cwd, top)))
+        for path in (os.path.join(d, AGENTS_MD) for d in reversed(_search_dirs(base, top)))
         if os.path.lexists(path)
     ]
     found: list[AgentsFile] = []
     for path in candidates:
-        try:
-            fd, real = _open_judged(path, hidden)
-        except OSError as exc:
-            log.warning("%s not read: %s", path, exc.strerror or exc)
+        target = resolve_target(path, base)
+        refusal = read_refusal(target, hidden)
+        if refusal:
+            log.warning("%s not read: %s", path, refusal)
             continue
+        try:
+            fd = open_regular(target.real)
+        except (FileRefused, OSError) as exc:
+            log.warning("%s not read: %s", path, getattr(exc, "strerror", None) or exc)
+            continue
+        real = target.real
         try:
             text = _read_clamped(fd, os.fstat(fd).st_size, limit // len(candidates))
         finally:

@@ -37,10 +37,20 @@ from agentrio.engine.system_prompt import (
     find_agents_files,
     system_prompt,
 )
+from agentrio.engine.tools import file_reach
 from agentrio.protocol.events import AgentsMd
 from tests.engine.conftest import EPOCH
 
 NOWHERE = Hidden(places=())
+
+
+@pytest.fixture
+def tmp_is_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Let reads reach all of ``/tmp``: ``tmp_path`` lies there, and the sandbox (so
+    ``read_file``, so AGENTS.md discovery) sees only the working directory of it; the
+    tests of a search up several directories need the rest too
+    (`test_under_tmp_only_the_working_directorys_own_is_read` keeps the real rule)."""
+    monkeypatch.setattr(file_reach, "PRIVATE_ROOTS", ())
 
 
 def _project(root: Path) -> Path:
@@ -63,6 +73,7 @@ async def test_a_tasks_prompt_says_where_it_is_every_rule_and_every_tool(
     autojump_clock: trio.testing.MockClock,
     wall_clock: Callable[[], float],
     monkeypatch: pytest.MonkeyPatch,
+    tmp_is_shared: None,
 ) -> None:
     """R87, issue 31 (2): a task's first message is the system prompt: agentrio, the
     OS, today's date, the working directory, the origin, each rule, each tool it is
@@ -188,7 +199,9 @@ async def test_a_subagent_gets_the_prompt_with_its_objective(
 # -- AGENTS.md discovery -----------------------------------------------------------
 
 
-def test_agents_md_from_the_cwd_up_to_the_repository_root(tmp_path: Path) -> None:
+def test_agents_md_from_the_cwd_up_to_the_repository_root(
+    tmp_path: Path, tmp_is_shared: None
+) -> None:
     """Issue 31 (2): the files from the working directory up to the directory holding
     ``.git`` (a worktree's ``.git`` file counts), root first; none above the root."""
     (tmp_path / "AGENTS.md").write_text("above the repository\n")
@@ -204,7 +217,7 @@ def test_agents_md_from_the_cwd_up_to_the_repository_root(tmp_path: Path) -> Non
     assert len(find_agents_files(str(app), NOWHERE, home=str(tmp_path))) == 2
 
 
-def test_without_a_repository_the_search_stops_at_home(tmp_path: Path) -> None:
+def test_without_a_repository_the_search_stops_at_home(tmp_path: Path, tmp_is_shared: None) -> None:
     """Issue 31 (2): no ``.git`` on the way: up to the user's home, not above it."""
     home = tmp_path / "home"
     work = home / "notes" / "day"
@@ -241,7 +254,19 @@ def test_an_agents_md_leading_into_a_hidden_place_is_not_read(tmp_path: Path) ->
     assert find_agents_files(str(repo), hidden, home=str(tmp_path)) == []
 
 
-def test_a_huge_agents_md_is_clamped_with_the_elision_marker(tmp_path: Path) -> None:
+def test_under_tmp_only_the_working_directorys_own_is_read(tmp_path: Path) -> None:
+    """Issue 31 (2), issue 32 (2): AGENTS.md is read as ``read_file`` reads: the
+    sandbox's ``/tmp`` is private but for the working directory, so under ``/tmp`` the
+    repository root's file above it is not read, the working directory's is."""
+    app = _project(tmp_path / "repo")
+    assert str(app).startswith("/tmp/")
+    found = find_agents_files(str(app), NOWHERE, home=str(tmp_path))
+    assert [f.path for f in found] == [str(app / "AGENTS.md")]
+
+
+def test_a_huge_agents_md_is_clamped_with_the_elision_marker(
+    tmp_path: Path, tmp_is_shared: None
+) -> None:
     """Issue 31 (2): a file beyond the limit is read at its head and tail only and
     gives exactly what clamping the whole would (the marker counts the bytes left
     out); two files share the limit."""
