@@ -42,6 +42,7 @@ __all__ = [
     "ResumePending",
     "SessionInfo",
     "Unknown",
+    "UsageCmd",
     "background_cancel_frame",
     "cancel_frame",
     "complete_command",
@@ -65,6 +66,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/expand", "print the last folded output (… N more lines) in full"),
     ("/mcp", "show the MCP servers ([mcp.NAME]) and their states"),
     ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
+    ("/usage", "tokens (and cost, when priced) of each finished task and of the session"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
     ("/help", "show this help"),
@@ -166,6 +168,11 @@ class ModelCmd:
 
 
 @attrs.frozen
+class UsageCmd:
+    """``/usage``: each finished task's tokens and the session's (issue 31 item 7)."""
+
+
+@attrs.frozen
 class HistoryRecordCmd:
     """``/history show N|ID``: open one finished task's whole record."""
 
@@ -220,6 +227,7 @@ Command = (
     | ForgetAllowedCmd
     | History
     | ModelCmd
+    | UsageCmd
     | HistoryRecordCmd
     | Expand
     | SessionInfo
@@ -264,12 +272,16 @@ def parse_line(line: str) -> Command:
             if args[0] == "forget" and len(args) == 2:
                 return ForgetAllowedCmd(args[1])
             return Unknown("usage: /allowed [forget N | forget all]")
-        case "/legs" | "/session" | "/mcp" | "/new" | "/help" | "/quit" | "/expand" if args:
+        case "/legs" | "/session" | "/mcp" | "/new" | "/help" | "/quit" | "/expand" | "/usage" if (
+            args
+        ):
             return Unknown(f"usage: {name} (takes no arguments)")
         case "/legs":
             return Legs()
         case "/session":
             return SessionInfo()
+        case "/usage":
+            return UsageCmd()
         case "/expand":
             return Expand()
         case "/mcp":

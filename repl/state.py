@@ -17,7 +17,7 @@ from typing import Literal
 
 import attrs
 
-from agentrio.protocol.events import LegFinished, LegStarted
+from agentrio.protocol.events import Done, LegFinished, LegStarted
 from agentrio.protocol.frames import (
     KEPT_STATUSES,
     Accepted,
@@ -65,6 +65,7 @@ from agentrio.repl.commands import (
     ResumePending,
     SessionInfo,
     Unknown,
+    UsageCmd,
     cancel_frame,
     confirm_choices,
     confirm_reply,
@@ -88,6 +89,7 @@ from agentrio.repl.messages import (
 from agentrio.repl.parts_view import mcp_lines
 from agentrio.repl.render import Line, clip, render_done_status, unfold
 from agentrio.repl.transcript import Transcript
+from agentrio.repl.usage import UsageBook
 from agentrio.repl.views import EscAction, Popup, RunView
 
 __all__ = ["ReplState"]
@@ -127,6 +129,8 @@ class ReplState:
         self.asks: dict[str, Ask] = {}
         #: The session's pending tasks, legs and remembered commands (`agentrio.repl.lists`).
         self.lists = SessionLists(self)
+        #: The session's token usage from ``done`` events (status bar, ``/usage``).
+        self.usage = UsageBook()
         self.quit_requested = False
         self._cut_runs = 0
         #: A one-line key hint under the input and when it expires (`flash`).
@@ -232,6 +236,9 @@ class ReplState:
                     self._lines(unfold(folded))
             case McpCmd():
                 self.send(ListMcp())
+            case UsageCmd():
+                for text, style in self.usage.report():
+                    self.write(text, style)
             case SessionInfo():
                 self.write(
                     f"session {self.session_id} · window {self.window_hash} · "
@@ -242,6 +249,7 @@ class ReplState:
             case NewSession():
                 self.session_id = new_session_id()
                 self.lists.clear()
+                self.usage.clear()
                 self.write(f"new session {self.session_id}", "class:dim")
                 self.send(ListLegs(session_id=self.session_id))
             case Help():
@@ -524,6 +532,8 @@ class ReplState:
                 )
             case LegFinished():
                 self.legs.pop(event.leg_id, None)
+            case Done():
+                self.usage.record(frame.task_hash, event)
         if run is None:
             self.transcript.foreign_event(frame.task_hash, event)
         else:

@@ -16,6 +16,7 @@ from prompt_toolkit.layout import ConditionalContainer, FormattedTextControl, Wi
 
 from agentrio.protocol.wording import plural
 from agentrio.repl.state import ReplState
+from agentrio.repl.usage import reported, toolbar_usage
 
 __all__ = ["SPINNER", "make_toolbar", "spinner_frame", "toolbar_fragments"]
 
@@ -43,6 +44,8 @@ def toolbar_fragments(state: ReplState, now: float | None = None) -> StyleAndTex
         sep,
         connection,
     ]
+    if reported(state.usage.session):  # a model reporting no tokens shows none
+        parts += [sep, ("class:toolbar", toolbar_usage(state.usage.session))]
     runs = len(state.runs)
     if runs:
         parts += [sep, ("class:toolbar.busy", f"{spin} {runs} running")]

@@ -1026,6 +1026,10 @@ class ChatView {
         if (event.usage && (event.usage.input_tokens || event.usage.output_tokens)) {
           this.add(task, el("div", { class: "note usage", text: usageLine(event.usage) }));
         }
+        const session = event.session_usage;
+        if (session && (session.input_tokens || session.output_tokens)) {
+          this.add(task, el("div", { class: "note usage session-usage", text: `session: ${usageLine(session)}` }));
+        }
         this.setState(task, "finished");
         break;
       }
