@@ -25,9 +25,8 @@ import trio
 
 from agentrio.engine import Config, open_engine
 from agentrio.engine.config import McpServerConfig
-from agentrio.engine.models.base import ToolCallRequest
-from agentrio.engine.rules import RuleBook
-from agentrio.engine.rules.kinds import McpToolSubject, mcp_tool_rule
+from agentrio.engine.models import ToolCallRequest
+from agentrio.engine.rules import McpToolSubject, RuleBook, mcp_tool_rule
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
 
 __all__ = ["run"]

@@ -69,6 +69,9 @@ PUBLIC_MODULES: Final = frozenset(
         "agentrio.engine.server",
         # Running commands in process groups, the sandbox, orphans (R48, R75).
         "agentrio.engine.processes",
+        # The home's remembered rules and their kinds, which bench/b16_mcp.py keeps one
+        # of to measure a rule-approved MCP call.
+        "agentrio.engine.rules",
         # The model protocol and building a configured model (bench/b13_model_turn.py).
         "agentrio.engine.models",
         # How a task's input is fitted from the session's exchanges within the context

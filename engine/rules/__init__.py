@@ -11,10 +11,12 @@ from __future__ import annotations
 from agentrio.engine.rules.book import RuleBook as RuleBook
 from agentrio.engine.rules.kinds import CommandSubject as CommandSubject
 from agentrio.engine.rules.kinds import EditSubject as EditSubject
+from agentrio.engine.rules.kinds import McpToolSubject as McpToolSubject
 from agentrio.engine.rules.kinds import Subject as Subject
 from agentrio.engine.rules.kinds import command_rule as command_rule
 from agentrio.engine.rules.kinds import covers as covers
 from agentrio.engine.rules.kinds import edits_rule as edits_rule
+from agentrio.engine.rules.kinds import mcp_tool_rule as mcp_tool_rule
 from agentrio.engine.rules.kinds import prefix_rule as prefix_rule
 from agentrio.engine.rules.kinds import rule_text as rule_text
 from agentrio.engine.rules.prefix import offered_prefix as offered_prefix
@@ -22,11 +24,13 @@ from agentrio.engine.rules.prefix import offered_prefix as offered_prefix
 __all__ = [
     "CommandSubject",
     "EditSubject",
+    "McpToolSubject",
     "RuleBook",
     "Subject",
     "command_rule",
     "covers",
     "edits_rule",
+    "mcp_tool_rule",
     "offered_prefix",
     "prefix_rule",
     "rule_text",
