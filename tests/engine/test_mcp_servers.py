@@ -276,3 +276,44 @@ async def test_the_reference_servers_tools_arrive_and_go(tmp_path: Path) -> None
         pid = state.pid
         assert pid is not None
     assert _gone(pid)
+
+
+@needs_npm
+async def test_a_streamable_http_server_gets_its_headers_from_the_environment(
+    tmp_path: Path,
+) -> None:
+    """Issue 32 §3: an ``url`` server (the reference server over streamable HTTP, its
+    header's value taken from the variable ``headers_env`` names) becomes ready and its
+    tools arrive; a header whose variable is unset fails the start with that reason
+    (no empty header is sent)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PORT": str(port)}
+    process = await trio.lowlevel.open_process(
+        ["node", str(EVERYTHING_JS), "streamableHttp"], env=env, start_new_session=True
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        web = McpServerConfig(url=url, headers_env={"X-Bench": "MCP_TEST_HEADER"})
+        missing = McpServerConfig(url=url, headers_env={"X-Gone": "NO_SUCH_VAR"}, max_restarts=0)
+        os.environ["MCP_TEST_HEADER"] = "hello"
+        config = Config(home=str(tmp_path), mcp={"web": web, "missing": missing})
+        async with open_engine(config) as engine:
+            assert engine.mcp is not None
+            with trio.fail_after(30):
+                state = await engine.mcp.wait_state("missing", "failed")
+                assert state.reason == (
+                    "LookupError: header X-Gone: environment variable NO_SUCH_VAR is not set"
+                )
+                # (the node server may still be binding its port: a restart then)
+                await engine.mcp.wait_state("web", "ready")
+            assert "mcp__web__echo" in {tool.name for tool in engine.toolbox}
+            [web_info, _] = engine.mcp.infos()
+            assert (web_info.transport, web_info.pid) == ("http", None)
+    finally:
+        os.environ.pop("MCP_TEST_HEADER", None)
+        process.kill()
+        await process.wait()
