@@ -237,9 +237,11 @@ class McpServers:
 
 
 def _ending_on_close(state: ServerState) -> Any:
-    """The session's message handler: a transport error (the read stream broke)
-    ends the server's life so it restarts; notifications need nothing here (progress
-    goes to its call's callback)."""
+    """The session's message handler: a transport error (a line that is not JSON-RPC)
+    is logged; the server's life ends when its process exits or a call finds the
+    connection closed, not here. Notifications need nothing here (progress goes to
+    its call's callback; a changed tool list is not followed: the tools listed at
+    start stay until the server restarts)."""
 
     async def handle(message: Any) -> None:
         if isinstance(message, Exception):
