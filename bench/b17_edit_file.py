@@ -19,15 +19,14 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import trio
 
-from agentrio.engine import Config, open_engine
-from agentrio.engine.models.base import ModelReply, ToolCallRequest
-from agentrio.engine.models.scripted import ScriptedModel
-from agentrio.engine.pending import AskReply, Offered
+from agentrio.engine import AskReply, Config, open_engine
+from agentrio.engine.models import Message, ModelReply, ToolCallRequest, ToolSpec
 from bench.common import BenchArgs, BenchResult, Stats, main, profiling
 
 __all__ = ["run"]
@@ -42,6 +41,25 @@ def _content(marker: str) -> str:
         f"line {i:05d} {marker if i == LINES // 2 else 'unchanged'}{'.' * 30}\n"
         for i in range(LINES)
     )
+
+
+class _Replay:
+    """A model that replays ``replies`` in order (the engine's scripted model is
+    internal; the benches use its public model protocol)."""
+
+    name = "b17"
+
+    def __init__(self, replies: list[ModelReply]) -> None:
+        self._replies = iter(replies)
+
+    async def complete(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], **sinks: Any
+    ) -> ModelReply:
+        await trio.lowlevel.checkpoint()
+        return next(self._replies)
+
+    async def aclose(self) -> None:
+        return None
 
 
 def _direct(path: Path, old: str, new: str) -> None:
@@ -65,7 +83,7 @@ async def _measure(work: Path, rounds: int, profile: Path | None) -> dict[str, l
             ModelReply(tool_calls=[ToolCallRequest(id=f"e{n}", name="edit_file", args=args)])
         )
         calls.append(ModelReply(text="done"))
-    model = ScriptedModel(calls)
+    model = _Replay(calls)
     path.write_text(_content("before"))
     async with open_engine(Config(home=str(work / "home")), model=model) as engine:
         with engine.registry.listen("chat-") as listener:
@@ -73,8 +91,9 @@ async def _measure(work: Path, rounds: int, profile: Path | None) -> dict[str, l
             async def approving() -> None:
                 while True:
                     notice = await listener.next_notice()
-                    if isinstance(notice, Offered):
-                        await engine.answer(notice.entry.id, AskReply(approve=True), by=listener)
+                    entry = getattr(notice, "entry", None)  # only an offer carries one
+                    if entry is not None:
+                        await engine.answer(entry.id, AskReply(approve=True), by=listener)
 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(approving)
