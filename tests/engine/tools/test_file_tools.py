@@ -25,6 +25,7 @@ from agentrio.engine.core import Engine
 from agentrio.engine.models.base import ModelReply, ToolCallRequest
 from agentrio.engine.models.scripted import ScriptedModel
 from agentrio.engine.pending import AskReply, Offered
+from agentrio.engine.rules import CommandSubject, EditSubject, command_rule, covers, edits_rule
 from agentrio.protocol.codec import dumps
 from agentrio.protocol.events import Confirm, Event, ToolResult, ToolSkipped
 
@@ -316,7 +317,7 @@ async def test_a_new_file_gets_0666_less_the_umask(config: Config, work: Path) -
 async def test_always_allow_edits_under_a_directory(config: Config, work: Path) -> None:
     """Issue 32 s2: "Always allow edits under <dir>" is an offered rule of its own, kept
     in the home's rules with its directory; it covers edits under it and nothing else
-    -- a sibling directory still asks."""
+    -- a sibling directory still asks -- and, forgotten, covers nothing."""
     (work / "sub").mkdir()
     other = work.parent / "other"
     other.mkdir()
@@ -333,8 +334,11 @@ async def test_always_allow_edits_under_a_directory(config: Config, work: Path) 
     model = _calls(
         ("write_file", {"path": "a.txt", "content": "a\n"}),
         ("write_file", {"path": "b.txt", "content": "b\n"}),
+        ("write_file", {"path": "sub/e.txt", "content": "e\n"}),
         ("write_file", {"path": str(other / "c.txt"), "content": "c\n"}),
+        ("write_file", {"path": "d.txt", "content": "d\n"}),
     )
+    left: list[Any] = []
     async with open_engine(config, model=model) as engine:
         with engine.registry.listen("chat-") as listener:
             run = await engine.start_task("chat-rules", "go")
@@ -345,15 +349,42 @@ async def test_always_allow_edits_under_a_directory(config: Config, work: Path) 
                         notice = await listener.next_notice()
                         if isinstance(notice, Offered):
                             reply = remember_first(notice, engine)
+                            if len(asked) == 2:  # the sibling's ask: forget the rule now
+                                left.append(await engine.allowed("chat-rules"))
+                                await engine.forget_allowed("chat-rules", "all")
                             await engine.answer(notice.entry.id, reply, by=listener)
 
                 nursery.start_soon(answering)
                 await run.wait_done()
                 nursery.cancel_scope.cancel()
         rules = await engine.allowed("chat-rules")
-    assert asked == [str(work / "a.txt"), str(other / "c.txt")]
-    assert [(r.kind, r.command, r.cwd) for r in rules] == [
+    # a.txt asked and was remembered; b.txt and sub/e.txt (under it) did not ask; the
+    # sibling asked; once the rule was forgotten, d.txt asked again.
+    assert asked == [str(work / "a.txt"), str(other / "c.txt"), str(work / "d.txt")]
+    [listed] = left
+    assert [(r.kind, r.command, r.cwd) for r in listed] == [
         ("edits", "write_file, edit_file", str(work))
     ]
-    assert (work / "b.txt").read_text() == "b\n"
+    assert rules == []
+    for name, text in (("b.txt", "b\n"), ("sub/e.txt", "e\n"), ("d.txt", "d\n")):
+        assert (work / name).read_text() == text
     assert (other / "c.txt").read_text() == "c\n"
+
+
+def test_an_edits_rule_covers_only_file_changes_under_its_directory() -> None:
+    """Issue 32 s2: "under" by whole path components (``/w/ab`` is not under ``/w/a``),
+    never a command, and no command rule covers a file change."""
+    rule = edits_rule("/w/a", at=1.0)
+    assert rule.covers == "edits of files under /w/a (write_file, edit_file)"
+    assert covers(rule, EditSubject(path="/w/a/x", cwd="/w/a"))
+    assert covers(rule, EditSubject(path="/w/a/b/x", cwd="/w/a/b"))
+    assert not covers(rule, EditSubject(path="/w/ab/x", cwd="/w/ab"))
+    assert not covers(rule, EditSubject(path="/w/x", cwd="/w"))
+    command = CommandSubject(
+        command="write_file, edit_file", argv=None, cwd="/w/a", restricted=False
+    )
+    assert not covers(rule, command)
+    assert not covers(
+        command_rule("write_file, edit_file", "/w/a", at=1.0),
+        EditSubject(path="/w/a/x", cwd="/w/a"),
+    )
