@@ -58,6 +58,7 @@ __all__ = [
     "budget",
     "call_model",
     "compact",
+    "compact_session",
     "load_context",
     "model_config",
     "usage_of",
@@ -205,6 +206,15 @@ async def compact(
     await services.store.put_summary(session_id, summary)
     kept = [e for e in stored.exchanges if e.end_at > summary.upto]
     return StoredConversation(summary=summary, exchanges=kept)
+
+
+async def compact_session(services: Services, session_id: str) -> int:
+    """Fold every earlier exchange of the session into its summary now (``/compact``,
+    the ``compact`` frame, ``POST …/compact``); returns how many were folded. Tasks
+    running keep the input they started with; the next one starts from the summary."""
+    stored = await services.store.conversation(session_id, limit=WINDOW)
+    await compact(services, session_id, stored, stored.exchanges)
+    return len(stored.exchanges)
 
 
 def _transcript(summary: Summary | None, exchanges: Sequence[Exchange]) -> str:

@@ -421,9 +421,9 @@ class AgentsMd:
 class Compacted:
     """The session's earlier conversation was compacted to fit the model's context:
     ``summarised`` exchanges folded into its summary, ``elided`` older tool results
-    left out of this task's input. ``reason``: ``budget`` (it no longer fit),
-    ``requested`` (``/compact``) or ``context_length`` (the provider refused the input
-    as too long)."""
+    left out of this task's input. ``reason``: ``budget`` (it no longer fit) or
+    ``context_length`` (the provider refused the input as too long). ``/compact``
+    outside a task is answered by a ``compacted_session`` frame instead."""
 
     KIND: ClassVar[str] = "compacted"
     seq: int

@@ -41,6 +41,8 @@ __all__ = [
     "Cancel",
     "Challenge",
     "ClientFrame",
+    "Compact",
+    "CompactedSession",
     "DoneFrame",
     "ErrorFrame",
     "EventFrame",
@@ -299,6 +301,17 @@ class SetModel:
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
+@attrs.frozen(kw_only=True)
+class Compact:
+    """Compact the session's conversation now (the REPL's ``/compact``, issue 31 item
+    3): every earlier exchange is folded into its stored summary, so the next task's
+    model input starts from the summary. Answered by ``compacted_session``."""
+
+    TYPE: ClassVar[str] = "compact"
+    session_id: str
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
 ClientFrame = (
     Hello
     | Prove
@@ -317,6 +330,7 @@ ClientFrame = (
     | ListAllowed
     | ForgetAllowed
     | SetModel
+    | Compact
 )
 
 # ---------------------------------------------------------------- daemon → client
@@ -540,6 +554,17 @@ class ModelInfo:
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
+@attrs.frozen(kw_only=True)
+class CompactedSession:
+    """The answer to ``compact``: how many earlier exchanges were folded into the
+    session's summary (0: there was nothing to fold)."""
+
+    TYPE: ClassVar[str] = "compacted_session"
+    session_id: str
+    summarised: int
+    request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+
+
 ServerFrame = (
     Welcome
     | Challenge
@@ -556,6 +581,7 @@ ServerFrame = (
     | McpList
     | AllowedList
     | ModelInfo
+    | CompactedSession
 )
 
 CLIENT_FRAME_TYPES: tuple[type[Any], ...] = ClientFrame.__args__

@@ -20,6 +20,7 @@ __all__ = [
     "BODY_TYPES",
     "AllowedRules",
     "CancelResult",
+    "Compaction",
     "ConfirmRequest",
     "ErrorBody",
     "ErrorDetail",
@@ -176,6 +177,14 @@ class ModelRequest:
 
 
 @attrs.frozen(kw_only=True)
+class Compaction:
+    """``POST /v1/session/{id}/compact``: the session's conversation was compacted on
+    request; ``summarised`` earlier exchanges were folded into its summary."""
+
+    summarised: int
+
+
+@attrs.frozen(kw_only=True)
 class SessionModel:
     """``GET``/``PUT /v1/session/{id}/model``: the session's model (``name`` chosen,
     ``model`` what it names) and every choice."""
@@ -270,6 +279,7 @@ class ErrorBody:
 
 
 BODY_TYPES: tuple[type[Any], ...] = (
+    Compaction,
     ModelRequest,
     SessionModel,
     SendRequest,

@@ -25,6 +25,7 @@ __all__ = [
     "AllowedCmd",
     "CancelChoice",
     "Command",
+    "CompactCmd",
     "ConfirmChoice",
     "DropPending",
     "Empty",
@@ -66,6 +67,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
     ("/expand", "print the last folded output (… N more lines) in full"),
     ("/mcp", "show the MCP servers ([mcp.NAME]) and their states"),
     ("/model", "show the session's model and the choices; /model NAME uses NAME from now on"),
+    ("/compact", "fold the session's earlier exchanges into its summary now (smaller input)"),
     ("/usage", "tokens (and cost, when priced) of each finished task and of the session"),
     ("/session", "show the session id, window and daemon"),
     ("/new", "start a new session"),
@@ -168,6 +170,11 @@ class ModelCmd:
 
 
 @attrs.frozen
+class CompactCmd:
+    """``/compact``: compact the session's conversation now (issue 31 item 3)."""
+
+
+@attrs.frozen
 class UsageCmd:
     """``/usage``: each finished task's tokens and the session's (issue 31 item 7)."""
 
@@ -228,6 +235,7 @@ Command = (
     | History
     | ModelCmd
     | UsageCmd
+    | CompactCmd
     | HistoryRecordCmd
     | Expand
     | SessionInfo
@@ -282,6 +290,8 @@ def parse_line(line: str) -> Command:
             return SessionInfo()
         case "/usage":
             return UsageCmd()
+        case "/compact":
+            return CompactCmd()
         case "/expand":
             return Expand()
         case "/mcp":

@@ -23,6 +23,8 @@ from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
     Ask,
+    Compact,
+    CompactedSession,
     DoneFrame,
     ErrorFrame,
     EventFrame,
@@ -43,10 +45,11 @@ from agentrio.protocol.frames import (
     Welcome,
     Withdrawn,
 )
-from agentrio.protocol.wording import plural
+from agentrio.protocol.wording import compacted_line, plural
 from agentrio.repl.commands import (
     AllowedCmd,
     CancelChoice,
+    CompactCmd,
     ConfirmChoice,
     DropPending,
     Empty,
@@ -236,6 +239,8 @@ class ReplState:
                     self._lines(unfold(folded))
             case McpCmd():
                 self.send(ListMcp())
+            case CompactCmd():
+                self.send(Compact(session_id=self.session_id))
             case UsageCmd():
                 for text, style in self.usage.report():
                     self.write(text, style)
@@ -446,6 +451,9 @@ class ReplState:
                 self.lists.allowed_list(message)
             case ModelInfo():
                 self._model_info(message)
+            case CompactedSession(session_id=session_id, summarised=summarised):
+                if session_id == self.session_id:
+                    self.write(compacted_line(summarised, 0), "class:dim")
 
     def _model_info(self, frame: ModelInfo) -> None:
         """The answer to ``/model``: the toolbar names the chosen model, the transcript

@@ -57,6 +57,7 @@ from agentrio.protocol.errors import ErrorCode, FrameDecodeError
 from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
+    Compact,
     ForgetAllowed,
     ListAllowed,
     ListLegs,
@@ -445,6 +446,13 @@ async def session_model(request: Request, ctx: ServerContext) -> Response:
     return json_response(ctx.commands.model(SetModel(session_id=_session_id(request), name=name)))
 
 
+async def compact(request: Request, ctx: ServerContext) -> Response:
+    """Compact the session's conversation now: 200 with how many earlier exchanges
+    were folded into its summary (issue 31 item 3)."""
+    frame = Compact(session_id=_session_id(request))
+    return json_response(await ctx.commands.compact(frame))
+
+
 async def forget_allowed(request: Request, ctx: ServerContext) -> Response:
     """Remove one remembered rule (or ``all``): 200 with the rules left and those
     removed, 404 for an unknown rule (R76, R92)."""
@@ -522,6 +530,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(session + "/legs/{leg_id}/cancel", _endpoint(cancel_leg), methods=["POST"]),
         Route(session + "/allowed", _endpoint(allowed), methods=["GET"]),
         Route(session + "/model", _endpoint(session_model), methods=["GET", "PUT"]),
+        Route(session + "/compact", _endpoint(compact), methods=["POST"]),
         Route(session + "/allowed/{rule_id}", _endpoint(forget_allowed), methods=["DELETE"]),
         Route("/", _endpoint(static_file, auth=False), methods=["GET"]),
         Route("/static/{name}", _endpoint(static_file, auth=False), methods=["GET"]),

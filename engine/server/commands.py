@@ -28,6 +28,7 @@ report any error (HTTP status + body, or an ``error`` frame).
 | `allowed` | ``GET …/allowed`` | ``list_allowed`` | `AllowedRules` |
 | `forget_allowed` | ``DELETE …/allowed/{rule}`` | ``forget_allowed`` | `AllowedRules` |
 | `model` | ``GET``/``PUT …/model`` | ``set_model`` | `SessionModel` |
+| `compact` | ``POST …/compact`` | ``compact`` | `Compaction` |
 | `questions`, `drop`, `history`, `history_record` | ``GET``/``DELETE`` routes | — | bodies |
 
 Listening, subscribing and event streams are not commands: they are the state of one
@@ -40,6 +41,7 @@ import re
 from collections.abc import Callable, Collection
 from typing import Final
 
+from agentrio.engine.compaction import compact_session
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
@@ -49,6 +51,7 @@ from agentrio.engine.server.cluster import Cluster
 from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
+    Compact,
     ForgetAllowed,
     ListAllowed,
     ListLegs,
@@ -62,6 +65,7 @@ from agentrio.protocol.frames import (
 from agentrio.protocol.http import (
     AllowedRules,
     CancelResult,
+    Compaction,
     HistoryList,
     HistoryRecord,
     LegCancelResult,
@@ -335,6 +339,12 @@ class Commands:
         choices = [ModelChoice(name=n, model=m) for n, m in catalog.choices.items()]
         name = catalog.chosen(session_id) if catalog is model else DEFAULT
         return SessionModel(name=name, model=catalog.choices[name], choices=choices)
+
+    async def compact(self, frame: Compact) -> Compaction:
+        """Compact the session's conversation now (issue 31 item 3, ``/compact``)."""
+        session_id = check_session_id(frame.session_id)
+        summarised = await compact_session(self.engine.services, session_id)
+        return Compaction(summarised=summarised)
 
     async def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
         """Remove one remembered rule, or all with ``all`` (R76, R92): the rules left

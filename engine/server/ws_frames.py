@@ -21,6 +21,8 @@ from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
     ClientFrame,
+    Compact,
+    CompactedSession,
     ForgetAllowed,
     LegList,
     ListAllowed,
@@ -62,6 +64,7 @@ CommandFrame = (
     | ListAllowed
     | ForgetAllowed
     | SetModel
+    | Compact
 )
 #: The frames `answer_command` takes.
 COMMAND_FRAMES: Final = CommandFrame.__args__
@@ -100,6 +103,11 @@ async def answer_command(
                 rules=left.rules,
                 removed=left.removed,
                 request_id=request_id,
+            )
+        case Compact(session_id=session_id, request_id=request_id):
+            compaction = await commands.compact(frame)
+            return CompactedSession(
+                session_id=session_id, summarised=compaction.summarised, request_id=request_id
             )
         case SetModel(session_id=session_id, request_id=request_id):
             model = commands.model(frame)

@@ -11,6 +11,8 @@ denial's reason) is read back from aimock's journal.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +156,27 @@ async def start_daemon(home: Path, aimock: Aimock, dialect: str, **model: Any) -
     }
     (home / "config.toml").write_text(tomli_w.dumps(config))
     return await trio.to_thread.run_sync(DaemonProcess, home)
+
+
+@contextlib.asynccontextmanager
+async def talking_daemon(
+    nursery: trio.Nursery,
+    tmp_path: Path,
+    dialect: str,
+    fixtures: list[dict[str, Any]],
+    **model: Any,
+) -> AsyncIterator[tuple[Aimock, DaemonProcess, FrameConnection]]:
+    """aimock serving ``fixtures``, a daemon speaking ``dialect`` to it (``model``
+    overrides ``[model]`` keys) and a connection to it, within 60 s; the daemon must
+    stop cleanly."""
+    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures))
+    daemon = await start_daemon(tmp_path / "home", aimock, dialect, **model)
+    try:
+        with trio.fail_after(60):
+            async with open_frame_connection(daemon.info.ws_url, daemon.info.token) as conn:
+                yield aimock, daemon, conn
+    finally:
+        assert await trio.to_thread.run_sync(daemon.stop) == 0
 
 
 async def until_done(conn: FrameConnection, request_id: str) -> list[ServerFrame]:

@@ -10,8 +10,6 @@ server no one here wrote.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +29,7 @@ from agentrio.protocol.frames import (
     ServerFrame,
 )
 from agentrio.protocol.http import PendingTasks
-from agentrio.transport import FrameConnection, open_frame_connection
-from tests.aimock import Aimock, start_aimock, write_fixture
-from tests.e2e.test_dialects_e2e import DIALECTS, start_daemon, until_done
+from tests.e2e.test_dialects_e2e import DIALECTS, talking_daemon, until_done
 
 
 @pytest.fixture(params=list(DIALECTS))
@@ -54,22 +50,6 @@ def limited(words: str, retry_after_s: int, reply: str) -> list[dict[str, Any]]:
         },
         {"match": {"userMessage": words, "sequenceIndex": 1}, "response": {"content": reply}},
     ]
-
-
-@contextlib.asynccontextmanager
-async def limited_daemon(
-    nursery: trio.Nursery, tmp_path: Path, dialect: str, fixtures: list[dict[str, Any]]
-) -> AsyncIterator[tuple[Aimock, FrameConnection]]:
-    """aimock serving ``fixtures``, a daemon speaking ``dialect`` to it with 3 tries
-    per call, and a connection to the daemon; the daemon must stop cleanly."""
-    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures))
-    daemon = await start_daemon(tmp_path / "home", aimock, dialect, retries=3)
-    try:
-        with trio.fail_after(60):
-            async with open_frame_connection(daemon.info.ws_url, daemon.info.token) as conn:
-                yield aimock, conn
-    finally:
-        assert await trio.to_thread.run_sync(daemon.stop) == 0
 
 
 def failing_after_a_command(words: str, command: str) -> list[dict[str, Any]]:
@@ -112,7 +92,11 @@ async def test_429_then_success_shows_exactly_one_retrying_event(
     the task gets exactly one ``retrying`` event (rate limited, the provider's 1 s, the
     first try) before the reply's text, and finishes with it."""
     fixtures = limited("busy hour", 1, "Answered after the wait.")
-    async with limited_daemon(nursery, tmp_path, dialect, fixtures) as (aimock, conn):
+    async with talking_daemon(nursery, tmp_path, dialect, fixtures, retries=3) as (
+        aimock,
+        _,
+        conn,
+    ):
         await conn.send(Run(request_id="r", session_id="cli-429", input="busy hour"))
         frames = await until_done(conn, "r")
     done = frames[-1]
@@ -134,7 +118,11 @@ async def test_cancel_during_a_30_s_back_off_lands_at_once(
     ``retrying`` event arrived ends the task (its ``canceled`` event and ``done``)
     within 100 ms, and the model is not asked again."""
     fixtures = limited("slow hour", 30, "never sent")
-    async with limited_daemon(nursery, tmp_path, dialect, fixtures) as (aimock, conn):
+    async with talking_daemon(nursery, tmp_path, dialect, fixtures, retries=3) as (
+        aimock,
+        _,
+        conn,
+    ):
         await conn.send(Run(request_id="r", session_id="cli-wait", input="slow hour"))
         task_hash = ""
         while True:
@@ -167,27 +155,18 @@ async def test_a_task_whose_model_fails_is_kept_and_resumes_without_rerunning_a_
     log = tmp_path / "ran.log"
     command = f"sh -c 'echo ran >> {log}'"
     fixtures = failing_after_a_command("write the log", command)
-    aimock = await start_aimock(nursery, write_fixture(tmp_path, fixtures))
-    daemon = await start_daemon(tmp_path / "home", aimock, dialect)
-    info = daemon.info
-    try:
-        with trio.fail_after(60):
-            async with open_frame_connection(info.ws_url, info.token) as conn:
-                run = Run(
-                    request_id="r", session_id="cli-kept", input="write the log", allow_all=True
-                )
-                await conn.send(run)
-                frames = await until_done(conn, "r")
-                headers = {"Authorization": f"Bearer {info.token}"}
-                async with httpx.AsyncClient(base_url=info.base_url, headers=headers) as http:
-                    response = await http.get("/v1/session/cli-kept/task")
-                (kept,) = decode(response.content, PendingTasks).tasks
-                await conn.send(
-                    PendingFrame(request_id="p", session_id="cli-kept", task_hash=kept.task_hash)
-                )
-                resumed = await until_done(conn, "p")
-    finally:
-        assert await trio.to_thread.run_sync(daemon.stop) == 0
+    async with talking_daemon(nursery, tmp_path, dialect, fixtures) as (aimock, daemon, conn):
+        run = Run(request_id="r", session_id="cli-kept", input="write the log", allow_all=True)
+        await conn.send(run)
+        frames = await until_done(conn, "r")
+        headers = {"Authorization": f"Bearer {daemon.info.token}"}
+        async with httpx.AsyncClient(base_url=daemon.info.base_url, headers=headers) as http:
+            response = await http.get("/v1/session/cli-kept/task")
+        (kept,) = decode(response.content, PendingTasks).tasks
+        await conn.send(
+            PendingFrame(request_id="p", session_id="cli-kept", task_hash=kept.task_hash)
+        )
+        resumed = await until_done(conn, "p")
     done = frames[-1]
     assert isinstance(done, DoneFrame)
     assert done.status == "failed"

@@ -1,6 +1,7 @@
 """The REPL in a real terminal, against the real daemon and aimock (issue 31 items 6
-and 7): a rate-limited call shows its ``retrying`` line, and once the task finishes
-the status bar shows the session's tokens and cost, and ``/usage`` lists them.
+and 7, ``/compact`` of 3): a rate-limited call shows its ``retrying`` line; once the
+task finishes the status bar shows the session's tokens and cost, ``/usage`` lists
+them, and ``/compact`` says what it folded.
 
 aimock answers the first request with its own 429 (``Retry-After: 1``) and the next
 with a reply that reports its tokens; ``[model] price_*`` prices them.
@@ -21,6 +22,11 @@ from tests.e2e.test_repl_tmux import Tmux, _start_repl, wait_for
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 FIXTURES = [
+    {
+        # ``/compact``'s summary request: its transcript quotes the exchange.
+        "match": {"userMessage": "user: count my tokens"},
+        "response": {"content": "Tokens were counted."},
+    },
     {
         "match": {"userMessage": "count my tokens", "sequenceIndex": 0},
         "response": {
@@ -56,6 +62,11 @@ def _show_usage(tmux: Tmux) -> None:
         for line in tmux.lines()
         if not line.startswith("  session")
     ), tmux.screen()
+    tmux("send-keys", "-t", "repl", "/compact", "Enter")
+    wait_for(
+        lambda: "⟲ conversation compacted: 1 earlier exchange summarised" in tmux.lines(),
+        "/compact's answer",
+    )
 
 
 async def test_the_repl_shows_a_retry_and_the_sessions_usage(
@@ -63,7 +74,8 @@ async def test_the_repl_shows_a_retry_and_the_sessions_usage(
 ) -> None:
     """Issue 31 (6, 7): "↻ rate limited, retrying in 1 s" is printed while the call
     waits; the status bar then shows the session's tokens and cost, and ``/usage``
-    prints the task's usage and the session's."""
+    prints the task's usage and the session's; ``/compact`` then says it summarised
+    the one earlier exchange."""
     aimock = await start_aimock(nursery, write_fixture(tmp_path, FIXTURES))
     home = tmp_path / "home"
     daemon = await start_daemon(

@@ -1,9 +1,11 @@
 """The session's token usage in the REPL: the status bar and ``/usage`` (issue 31
-item 7), from ``done`` events of this window's tasks and the session's others."""
+item 7), from ``done`` events of this window's tasks and the session's others; and
+``/compact`` (item 3), which asks the daemon to fold the session's conversation."""
 
 from __future__ import annotations
 
 from agentrio.protocol.events import Done, TokenUsage
+from agentrio.protocol.frames import Compact, CompactedSession
 from agentrio.repl.toolbar import toolbar_fragments
 from agentrio.repl.usage import NONE_YET
 from tests.repl.helpers import connected_state, event
@@ -55,3 +57,23 @@ def test_a_model_that_reports_no_tokens_shows_no_usage() -> None:
     assert "tokens" not in toolbar_text(state)
     state.submit("/usage extra")
     assert state.notice == "usage: /usage (takes no arguments)"
+
+
+def test_compact_asks_the_daemon_and_says_what_it_folded() -> None:
+    """Issue 31 (3): ``/compact`` sends ``compact`` for this session; the answer is
+    said in the words of the ``compacted`` event (nothing to fold included); an
+    answer for another session is not this window's."""
+    state, sent = connected_state()
+    sent.clear()
+    state.submit("/compact")
+    assert sent == [Compact(session_id=state.session_id)]
+    state.handle(CompactedSession(session_id=state.session_id, summarised=3))
+    assert state.output[-1] == (
+        "class:dim",
+        "⟲ conversation compacted: 3 earlier exchanges summarised",
+    )
+    state.handle(CompactedSession(session_id=state.session_id, summarised=0))
+    assert state.output[-1] == ("class:dim", "⟲ conversation compacted: nothing to fold")
+    before = list(state.output)
+    state.handle(CompactedSession(session_id="cli-other", summarised=2))
+    assert state.output == before
