@@ -550,6 +550,11 @@ async def test_resumed_task_shows_the_persons_words(page: Page, daemon: Daemon) 
     await page.click(resume)
     again = await resumed_task(page, sleeper)
     assert await said_last(page, again) == "resumed"
+    cancel = armed(again, "cancel-in-confirm")
+    # The reload below must find the resumed sleep's confirmation open: one asked in
+    # the moment the reloading page listens nowhere is denied at once (R8), while an
+    # open one waits for the page's return (R79).
+    await page.wait_present(cancel, "the resumed sleep's confirmation")
 
     await page.navigate(daemon.base_url + "/")
     await page.wait_for("document.getElementById('stream-status').textContent === 'live'", "live")
@@ -558,8 +563,7 @@ async def test_resumed_task_shows_the_persons_words(page: Page, daemon: Daemon) 
         "[...document.querySelectorAll('#log .user-text')].map((n) => n.textContent)"
     )
     assert said == ["ask: Which? | a, b", "b", "run: sleep 30", "resumed"]
-    cancel = armed(again, "cancel-in-confirm")
-    await page.wait_present(cancel, "the resumed sleep's confirmation")
+    await page.wait_present(cancel, "the resumed sleep's confirmation, after the reload")
     await page.click(cancel)
     await wait_state(page, again, "canceled")
 
