@@ -172,6 +172,7 @@ async def compact(
     dropped: Sequence[Exchange],
     *,
     run: TaskRun | None = None,
+    session: _SessionState | None = None,
 ) -> StoredConversation:
     """Fold ``dropped`` (the oldest exchanges, oldest first) and the old summary into
     the session's new summary; returns the conversation as it now stands. A model that
@@ -192,6 +193,8 @@ async def compact(
         text = reply.text.strip()
         if run is not None:
             _count(run, config, reply)
+        elif session is not None:  # asked for outside a task: the session's cost still
+            session.usage = session.usage + usage_of(config, reply.usage)
     except ModelError as exc:
         text = ""
         failure = str(exc)
@@ -208,12 +211,15 @@ async def compact(
     return StoredConversation(summary=summary, exchanges=kept)
 
 
-async def compact_session(services: Services, session_id: str) -> int:
+async def compact_session(
+    services: Services, session_id: str, session: _SessionState | None = None
+) -> int:
     """Fold every earlier exchange of the session into its summary now (``/compact``,
-    the ``compact`` frame, ``POST …/compact``); returns how many were folded. Tasks
-    running keep the input they started with; the next one starts from the summary."""
+    the ``compact`` frame, ``POST …/compact``); returns how many were folded, and
+    counts the summary's usage in ``session``'s. Tasks running keep the input they
+    started with; the next one starts from the summary."""
     stored = await services.store.conversation(session_id, limit=WINDOW)
-    await compact(services, session_id, stored, stored.exchanges)
+    await compact(services, session_id, stored, stored.exchanges, session=session)
     return len(stored.exchanges)
 
 

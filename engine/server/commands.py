@@ -343,7 +343,8 @@ class Commands:
     async def compact(self, frame: Compact) -> Compaction:
         """Compact the session's conversation now (issue 31 item 3, ``/compact``)."""
         session_id = check_session_id(frame.session_id)
-        summarised = await compact_session(self.engine.services, session_id)
+        session = self.engine.sessions.get(session_id)  # a daemon's-life total, if any
+        summarised = await compact_session(self.engine.services, session_id, session)
         return Compaction(summarised=summarised)
 
     async def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:
