@@ -19,6 +19,7 @@ from agentrio.frontends.asks import (
 )
 from agentrio.frontends.markup import DISCORD_MARKDOWN, TELEGRAM_HTML, paginate
 from agentrio.handles import Decision
+from agentrio.protocol.events import FileChange, ToolDetails
 from agentrio.protocol.frames import Ask
 from agentrio.protocol.rules import RuleOffer
 
@@ -85,3 +86,37 @@ def test_an_offered_rule_is_shown_whole_and_only_its_own_press_chooses_it() -> N
     assert decision_of("p0", ask) == Decision.allow(rule="command_prefix")
     for forged in ("p1", "p", "px", "p-1", "p00x"):
         assert decision_of(forged, ask) is None
+
+
+def test_a_file_change_shows_its_diff_and_offers_only_its_edits_rule() -> None:
+    """Issue 32 s2: a file change's confirmation shows the real path, then the diff one
+    line per row with each line's marker before its ``│`` (a ``\\r`` and a bidi control
+    escaped), then the directory; its buttons have no "this exact command" choice, and
+    a forged ``r`` press gives nothing."""
+    change = FileChange(
+        path="/w/app.py",
+        diff="@@ -1,2 +1,2 @@\n a\n-b\r\n+b\u202e2\r\n",
+        added=1,
+        removed=1,
+        rule_dir="/w",
+    )
+    offer = RuleOffer(kind="edits", covers="edits of files under /w (write_file, edit_file)")
+    ask = attrs.evolve(
+        _ask({"path": "/w/app.py"}),
+        tool_name="edit_file",
+        details=ToolDetails(change=change),
+        offers=[offer],
+    )
+    assert command_text(ask).split("\n") == [
+        "  │ path: /w/app.py",
+        "  │ diff (+1 -1 lines):",
+        "@@│ -1,2 +1,2 @@",
+        "  │ a",
+        " -│ b⟨\\r⟩",
+        " +│ b⟨\\u202e⟩2⟨\\r⟩",
+        "  │ this directory: /w",
+    ]
+    data = [b.data for row in confirm_buttons("7", ask) for b in row]
+    assert data == ["7|a", "7|d", "7|k", "7|x", "7|p0"]
+    assert decision_of("r", ask) is None
+    assert decision_of("p0", ask) == Decision.allow(rule="edits")

@@ -191,3 +191,36 @@ def test_background_cancel_frame() -> None:
         session_id="cli-1", leg_id="cmd_1a2b3c4d"
     )
     assert background_cancel_frame("cli-1", "all").leg_id == "all"
+
+
+def test_a_file_change_offers_four_fixed_choices_and_its_edits_rule() -> None:
+    """Issue 32 s2: a file change's dialog has no "Always allow this exact command" and
+    no "Allow this turn"; its edits rule follows the four others, and choosing it sends
+    ``rule`` ``edits``."""
+    from agentrio.protocol.events import FileChange, ToolDetails
+    from agentrio.protocol.frames import Ask
+    from agentrio.protocol.rules import RuleOffer
+    from agentrio.repl.commands import ConfirmChoice, confirm_choices, confirm_reply
+
+    change = FileChange(path="/w/a", diff="@@ -1 +1 @@\n-a\n+b\n", added=1, removed=1)
+    ask = Ask(
+        id="q",
+        kind="tool_confirm",
+        session_id="cli-x",
+        task_hash="t",
+        tool_name="edit_file",
+        tool_args={"path": "/w/a"},
+        offers=[RuleOffer(kind="edits", covers="edits of files under /w (write_file, edit_file)")],
+        details=ToolDetails(change=change),
+    )
+    choices = confirm_choices(ask)
+    assert [label for _, label, _ in choices] == [
+        "Approve",
+        "Deny with reason",
+        "Stop and discard",
+        "Stop, keep to resume",
+        "Always allow edits of files under /w (write_file, edit_file)",
+    ]
+    choice, _, rule = choices[-1]
+    assert choice is ConfirmChoice.RULE
+    assert confirm_reply("q", choice, rule=rule) == Reply(id="q", approve=True, rule="edits")
