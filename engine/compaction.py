@@ -205,7 +205,10 @@ async def compact(
         earlier = f"{stored.summary.text}\n" if stored.summary else ""
         lines = "\n".join(f"- {clamp(a, 200)}" for a in asked)
         text = f"{earlier}Earlier requests (not summarised: {failure}):\n{lines}"
-    summary = Summary(text=text, upto=dropped[-1].end_at)
+    # The summary rides in every later input: it keeps to a quarter of the budget
+    # (~4 bytes a token), however long the model's answer, and however many times a
+    # model that gives none has had its plain list of requests grow.
+    summary = Summary(text=clamp(text, budget(config)), upto=dropped[-1].end_at)
     await services.store.put_summary(session_id, summary)
     kept = [e for e in stored.exchanges if e.end_at > summary.upto]
     return StoredConversation(summary=summary, exchanges=kept)
