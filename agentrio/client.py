@@ -36,6 +36,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -173,6 +174,7 @@ class Client:
         window_hash: str = "",
         allow_all: bool = False,
         on_ask: Rule | None = None,
+        cwd: str | os.PathLike[str] = "",
     ) -> RunHandle:
         """Start a task; returns once it is ``accepted`` (its hash is known, so it can
         be cancelled). Raises `StartFailed` when the daemon refused to start it.
@@ -181,7 +183,10 @@ class Client:
         queued on `RunHandle.asks`; the rule runs in the client's nursery, so an
         exception it raises ends the connection and propagates out of `connect`. A
         ``chat-`` (or other non-``cli-``) task's asks reach this connection only if
-        it listens (`listen`) on a prefix of the session id (R8)."""
+        it listens (`listen`) on a prefix of the session id (R8).
+
+        ``cwd`` (an absolute path, or relative to the session's directory) becomes the
+        session's working directory first (R86); empty: the session's stays."""
         request_id = self._new_id("r")
         frame = Run(
             request_id=request_id,
@@ -189,6 +194,7 @@ class Client:
             input=text,
             window_hash=window_hash,
             allow_all=allow_all,
+            cwd=os.fspath(cwd),
         )
         return await self._start(frame, on_ask)
 
@@ -396,11 +402,16 @@ class Client:
         session_id: str | None = None,
         pending_task: str | None = None,
         allow_all: bool = False,
+        cwd: str | None = None,
     ) -> SendStarted | SendSteered:
-        """``POST /v1/send`` (R35): start a task as a web front-end would, steer a
-        running one, or resume a pending one."""
+        """``POST /v1/send`` (R35): start a task as a web front-end would (in ``cwd``,
+        as `run`), steer a running one, or resume a pending one."""
         body = SendRequest(
-            input=text, session_id=session_id, pending_task=pending_task, allow_all=allow_all
+            input=text,
+            session_id=session_id,
+            pending_task=pending_task,
+            allow_all=allow_all,
+            cwd=cwd,
         )
         reply = await self._http("POST", "/v1/send", json=unstructure(body))
         if reply.status == 202:

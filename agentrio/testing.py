@@ -138,7 +138,9 @@ class DaemonProcess:
     start cannot be awaited) and raises `AssertionError` when it exits or takes longer
     than `START_DEADLINE_S`. Blocking: call it from a sync fixture or a worker thread.
     Output goes to ``<home>/stdout.log``. ``cwd`` is the daemon's working directory
-    (default: this process's), where commands given no ``cwd`` run.
+    (default: this process's); unless ``args`` hold a ``--cwd``, it is also where the
+    daemon's sessions that name no directory work (R86; `allow_commands` expects them
+    there).
     """
 
     def __init__(
@@ -163,6 +165,7 @@ class DaemonProcess:
                 "0",
                 "--home",
                 str(home),
+                *([] if "--cwd" in args else ["--cwd", str(cwd or os.getcwd())]),
                 *args,
             ],
             env=environment,
@@ -341,8 +344,13 @@ def agentrio_home(tmp_path: Path) -> Path:
 @pytest.fixture
 def agentrio_config(agentrio_home: Path) -> Config:
     """The engine's configuration: ``<agentrio_home>/config.toml`` if a fixture wrote
-    one, else the defaults."""
-    return load_config(agentrio_home)
+    one, else the defaults; with no ``[agent] cwd`` there, sessions that name no
+    directory work in this process's working directory (R86, as `allow_commands`
+    expects)."""
+    config = load_config(agentrio_home)
+    if config.agent.cwd:
+        return config
+    return attrs.evolve(config, agent=attrs.evolve(config.agent, cwd=os.getcwd()))
 
 
 @pytest.fixture

@@ -17,3 +17,8 @@ class AgentConfig:
 
     #: Added to the end of every task's system prompt (`agentrio.engine.system_prompt`).
     instructions: str = ""
+    #: The working directory of a session no one named one for (the web page, the
+    #: bots, a script without ``cwd``; R86): ``~`` expanded, a relative one from
+    #: ``$HOME``. Empty: the home's parent for a home other than the default one, else
+    #: ``$HOME`` (`agentrio.engine.workdirs`).
+    cwd: str = ""

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+import attrs
+
 from agentrio.engine.config import DEFAULT_PORT, default_home, load_config, locate_error
 from agentrio.engine.errors import ConfigError
 from agentrio.engine.extras import EXTRAS, missing_for, missing_message
@@ -77,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="agentrio home (default: $AGENTRIO_HOME or ~/.config/agentrio)",
     )
     daemon.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help=(
+            "working directory of a session nobody named one for: the web page, the "
+            "bots, scripts without cwd (default: [agent] cwd, else the home's parent or $HOME)"
+        ),
+    )
+    daemon.add_argument(
         "--free-port-if-taken",
         action="store_true",
         help=(
@@ -128,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"agentrio daemon: {exc}", file=sys.stderr)
         return 2
+    if args.cwd:  # the session's default directory for this run (R86)
+        where = str(Path(args.cwd).expanduser().resolve())
+        config = attrs.evolve(config, agent=attrs.evolve(config.agent, cwd=where))
     missing = missing_for(config)
     if missing:
         key = EXTRAS[missing[0]].config_key

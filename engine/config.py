@@ -27,11 +27,18 @@ from agentrio.engine.agent_config import AgentConfig
 from agentrio.engine.credential_stores import DEFAULT_HIDE
 from agentrio.engine.errors import ConfigError
 from agentrio.engine.mcp.config import McpServerConfig, mcp_problems, refused_mcp_keys
+from agentrio.engine.sentinel_url import (
+    REDIS_SCHEMES,
+    SENTINEL_SCHEME,
+    SentinelTarget,
+    parse_sentinel_url,
+)
 from agentrio.protocol.codec import format_problem, install_strict_hooks
 from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
 __all__ = [
     "DEFAULT_HIDE",
+    "SENTINEL_SCHEME",
     "AgentConfig",
     "BackgroundConfig",
     "Config",
@@ -254,46 +261,6 @@ class SandboxConfig:
     #: daemon user's home; `DEFAULT_HIDE`, docs/security.md). A directory becomes
     #: empty, a file reads as empty. Setting it replaces the list.
     hide: list[str] = attrs.field(factory=lambda: list(DEFAULT_HIDE))
-
-
-#: URL schemes the Redis store accepts (docs/deployment.md).
-REDIS_SCHEMES: Final = ("redis://", "rediss://", "unix://", "redis+sentinel://")
-SENTINEL_SCHEME: Final = "redis+sentinel://"
-
-
-@attrs.frozen(kw_only=True)
-class SentinelTarget:
-    """A ``redis+sentinel://[:password@]host:port[,host:port…]/service[/db]`` URL: the
-    Sentinels to ask, the monitored service whose primary is the store, its password
-    and database number."""
-
-    sentinels: list[tuple[str, int]]
-    service: str
-    password: str | None = attrs.field(default=None, repr=False)
-    db: int = 0
-
-
-def parse_sentinel_url(url: str) -> SentinelTarget:
-    """Read a ``redis+sentinel://`` URL; `ValueError` says what is wrong (never the
-    password)."""
-    rest = url.removeprefix(SENTINEL_SCHEME)
-    hosts, _, path = rest.partition("/")
-    password = None
-    if "@" in hosts:
-        credentials, _, hosts = hosts.rpartition("@")
-        password = credentials.partition(":")[2] or None
-    sentinels = []
-    for item in hosts.split(","):
-        host, _, port = item.rpartition(":")
-        if not host or not port.isdigit():
-            raise ValueError("expected host:port[,host:port…] of the Sentinels")
-        sentinels.append((host.strip("[]"), int(port)))
-    service, _, db = path.partition("/")
-    if not service:
-        raise ValueError("expected the monitored service's name after the Sentinels")
-    if db and not db.isdigit():
-        raise ValueError("expected a database number after the service name")
-    return SentinelTarget(sentinels=sentinels, service=service, password=password, db=int(db or 0))
 
 
 @attrs.frozen(kw_only=True)

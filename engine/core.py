@@ -17,6 +17,7 @@ import logging
 import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
@@ -44,6 +45,8 @@ from agentrio.engine.snapshot import Snapshot, snapshot_from_json
 from agentrio.engine.store.base import Store, TaskRow, marker_key
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.shipped import shipped_toolbox
+from agentrio.engine.tools.workdir import Workdir
+from agentrio.engine.workdirs import move_session, start_workdir
 from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.frames import AllowedRule, LegInfo, PendingTaskInfo
@@ -164,6 +167,7 @@ class Engine:
         objective: str | None = None,
         subagent_of: str | None = None,
         prelude: Sequence[PreludeCall] = (),
+        cwd: str | None = None,
     ) -> TaskRun:
         """Start a task; returns once its marker is published and its cancel path is
         registered (R46, R50), before it waits for a slot.
@@ -171,17 +175,18 @@ class Engine:
         ``objective`` defaults to ``text`` (a background follow-up passes the job's);
         ``subagent_of`` names the leg a background sub-agent run works for (R30);
         ``prelude`` holds calls made before the model's first turn (a follow-up's
-        offer of its sub-agents' commands, R84)."""
-        session = self.session(session_id)
-        if not text.strip():
+        offer of its sub-agents' commands, R84); ``cwd``: `start_workdir`."""
+        if not self.session(session_id) or not text.strip():  # the id checked first
             raise BadRequest("input is empty")
+        where = await start_workdir(self, session_id, cwd, leg=subagent_of is not None)
         run = self._new_run(
-            session,
+            self.session(session_id),  # the live one: the session may be new since the await
             new_task_hash(),
             objective or text,
             text,
             origin,
             allow_all,
+            where,
             subagent_of=subagent_of,
             prelude=list(prelude),
         )
@@ -196,9 +201,10 @@ class Engine:
         first_input: str,
         origin: RunOrigin | None,
         allow_all: bool,
+        workdir: str,
         **extra: Any,
     ) -> TaskRun:
-        return TaskRun(
+        run = TaskRun(
             services=self.services,
             session=session,
             task_hash=task_hash,
@@ -206,10 +212,14 @@ class Engine:
             input=first_input,
             origin=origin or RunOrigin(),
             handle=TaskHandle(name=f"task {session.id}/{task_hash}"),
+            workdir=Workdir(workdir),
             allow_all=allow_all,
             created_at=self.services.clock(),
             **extra,
         )
+        if run.subagent_of is None:  # a `cd` of a task for itself moves its session
+            run.workdir.moved = partial(move_session, self.store, run.emit, session.id)
+        return run
 
     def run_origin(self, task_hash: str) -> RunOrigin | None:
         """The origin of the latest run of ``task_hash`` (running or recently ended)."""
@@ -249,14 +259,19 @@ class Engine:
         pending_task: str | None = None,
         allow_all: bool = False,
         origin: RunOrigin | None = None,
+        cwd: str | None = None,
     ) -> SendResult:
-        """``POST /v1/send`` (R35): start a task; with ``pending_task``, steer it while it
-        runs here, or resume it with ``text`` (`resume`'s ``message``: never dropped)."""
+        """``POST /v1/send`` (R35): start a task (in ``cwd``); with ``pending_task``, steer
+        it while it runs here, or resume it with ``text`` (`resume`'s ``message``)."""
         session_id = session_id or f"chat-{new_task_hash()[:12]}"
         session = self.session(session_id)
         if pending_task is None:
-            run = await self.start_task(session_id, text, origin=origin, allow_all=allow_all)
+            run = await self.start_task(
+                session_id, text, origin=origin, allow_all=allow_all, cwd=cwd
+            )
             return SendResult(session_id=session_id, run=run)
+        if cwd is not None:
+            raise BadRequest("cwd starts a task: a steer or a resume keeps its directory")
         check_task_hash(pending_task)
         running = session.runs.get(pending_task)
         if running is not None:
@@ -379,6 +394,7 @@ class Engine:
         # A session rebuilt after it was dropped (or after a restart) knows its latest
         # task only from the store.
         latest = session.latest_task or await self.store.latest_task(session_id)
+        where = await start_workdir(self, session_id, None)  # before the claim
         moves = latest not in (None, task_hash) and not row.has_jobs
         claimed = await self.store.claim(
             session_id,
@@ -401,6 +417,7 @@ class Engine:
             "",
             origin,
             allow_all,
+            where,
             resumed_from=task_hash,
             previous_answers=list(snapshot.previous_answers),
         )

@@ -60,6 +60,7 @@ from agentrio.engine.system_prompt import task_prompt
 from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.engine.tools.registry import Toolbox
+from agentrio.engine.tools.workdir import Workdir
 from agentrio.protocol import events as ev
 from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
@@ -146,6 +147,8 @@ class TaskRun:
     input: str
     origin: RunOrigin
     handle: TaskHandle
+    #: Where this run's commands run (`agentrio.engine.workdirs`): ``workdir.path``.
+    workdir: Workdir
     allow_all: bool = False
     resumed_from: str | None = None
     #: A resumed run's ``task_started.said``: what the person did (`resume_said`).
@@ -204,6 +207,7 @@ class TaskRun:
             subagent_of=self.subagent_of,
             turn=sum(1 for message in self.messages if message.role == "assistant"),
             allow_turn=set(),
+            workdir=self.workdir,
             emit=self.emit,
             cancel=self.handle.cancel,
             add_answers=self.previous_answers.extend,

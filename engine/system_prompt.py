@@ -51,7 +51,7 @@ from agentrio.engine.processes.hidden import Hidden, HiddenPlaces
 from agentrio.engine.snapshot import clamp, elision_marker
 from agentrio.engine.tools.base import Services, Tool
 from agentrio.engine.tools.file_reach import FileRefused, open_regular, read_refusal, resolve_target
-from agentrio.engine.tools.workdir import resolve_workdir
+from agentrio.engine.tools.workdir import Workdir
 from agentrio.protocol import events as ev
 
 __all__ = [
@@ -280,18 +280,9 @@ def _today(now: float) -> str:
     return f"{day:%Y-%m-%d} ({day:%A}, {day.tzname() or 'local time'})"
 
 
-def _workdir() -> str:
-    """The directory a command of the run would run in when it names none."""
-    try:
-        return resolve_workdir(None)
-    except OSError:
-        return os.getcwd()
-
-
-def _facts(places: HiddenPlaces) -> tuple[str, str, list[AgentsFile]]:
-    """The OS, the working directory and its ``AGENTS.md`` files, judged against the
-    hidden places of now (blocking)."""
-    cwd = _workdir()
+def _facts(places: HiddenPlaces, cwd: str) -> tuple[str, str, list[AgentsFile]]:
+    """The OS, the working directory ``cwd`` (the run's, R86) and its ``AGENTS.md``
+    files, judged against the hidden places of now (blocking)."""
     return _os_name(), cwd, find_agents_files(cwd, places.snapshot())
 
 
@@ -301,11 +292,12 @@ async def in_thread(fn: Callable[[], _T]) -> _T:
     return await trio.to_thread.run_sync(fn, abandon_on_cancel=True)
 
 
-async def surroundings(services: Services, origin: str) -> Surroundings:
-    """The facts of a run of origin ``origin`` now, read in a worker thread."""
+async def surroundings(services: Services, origin: str, cwd: str) -> Surroundings:
+    """The facts of a run of origin ``origin`` working in ``cwd`` now, read in a worker
+    thread."""
     places = services.sandbox.places
     await places.refresh()
-    os_name, cwd, agents = await in_thread(partial(_facts, places))
+    os_name, cwd, agents = await in_thread(partial(_facts, places, cwd))
     return Surroundings(
         cwd=cwd,
         origin=origin,
@@ -328,6 +320,7 @@ class TaskRun(Protocol):
     services: Services
     allow_all: bool
     subagent_of: str | None
+    workdir: Workdir
 
     @property
     def session(self) -> _SessionState: ...
@@ -340,7 +333,7 @@ async def task_prompt(run: TaskRun, tools: Sequence[Tool]) -> str:
     session's person was not told of yet are announced (``agents_md``). A background
     sub-agent's run announces nothing: nobody follows its session."""
     session = run.session
-    place = await surroundings(run.services, session.origin)
+    place = await surroundings(run.services, session.origin, run.workdir.path)
     leg = run.subagent_of is not None
     new = [f.path for f in place.agents if f.path not in session.agents_shown]
     if new and not leg:

@@ -47,6 +47,7 @@ __all__ = [
     "ToolProgress",
     "ToolResult",
     "ToolSkipped",
+    "Workdir",
 ]
 
 
@@ -452,6 +453,18 @@ class Retrying:
 
 
 @attrs.frozen(kw_only=True)
+class Workdir:
+    """The session's working directory moved (a ``cd``, R86): ``path`` is its real path,
+    where the session's commands run from now on; front-ends show it (the REPL's status
+    bar follows it)."""
+
+    KIND: ClassVar[str] = "workdir"
+    seq: int
+    at: float
+    path: str
+
+
+@attrs.frozen(kw_only=True)
 class Done:
     """The task finished; ``text`` is its final reply, ``usage`` what its model calls
     consumed and ``session_usage`` the session's total in this daemon's life."""
@@ -483,6 +496,7 @@ Event = (
     | AgentsMd
     | Compacted
     | Retrying
+    | Workdir
     | Canceled
     | Failed
     | Done

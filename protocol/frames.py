@@ -129,7 +129,10 @@ class Prove:
 
 @attrs.frozen(kw_only=True)
 class Run:
-    """Start a task. ``window_hash`` binds the task's asks to this window (R5)."""
+    """Start a task. ``window_hash`` binds the task's asks to this window (R5).
+    ``cwd`` (an absolute path, or one relative to the session's directory) becomes the
+    session's working directory before the task starts (R86; the REPL sends its own);
+    empty: the session's directory stays (the configured default for a new session)."""
 
     TYPE: ClassVar[str] = "run"
     request_id: str
@@ -137,6 +140,7 @@ class Run:
     input: str
     window_hash: str = ""
     allow_all: bool = False
+    cwd: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

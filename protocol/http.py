@@ -51,12 +51,15 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class SendRequest:
-    """``POST /v1/send``: start a task, steer a running one, or resume one (R35)."""
+    """``POST /v1/send``: start a task, steer a running one, or resume one (R35).
+    ``cwd`` as on the ``run`` frame: the session's working directory from this task
+    on (R86); a steer or a resume refuses it (they keep the directory they run in)."""
 
     input: str
     session_id: str | None = None
     pending_task: str | None = None
     allow_all: bool = False
+    cwd: str | None = None
 
 
 @attrs.frozen(kw_only=True)

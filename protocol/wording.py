@@ -32,6 +32,7 @@ __all__ = [
     "progress_text",
     "retrying_line",
     "usage_line",
+    "workdir_line",
 ]
 
 #: Run the proposed call once.
@@ -125,6 +126,11 @@ def compacted_line(summarised: int, elided: int) -> str:
     if elided:
         parts.append(f"{plural(elided, 'older tool result')} left out")
     return "⟲ conversation compacted: " + (", ".join(parts) or "nothing to fold")
+
+
+def workdir_line(path: str) -> str:
+    """A ``workdir`` event (the session's directory moved) as every front-end says it."""
+    return f"→ working directory: {path}"
 
 
 def usage_line(input_tokens: int, cached: int, output_tokens: int, cost_usd: float) -> str:

@@ -44,6 +44,7 @@ from agentrio.protocol.events import (
     ToolProgress,
     ToolResult,
     ToolSkipped,
+    Workdir,
 )
 from agentrio.protocol.faithful import line_pieces
 from agentrio.repl.markdown import Fragments, escaped, render_markdown
@@ -305,6 +306,8 @@ def render_event(event: Event) -> list[Line]:
             return [output_line("class:warn", wording.retrying_line(clip(reason), delay))]
         case AgentsMd(paths=paths):
             return [("class:dim", clip(wording.agents_md_line(paths)))]
+        case Workdir(path=path):
+            return [("class:dim", clip(wording.workdir_line(path)))]
         case Done(text=text):
             return [("", clip(line)) for line in text.rstrip("\n").split("\n")] if text else []
 

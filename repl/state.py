@@ -17,7 +17,7 @@ from typing import Literal
 
 import attrs
 
-from agentrio.protocol.events import Done, LegFinished, LegStarted
+from agentrio.protocol.events import Done, LegFinished, LegStarted, Workdir
 from agentrio.protocol.frames import (
     KEPT_STATUSES,
     Accepted,
@@ -113,8 +113,13 @@ class ReplState:
         send: Callable[[Outgoing], None],
         model: str = "",
         home: str = "",
+        workdir: str = "",
     ) -> None:
         self.session_id = session_id
+        #: Where the session's commands run (R86): the REPL's own directory, sent as
+        #: every task's ``cwd``, moved by the session's ``workdir`` events (a ``cd``);
+        #: the toolbar shows it. Empty: none sent (the session's own stays).
+        self.workdir = self.own_workdir = workdir
         self.window_hash = window_hash
         self.model = model
         self.home = home
@@ -253,6 +258,7 @@ class ReplState:
                 )
             case NewSession():
                 self.session_id = new_session_id()
+                self.workdir = self.own_workdir  # a new session starts where the REPL is
                 self.lists.clear()
                 self.usage.clear()
                 self.write(f"new session {self.session_id}", "class:dim")
@@ -279,6 +285,7 @@ class ReplState:
             session_id=self.session_id,
             input=text,
             window_hash=self.window_hash,
+            cwd=self.workdir,
         )
         if self.send(frame_run):  # further lines of a message line up under its first
             self.write("> " + text.replace("\n", "\n  "), "class:user")
@@ -542,6 +549,8 @@ class ReplState:
                 self.legs.pop(event.leg_id, None)
             case Done():
                 self.usage.record(frame.task_hash, event)
+            case Workdir() if frame.session_id == self.session_id:
+                self.workdir = event.path
         if run is None:
             self.transcript.foreign_event(frame.task_hash, event)
         else:

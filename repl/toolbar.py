@@ -7,6 +7,7 @@ says is tested without drawing it; `make_toolbar` wraps it as ptpython does, a
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Final
 
@@ -18,9 +19,11 @@ from agentrio.protocol.wording import plural
 from agentrio.repl.state import ReplState
 from agentrio.repl.usage import reported, toolbar_usage
 
-__all__ = ["SPINNER", "make_toolbar", "spinner_frame", "toolbar_fragments"]
+__all__ = ["SPINNER", "make_toolbar", "shown_workdir", "spinner_frame", "toolbar_fragments"]
 
 SPINNER: Final = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: The most characters of the session's directory the toolbar shows.
+WORKDIR_WIDTH: Final = 48
 
 
 def spinner_frame(now: float) -> str:
@@ -46,6 +49,8 @@ def toolbar_fragments(state: ReplState, now: float | None = None) -> StyleAndTex
     ]
     if reported(state.usage.session):  # a model reporting no tokens shows none
         parts += [sep, ("class:toolbar", toolbar_usage(state.usage.session))]
+    if state.workdir:
+        parts += [sep, ("class:toolbar", shown_workdir(state.workdir))]
     runs = len(state.runs)
     if runs:
         parts += [sep, ("class:toolbar.busy", f"{spin} {runs} running")]
@@ -59,6 +64,15 @@ def toolbar_fragments(state: ReplState, now: float | None = None) -> StyleAndTex
         parts += [sep, ("class:toolbar", f"{len(state.pending_tasks)} pending")]
     parts.append(("class:toolbar", " "))
     return parts
+
+
+def shown_workdir(path: str, home: str | None = None, width: int = WORKDIR_WIDTH) -> str:
+    """The session's directory as the toolbar shows it: ``~`` for the home, and past
+    ``width`` characters its end (the part that tells directories apart)."""
+    home = os.path.expanduser("~") if home is None else home
+    if home not in ("", "/") and (path == home or path.startswith(home + "/")):
+        path = "~" + path[len(home) :]
+    return path if len(path) <= width else "…" + path[-(width - 1) :]
 
 
 def make_toolbar(state: ReplState) -> ConditionalContainer:

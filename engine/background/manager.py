@@ -196,7 +196,9 @@ class BackgroundManager:
             raise ValueError("command legs need one plan per command")
         job = await self._job_for(ctx, objective, next_step)
         legs = [
-            self._new_leg(ctx, job, kind, label, cwd, plans[index] if plans is not None else None)
+            self._new_leg(
+                ctx, job, kind, label, cwd or ctx.workdir.path, plans[index] if plans else None
+            )
             for index, label in enumerate(labels)
         ]
         # Shielded: a cancel of the task now must neither leave registered legs

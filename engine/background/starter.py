@@ -34,4 +34,5 @@ class TaskStarter(Protocol):
         objective: str | None = None,
         subagent_of: str | None = None,
         prelude: Sequence[PreludeCall] = (),
+        cwd: str | None = None,
     ) -> TaskRun: ...

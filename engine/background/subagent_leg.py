@@ -42,8 +42,8 @@ async def run_subagent_leg(
     """Run ``leg``'s sub-agent to its end; returns its state and its result."""
     job = leg.job
     child_session = f"{job.session_id[:115]}-{leg.id}"
-    child = await tasks.start_task(
-        child_session, leg.label, allow_all=leg.allow_all, subagent_of=leg.id
+    child = await tasks.start_task(  # in the directory of the task that started it (R86)
+        child_session, leg.label, allow_all=leg.allow_all, subagent_of=leg.id, cwd=leg.cwd
     )
     leg.child = child
     try:

@@ -149,6 +149,7 @@ class Commands:
                 session_id=body.session_id,
                 pending_task=body.pending_task,
                 allow_all=body.allow_all,
+                cwd=body.cwd,
             )
         except Conflict:
             # Claimed by a run: on another daemon, that run takes it as a steer (R35).
@@ -170,6 +171,7 @@ class Commands:
             frame.input,
             origin=origin,
             allow_all=frame.allow_all,
+            cwd=frame.cwd or None,
         )
 
     async def resume(

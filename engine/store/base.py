@@ -329,6 +329,17 @@ class Store(Protocol):
         """Replace the session's summary."""
         ...
 
+    # -- working directories (R86) -------------------------------------------------
+
+    async def session_workdir(self, session_id: str) -> str | None:
+        """The session's working directory (a real path, as last stored), or None for
+        a session that never had one (`agentrio.engine.workdirs`)."""
+        ...
+
+    async def put_session_workdir(self, session_id: str, path: str) -> None:
+        """Replace the session's working directory."""
+        ...
+
     # -- secrets (R60, R73) ----------------------------------------------------------
 
     async def put_secret(self, session_id: str, key: str, value: str) -> None: ...

@@ -486,6 +486,19 @@ class RedisStore:
         self._writes += 1
         self._batches += 1
 
+    # -- working directories (R86) -------------------------------------------------
+
+    async def session_workdir(self, session_id: str) -> str | None:
+        key = self._prefix + "workdir"
+        found = await self._call("session_workdir", lambda: self._client.hget(key, session_id))
+        return None if found is None else str(found)
+
+    async def put_session_workdir(self, session_id: str, path: str) -> None:
+        key = self._prefix + "workdir"
+        await self._call("put_session_workdir", lambda: self._client.hset(key, {session_id: path}))
+        self._writes += 1
+        self._batches += 1
+
     # -- secrets -------------------------------------------------------------------
 
     async def put_secret(self, session_id: str, key: str, value: str) -> None:

@@ -424,6 +424,12 @@ class SqliteStore(SqliteRules):
 
         await self._write("put_summary", put)
 
+    async def session_workdir(self, session_id: str) -> str | None:  # R86
+        return await self._run("session_workdir", lambda c: schema.workdir_row(c, session_id))
+
+    async def put_session_workdir(self, session_id: str, path: str) -> None:
+        await self._write("put_workdir", lambda c: schema.put_workdir_row(c, session_id, path))
+
     # -- secrets -------------------------------------------------------------------
 
     async def put_secret(self, session_id: str, key: str, value: str) -> None:

@@ -13,7 +13,8 @@ REPL's listing of its ``cli-`` tasks read every stored task), version 4 the
 conversation's ``exchanges`` (one per history row that has one, written with it) and
 ``summaries`` (one per session), `agentrio.engine.conversation`, version 5 the home's
 remembered ``rules`` (R92: each the JSON of its `agentrio.protocol.rules.AllowedRule`,
-with its kind and time as columns to read it by). A file of a newer version is refused.
+with its kind and time as columns to read it by), version 6 ``workdirs`` (each
+session's working directory, R86). A file of a newer version is refused.
 
 **History search** (issue 23). ``history_search`` is an FTS5 table with the
 ``trigram`` tokenizer holding casefolded copies (Python's `str.casefold`, see
@@ -62,14 +63,16 @@ __all__ = [
     "history_search_phrase",
     "indexable",
     "put_task_row",
+    "put_workdir_row",
     "set_latest_row",
     "set_marker_row",
     "task_params",
     "task_row",
+    "workdir_row",
 ]
 
 #: ``PRAGMA user_version`` of the schema below.
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 #: Seconds a writer waits for another process's write lock before giving up.
 BUSY_TIMEOUT: Final = 30.0
 
@@ -123,6 +126,10 @@ CREATE TABLE IF NOT EXISTS summaries (
     session_id TEXT PRIMARY KEY,
     text       TEXT NOT NULL,
     upto       REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workdirs (
+    session_id TEXT PRIMARY KEY,
+    path       TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS secrets (
     session_id TEXT NOT NULL,
@@ -393,4 +400,17 @@ def set_latest_row(conn: sqlite3.Connection, session_id: str, task_hash: str) ->
     conn.execute(
         "INSERT OR REPLACE INTO sessions (session_id, latest_task) VALUES (?, ?)",
         (session_id, task_hash),
+    )
+
+
+def workdir_row(conn: sqlite3.Connection, session_id: str) -> str | None:
+    """The session's stored working directory (R86), or None."""
+    found = conn.execute("SELECT path FROM workdirs WHERE session_id = ?", (session_id,))
+    row = found.fetchone()
+    return None if row is None else str(row["path"])
+
+
+def put_workdir_row(conn: sqlite3.Connection, session_id: str, path: str) -> None:
+    conn.execute(
+        "INSERT OR REPLACE INTO workdirs (session_id, path) VALUES (?, ?)", (session_id, path)
     )

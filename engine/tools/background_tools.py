@@ -155,7 +155,7 @@ class BackgroundCommandTool:
         if cwd is not None and not isinstance(cwd, str):
             raise ValueError("argument 'cwd' must be a string")
         try:
-            where = await real_workdir(cwd)
+            where = await real_workdir(cwd, ctx.workdir.path)
         except WorkdirError as exc:
             return ToolOutcome(ok=False, output=f"not run: {exc}; no command was started")
         approved: list[CommandPlan] = []

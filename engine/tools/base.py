@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agentrio.engine.processes.sandbox import Sandbox
     from agentrio.engine.store.base import Store
     from agentrio.engine.tools.sudo import PasswordVerifier
+    from agentrio.engine.tools.workdir import Workdir
 
 __all__ = [
     "LEG_NEVER_ASKS",
@@ -119,6 +120,9 @@ class ToolContext:
     turn: int
     #: Tools approved with "Allow this turn" (R74): read, and added to on approval.
     allow_turn: set[str]
+    #: Where the task's commands run, a real path (``workdir.path``, R86): a relative
+    #: ``cwd`` is taken from it, and a ``cd`` moves it (`agentrio.engine.workdirs`).
+    workdir: Workdir
     emit: Emit
     #: Cancel the task with a cause (a confirmation's "Cancel task"/"Abort task");
     #: False when it had already ended or been cancelled.

@@ -157,7 +157,7 @@ class _FileWriteTool(ServiceTool):
 
     async def change(self, ctx: ToolContext, path: str, new_text: NewText) -> ToolOutcome:
         try:
-            base = await real_workdir(None)
+            base = await real_workdir(None, ctx.workdir.path)
         except WorkdirError as exc:
             return ToolOutcome(ok=False, output=f"not written: {exc}")
         services = self._services

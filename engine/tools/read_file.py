@@ -158,7 +158,7 @@ class ReadFileTool(ServiceTool):
         if last is not None and last < first:
             raise ValueError("argument 'end_line' must not be before 'start_line'")
         try:
-            base = await real_workdir(None)
+            base = await real_workdir(None, ctx.workdir.path)
         except WorkdirError as exc:
             return ToolOutcome(ok=False, output=f"not read: {exc}")
         hidden = await self._services.sandbox.places.current()

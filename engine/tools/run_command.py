@@ -15,11 +15,13 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
   `agentrio.engine.tools.turn_scope`), or a session started with ``allow_all``. It
   runs as the person saw it: a simple command as its argv, anything else through ``/bin/sh -c``,
   outside the sandbox.
-- **Where**: the working directory is resolved once to its real path
-  (`agentrio.engine.tools.workdir`); that path is what the checks judge, what the confirmation
+- **Where**: the working directory (the call's ``cwd``, relative to the task's
+  directory, or that directory: `ToolContext.workdir`) is resolved once to its real
+  path (`agentrio.engine.tools.workdir`); that path is what the checks judge, what the confirmation
   shows as its ``cwd`` argument (added when the model gave none), what a remembered
   rule holds, and where the command runs. A directory that does not exist, and an
-  approved program that cannot be started, are tool errors the model reads.
+  approved program that cannot be started, are tool errors the model reads. A ``cd DIR``
+  alone moves the task's directory instead of running (`agentrio.engine.tools.cd`).
 - A command touching a restricted path asks for the system password unless sudo
   credentials are cached, whatever was remembered or allowed for the turn; a wrong
   password denies the call. When no listener can take the question the call is
@@ -52,6 +54,7 @@ from agentrio.engine.tools.base import (
     ToolContext,
     ToolOutcome,
 )
+from agentrio.engine.tools.cd import change_directory, is_cd
 from agentrio.engine.tools.live_output import run_watched
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
@@ -202,9 +205,11 @@ class RunCommandTool(ServiceTool):
         ):
             raise ValueError("argument 'timeout_s' must be a positive finite number")
         try:
-            where = await real_workdir(cwd)
+            where = await real_workdir(cwd, ctx.workdir.path)
         except WorkdirError as exc:
             return ToolOutcome(ok=False, output=f"not run: {exc}")
+        if is_cd(command):
+            return await change_directory(ctx, command, where)
         plan = await self.plan(ctx, call, command, where)
         if isinstance(plan, ToolOutcome):
             return plan

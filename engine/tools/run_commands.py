@@ -177,7 +177,7 @@ class RunCommandsTool(ServiceTool):
         verdicts = []
         for number, proposal in enumerate(asked, 1):
             try:
-                where = await real_workdir(proposal.cwd)
+                where = await real_workdir(proposal.cwd, ctx.workdir.path)
             except WorkdirError as exc:
                 return ToolOutcome(
                     ok=False, output=f"not run: command {number}: {exc}; none of the commands ran"

@@ -109,7 +109,7 @@ class SubagentsTool(ServiceTool):
         objectives = _objectives(call.args)
         labels = [subagent_label(i, len(objectives), o) for i, o in enumerate(objectives)]
         results: list[SubagentEnd | None] = [None] * len(objectives)
-        place = await surroundings(self._services, ctx.origin)
+        place = await surroundings(self._services, ctx.origin, ctx.workdir.path)
 
         async def one(index: int) -> None:
             results[index] = await self._run_one(ctx, place, labels[index], objectives[index])
@@ -144,10 +144,12 @@ class SubagentsTool(ServiceTool):
         turn."""
         messages = [Message(role="user", content=objective)]
         calls: list[str] = []
+        workdir = parent.workdir.for_subagent()  # starts where the task is; moves alone
         try:
             for turn in range(self._services.config.max_turns):
                 ctx = attrs.evolve(
                     parent,
+                    workdir=workdir,
                     parent_task=parent.task_hash,
                     subagent=label,
                     turn=turn,

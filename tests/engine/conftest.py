@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
 import trio
 
-from agentrio.engine import system_prompt
-from agentrio.engine.config import Config
+from agentrio.engine import system_prompt, workdirs
+from agentrio.engine.config import AgentConfig, Config
 from agentrio.engine.models.base import Message, ModelReply, RetrySink, TextSink, ToolSpec
 from agentrio.engine.store.sqlite import SqliteStore
+from agentrio.engine.tools.workdir import resolve_workdir
 
 #: Wall time at mock-clock zero, so stored times look like real Unix times.
 EPOCH = 1_800_000_000.0
@@ -30,7 +32,9 @@ def mock_wall_clock() -> float:
 
 @pytest.fixture
 def config(tmp_path: Path) -> Config:
-    return Config(home=str(tmp_path / "home"))
+    """A temp home; sessions that name no directory work in the test's working
+    directory (``[agent] cwd``, R86), as `agentrio.testing.allow_commands` expects."""
+    return Config(home=str(tmp_path / "home"), agent=AgentConfig(cwd=os.getcwd()))
 
 
 class HangingModel:
@@ -83,3 +87,9 @@ def _store_inline_under_mock_clock(
 
     # A run's system prompt reads the file system (AGENTS.md) the same way.
     monkeypatch.setattr(system_prompt, "in_thread", inline)
+
+    async def resolve_inline(cwd: str | None, base: str) -> str:
+        return resolve_workdir(cwd, base)
+
+    # So does a task's start, resolving its session's directory (R86).
+    monkeypatch.setattr(workdirs, "real_workdir", resolve_inline)

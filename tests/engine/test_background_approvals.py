@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+import attrs
 import pytest
 import trio
 
@@ -230,7 +231,7 @@ def guarded(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def guarded_config(config: Config, guarded: Path) -> Config:
-    return Config(home=config.home, tools=ToolsConfig(restricted_paths=[str(guarded)]))
+    return attrs.evolve(config, tools=ToolsConfig(restricted_paths=[str(guarded)]))
 
 
 @pytest.mark.parametrize("password", ["wrong-pw", "right-pw"])

@@ -403,6 +403,17 @@ async def test_secrets_round_trip(store: Store) -> None:
     assert "s3cr3t" not in repr(await store.statistics(now=0.0))
 
 
+async def test_session_workdir_round_trip(store: Store) -> None:
+    """R86: a session's working directory is kept per session and replaced by the next
+    one; a session that never had one has none."""
+    assert await store.session_workdir(SESSION) is None
+    await store.put_session_workdir(SESSION, "/srv/a")
+    await store.put_session_workdir("chat-other", "/srv/other")
+    await store.put_session_workdir(SESSION, "/srv/a b/ü")
+    assert await store.session_workdir(SESSION) == "/srv/a b/ü"
+    assert await store.session_workdir("chat-other") == "/srv/other"
+
+
 async def test_file_is_owner_only(tmp_path: Path) -> None:
     """R60, R70: the store holds secrets: the file and its WAL are 0600, also when a
     file with a looser mode was there before."""
@@ -468,7 +479,7 @@ async def test_a_version_1_file_gains_the_sessions_table(tmp_path: Path) -> None
         await store.put_task(_task(H1, state="running"), latest=True)
         assert await store.latest_task(SESSION) == H1
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
     raw.close()
 
 

@@ -86,7 +86,9 @@ async def test_a_tasks_prompt_says_where_it_is_every_rule_and_every_tool(
     )
     model = ScriptedModel([ModelReply(text="one"), ModelReply(text="two")])
     async with open_engine(config, model=model, clock=wall_clock) as engine:
-        first = await engine.start_task("cli-where", "hello", origin=RunOrigin("c", "w"))
+        first = await engine.start_task(
+            "cli-where", "hello", origin=RunOrigin("c", "w"), cwd=str(app)
+        )
         await first.wait_done()
         second = await engine.start_task("cli-where", "again", origin=RunOrigin("c", "w"))
         await second.wait_done()
@@ -182,7 +184,7 @@ async def test_a_subagent_gets_the_prompt_with_its_objective(
     model = ScriptedModel([turn, turn, turn])  # type: ignore[list-item]
     config = Config(home=str(tmp_path / "home"))
     async with open_engine(config, model=model, clock=wall_clock) as engine:
-        run = await engine.start_task("cli-subp", "split it")
+        run = await engine.start_task("cli-subp", "split it", cwd=str(app))
         assert (await run.wait_done()).text == "done"
     [messages] = sub_calls
     assert [m.role for m in messages] == ["system", "user"]

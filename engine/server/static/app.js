@@ -990,6 +990,8 @@ class ChatView {
         break;
       case "agents_md":
         this.add(task, el("div", { class: "note", text: agentsMdLine(event.paths) }));
+      case "workdir":
+        this.add(task, el("div", { class: "note", text: `→ working directory: ${event.path}` }));
         break;
       case "steer_injected":
         this.add(task, el("div", { class: "note", text: `steer: ${event.text}` }));

@@ -7,6 +7,7 @@ connection is closed by its test, every test names the SPEC ids it covers.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,7 +17,7 @@ import httpx
 import pytest
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.config import Config, ServerConfig
+from agentrio.engine.config import AgentConfig, Config, ServerConfig
 from agentrio.engine.core import Engine
 from agentrio.engine.server.auth import load_or_create_token
 from agentrio.engine.server.lifecycle import RunningServer, open_server
@@ -50,7 +51,8 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
     # A short listener grace (R79): an ask whose listener closed fails closed in half a
     # second here instead of the default 30 s (R79's own tests set theirs).
     server_config = ServerConfig(allowed_origins=[ALLOWED_ORIGIN], listener_grace_s=0.5)
-    config = Config(home=str(home), server=server_config)
+    # Sessions that name no directory work in the test's (R86), as allow_commands expects.
+    config = Config(home=str(home), server=server_config, agent=AgentConfig(cwd=os.getcwd()))
     token = load_or_create_token(home)
     async with (
         open_engine(config) as engine,

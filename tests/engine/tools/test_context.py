@@ -18,6 +18,7 @@ from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.sessions import Session
 from agentrio.engine.snapshot import QA
 from agentrio.engine.tools.base import Services, ToolContext
+from agentrio.engine.tools.workdir import Workdir
 from agentrio.protocol import events as ev
 from agentrio.protocol.causes import Cause
 
@@ -32,6 +33,7 @@ def _run(**changes: Any) -> TaskRun:
         input="i",
         origin=RunOrigin(connection_id="conn", window_hash="w1"),
         handle=TaskHandle(name="t"),
+        workdir=Workdir("/srv/work"),
     )
     return attrs.evolve(run, **changes) if changes else run
 
@@ -61,6 +63,7 @@ def test_the_context_is_frozen_and_fresh_each_turn() -> None:
     first.allow_turn.add("run_command")
     second = run.tool_context()
     assert second.allow_turn == set()
+    assert first.workdir is second.workdir is run.workdir  # R86: a `cd` outlives its turn
 
 
 def test_the_context_acts_on_the_task_through_narrow_calls() -> None:

@@ -20,7 +20,7 @@ import pytest
 import trio
 
 from agentrio.engine.assembly import open_engine
-from agentrio.engine.config import Config
+from agentrio.engine.config import AgentConfig, Config
 from agentrio.engine.core import Engine
 from agentrio.engine.models.base import ModelReply, ToolCallRequest
 from agentrio.engine.models.scripted import ScriptedModel
@@ -39,6 +39,12 @@ def work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     folder.mkdir()
     monkeypatch.chdir(folder)
     return folder
+
+
+@pytest.fixture
+def config(work: Path, tmp_path: Path) -> Config:
+    """Sessions that name no directory work in ``work`` (``[agent] cwd``, R86)."""
+    return Config(home=str(tmp_path / "home"), agent=AgentConfig(cwd=str(work)))
 
 
 def _calls(*calls: tuple[str, dict[str, Any]]) -> ScriptedModel:

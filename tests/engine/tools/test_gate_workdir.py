@@ -95,10 +95,11 @@ async def test_a_remembered_command_covers_only_its_real_directory(
     assert _tool_results(model, 7)[-1] == "not run: denied by the user: no"
 
 
-async def test_no_cwd_is_the_daemons_directory_shown_and_remembered(config: Config) -> None:
-    """Issue 29 finding 4: a call that names no cwd runs in the daemon's directory,
-    and the confirmation says which (its ``cwd`` argument, the real path), so the rule
-    an "Always allow" makes holds it; the model's own arguments are all shown too."""
+async def test_no_cwd_is_the_sessions_directory_shown_and_remembered(config: Config) -> None:
+    """Issue 29 finding 4, R86: a call that names no cwd runs in the session's
+    directory (here the configured default, ``[agent] cwd``), and the confirmation says
+    which (its ``cwd`` argument, the real path), so the rule an "Always allow" makes
+    holds it; the model's own arguments are all shown too."""
     turns = [_calls("true", timeout_s=5), ModelReply(text="done")]
     async with gate(config, turns, _approve(remember=True)) as (engine, _model, asked):
         run = await engine.start_task("chat-gate", "go")
@@ -203,7 +204,7 @@ async def test_a_path_is_judged_where_it_really_points(
     how: str, config: Config, scratch: Path
 ) -> None:
     """Issue 29 finding 6, R7: ``touch ../…/locked/MARK`` with no cwd argument is
-    resolved against the daemon's real directory, and ``touch link/MARK`` (``link ->
+    resolved against the session's real directory, and ``touch link/MARK`` (``link ->
     locked``) by the symlink's target: both touch the restricted ``locked``, so even
     after "Allow this turn" they ask, with the password; denied, nothing ran."""
     locked = scratch / "locked"
