@@ -117,9 +117,14 @@ def _screen(tmux: Tmux) -> str:
 def _idle(screen: str) -> bool:
     """Nothing runs, no dialog is open: the bottom toolbar shows only its first fields."""
     lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
-    # A kept task (the failed one, issue 31 item 6) adds "│ 1 pending" to the toolbar.
-    toolbar = re.sub(r" │ \d+ pending$", "", lines[-1]) if lines else ""
-    return len(lines) > 1 and toolbar.endswith("● connected") and lines[-2] == ">"
+    # After "● connected" only the session's directory (issue 31 item 1: "~", a path,
+    # "…" when cut from the left) and a kept task's "1 pending" (item 6) may follow.
+    fields = lines[-1].split(" │ ") if lines else []
+    if "● connected" not in fields:
+        return False
+    after = fields[fields.index("● connected") + 1 :]
+    quiet = all(re.fullmatch(r"\d+ pending|[~/…].*", field) for field in after)
+    return len(lines) > 1 and quiet and lines[-2] == ">"
 
 
 def _answer_dialogs(tmux: Tmux, outcome: re.Pattern[str], row: str, work: Path) -> bool:
@@ -211,7 +216,10 @@ def test_the_readme_tour_end_to_end(daemon: Daemon, work: Path) -> None:
     assert len(table) >= 8, table
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m agentrio.repl; "
+        # In the demo folder, as a person would be: the REPL's cwd is the session's
+        # (issue 31 item 1); PYTHONPATH keeps this checkout's code.
+        f"cd {work} && PYTHONPATH={ROOT} AGENTRIO_HOME={daemon.home} "
+        f"{sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", str(COLUMNS), "-y", str(ROWS), command)
@@ -248,7 +256,10 @@ def test_running_task_and_leg_menu_screens(daemon: Daemon, work: Path) -> None:
     docs/repl-running.*."""
     tmux = Tmux()
     command = (
-        f"cd {ROOT} && AGENTRIO_HOME={daemon.home} {sys.executable} -m agentrio.repl; "
+        # In the demo folder, as a person would be: the REPL's cwd is the session's
+        # (issue 31 item 1); PYTHONPATH keeps this checkout's code.
+        f"cd {work} && PYTHONPATH={ROOT} AGENTRIO_HOME={daemon.home} "
+        f"{sys.executable} -m agentrio.repl; "
         "echo REPL-EXITED $?; sleep 60"
     )
     tmux("new-session", "-d", "-s", "repl", "-x", "120", "-y", "32", command)

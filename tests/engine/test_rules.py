@@ -27,6 +27,7 @@ from agentrio.engine.rules import (
 )
 from agentrio.engine.store import Store, open_store
 from agentrio.engine.store.redis_store import open_redis_store
+from agentrio.engine.store.sqlite import SCHEMA_VERSION
 from agentrio.engine.tools.policy import classify
 from agentrio.protocol.rules import COMMAND, COMMAND_PREFIX, AllowedRule
 
@@ -121,7 +122,7 @@ async def test_a_version_4_file_gains_the_rules_table(tmp_path: Path) -> None:
     async with open_store(path) as store:
         assert await store.list_rules() == [rule]
     with sqlite3.connect(path) as raw:
-        assert raw.execute("PRAGMA user_version").fetchone()[0] == 5
+        assert raw.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     raw.close()
 
 

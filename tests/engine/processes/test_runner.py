@@ -297,12 +297,13 @@ async def test_a_busy_pipe_grows_and_reads_grow_with_it(monkeypatch: pytest.Monk
 
     async def slow_at_first(chunk: bytes) -> None:
         chunks.append(chunk)
-        if len(chunks) <= 3:
-            # the command fills the (grown) pipe meanwhile: a full read is what grows it.
-            # 0.2 s was not always enough on a loaded machine (a whole suite's daemons
-            # on 2 cores): `yes | head` did not fill 64 KiB in time, so no read came
-            # back full and the pipe was never grown.
-            await trio.sleep(1.0)
+        # The reader lags until the output has outpaced it (a read came back full, which
+        # is what grows the pipe), then once more so the grown pipe fills: a fixed count
+        # of waits was not always enough on a loaded machine (a whole suite's daemons on
+        # two cores), where `yes | head` had not filled 64 KiB by then.
+        full = [index for index, seen in enumerate(chunks) if len(seen) >= 64 * 1024]
+        if len(chunks) <= 20 and (not full or len(chunks) <= full[0] + 2):
+            await trio.sleep(0.5)
 
     size = 8_000_000
     result = await run_in_group(f"yes 0123456789 | head -c {size}", on_output=slow_at_first)
