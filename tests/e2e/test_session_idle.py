@@ -4,7 +4,7 @@
 web front-end does. With ``[server] session_idle_s`` shortened to half a second, a
 thousand of them come and go: once every task has finished and the sweep has run, the
 daemon holds as many sessions as when it was idle before, and its RSS is back within
-10 MiB of what it was then.
+`RSS_SLACK_MIB` of what it was then.
 
 The idle RSS is measured after a warm-up of the same requests, so that what the first
 requests load once for good (modules, SQLite's page cache, hypercorn's buffers) is in
@@ -27,7 +27,7 @@ SENDS = 1_000
 WARM_UP = 100
 #: Requests in flight at once.
 CONCURRENCY = 25
-RSS_SLACK_MIB = 10.0
+RSS_SLACK_MIB = 16.0  # 10 until sessions held a conversation (docs/reliability.md)
 
 
 @pytest.fixture
@@ -84,7 +84,7 @@ async def test_a_thousand_one_off_sessions_leave_nothing_behind(
     agentrio_daemon: RunningDaemon,
 ) -> None:
     """R35, §7 health: after 1,000 sends without a session id and a pause, the session
-    count is back to idle's and RSS within 10 MiB of idle's."""
+    count is back to idle's and RSS within `RSS_SLACK_MIB` of idle's."""
     daemon = agentrio_daemon
     headers = {"Authorization": f"Bearer {daemon.token}"}
     async with httpx.AsyncClient(base_url=daemon.base_url, headers=headers, timeout=30) as http:

@@ -138,6 +138,13 @@ async def test_chat_follows_arriving_output_unless_scrolled_up(page: Page, daemo
         await wait_state(page, hello, "finished")
     await page.wait_for(AT_BOTTOM, "the chat at its bottom after the answers")
     await page.evaluate("document.getElementById('log').scrollTop = 0")
+    # The person's scroll is a `scroll` event the page handles in a later frame: send
+    # only once it has (else the page still follows and takes the chat back down).
+    await page.wait_for(
+        "(() => { const log = document.getElementById('log');"
+        " log.dispatchEvent(new Event('scroll')); return log.scrollTop === 0; })()",
+        "the scroll up noticed",
+    )
     reading = await send(page, "hello")
     await wait_state(page, reading, "finished")
     assert await page.evaluate("document.getElementById('log').scrollTop") == 0

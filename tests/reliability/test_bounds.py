@@ -125,7 +125,10 @@ async def test_memory_bounded_by_bytes(tmp_path: Path) -> None:
                 f"memory: {runs} runs of {_BIG} B over 10 sessions, 2 stalled subscribers: "
                 f"RSS {idle:.0f} -> {peak:.0f} MiB"
             )
-            assert peak < idle + 128
+            # The bound was idle + 128 MiB until a session became a conversation (each
+            # task also holds the session's stored exchanges, here 900 KiB inputs): the
+            # CI figure is now ~130 MiB above idle; docs/reliability.md has the figures.
+            assert peak < idle + 192
             await _close_all(sockets)
             nursery.cancel_scope.cancel()
     finally:
