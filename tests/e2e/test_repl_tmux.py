@@ -304,6 +304,9 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         wait_for(lambda: "  ✓ subagents" in tmux.lines(), "the one subagents result")
         wait_for(lambda: "The 2 sub-agents ended:" in tmux.screen(), "the summary")
         assert made.exists()
+        # A line typed while the task still runs steers it: type once it has ended
+        # (the toolbar, the last line, counts no running task).
+        wait_for(lambda: "running" not in (tmux.lines() or [""])[-1], "the task's end")
 
         tmux("send-keys", "-t", "repl", f"subs: run: touch {never}", "Enter")
         wait_for(lambda: f"from sub-agent 1/1: run: touch {never}" in tmux.screen(), "dialog")
