@@ -446,7 +446,10 @@ async def test_reading_the_home_asks(template: str, config: Config) -> None:
 async def test_the_home_is_hidden_from_a_recursive_read(config: Config, scratch: Path) -> None:
     """R75: read recursively from above, the home shows empty inside the sandbox."""
     home = scratch / "home"
-    config = attrs.evolve(config, home=str(home))
+    # In the scratch folder (R86): the checkout, the fixture's default, may hold more
+    # entries (node_modules) than the unasked path checks for homes.
+    agent = attrs.evolve(config.agent, cwd=str(scratch))
+    config = attrs.evolve(config, home=str(home), agent=agent)
     home.mkdir()
     (home / "token").write_text("the-daemon-token\n")
     outcome = await attempt(config, f"grep -r the-daemon-token {scratch}")
