@@ -150,7 +150,7 @@ async def test_chat_follows_arriving_output_unless_scrolled_up(page: Page, daemo
     assert await page.evaluate("document.getElementById('log').scrollTop") == 0
     await page.evaluate(
         "(() => { const log = document.getElementById('log');"
-        " log.scrollTop = log.scrollHeight; })()"
+        " log.scrollTop = log.scrollHeight; log.dispatchEvent(new Event('scroll')); })()"
     )
     again = await send(page, "hello")
     await wait_state(page, again, "finished")
