@@ -94,6 +94,21 @@ def _grow_pipe(fd: int) -> None:
         pass
 
 
+def _pipe_size(fd: int | None) -> int | None:
+    """How much the pipe behind ``fd`` holds now (Linux), else None.
+
+    A user over ``pipe-user-pages-soft`` (a whole suite's daemons, or many busy commands
+    at once) gets new pipes of a page or two, so "a read came back with 64 KiB" would
+    never say that such a pipe is full: the reader compares with what it holds."""
+    getsize = getattr(fcntl, "F_GETPIPE_SZ", None)
+    if fd is None or getsize is None:
+        return None
+    try:
+        return int(fcntl.fcntl(fd, getsize))
+    except OSError:
+        return None
+
+
 class _Reader:
     """Reads the merged output pipe; after the leader exits, only while it keeps flowing.
 
@@ -103,7 +118,8 @@ class _Reader:
 
     A command that prints faster than its output is consumed keeps the pipe full, and a
     64 KiB pipe then costs one wake-up, one read and one ``on_output`` round per 64 KiB.
-    So the first read that comes back full grows the pipe to `_PIPE_BYTES` (1 MiB;
+    So the first read that comes back full (all it asked for, or all the pipe holds when
+    the kernel made it smaller than that) grows the pipe to `_PIPE_BYTES` (1 MiB;
     quiet commands keep the default size, so a thousand idle commands pin no kernel
     memory), and each read asks for up to twice what the last one returned, between
     `_READ_MIN_BYTES` and `_READ_MAX_BYTES`. And a reader that keeps up with a fast
@@ -128,6 +144,7 @@ class _Reader:
         self._keeper = keeper
         self._on_output = on_output
         self._pipe_fd = pipe_fd
+        self._pipe_bytes = _pipe_size(pipe_fd)
         self._read_bytes = _READ_MIN_BYTES
         self._exited_at: float | None = None
         self._receive_scope: trio.CancelScope | None = None
@@ -146,6 +163,11 @@ class _Reader:
             return math.inf
         return min(trio.current_time() + DRAIN_IDLE_S, self._exited_at + DRAIN_MAX_S)
 
+    def _filled_pipe(self, read: int) -> bool:
+        if read == self._read_bytes:
+            return True
+        return self._pipe_bytes is not None and read >= self._pipe_bytes
+
     async def run(self) -> None:
         while True:
             asked = self._read_bytes
@@ -157,7 +179,7 @@ class _Reader:
             if scope.cancelled_caught or not chunk:
                 return
             read_at = trio.current_time()
-            if len(chunk) == self._read_bytes and self._pipe_fd is not None:
+            if self._pipe_fd is not None and self._filled_pipe(len(chunk)):
                 _grow_pipe(self._pipe_fd)
                 self._pipe_fd = None
             self._read_bytes = max(_READ_MIN_BYTES, min(2 * len(chunk), _READ_MAX_BYTES))
