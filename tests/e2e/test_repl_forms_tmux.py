@@ -19,7 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_repl_tmux import Tmux, _start_repl, daemon_home, wait_armed, wait_for
+from tests.e2e.test_repl_tmux import (
+    Tmux,
+    _start_repl,
+    daemon_home,
+    wait_armed,
+    wait_for,
+    wait_task_ended,
+)
 
 __all__ = ["daemon_home"]  # the fixture, imported for these tests
 
@@ -57,9 +64,11 @@ def _open_armed(tmux: Tmux, typed: str, shown: str) -> None:
 
 def _model_received(tmux: Tmux, question: str, answer: str) -> None:
     """Wait for ``answer`` to ``question`` shown and echoed by the model (its ``A:``
-    line); the input line must have stayed empty."""
+    line), and for the task's end (the next line typed would steer it otherwise); the
+    input line must have stayed empty."""
     wait_for(lambda: f"  → {question}: {answer}" in tmux.lines(), f"the answer {answer!r}")
     wait_for(lambda: f"A: {answer}" in tmux.screen(), "the answer the model received")
+    wait_task_ended(tmux)
     _wait_prompt_empty(tmux)
 
 

@@ -62,6 +62,12 @@ def wait_armed(tmux: Tmux) -> None:
     wait_for(lambda: ARMED in tmux.screen(), "the dialog to be armed")
 
 
+def wait_task_ended(tmux: Tmux) -> None:
+    """Wait until the toolbar (the last line) counts no running task: a line typed
+    while a task still runs steers it, although its reply may be on screen already."""
+    wait_for(lambda: "running" not in (tmux.lines() or [""])[-1], "the task's end")
+
+
 def healthy(home: Path) -> bool:
     try:
         info = json.loads((home / "daemon.json").read_text())
@@ -304,9 +310,7 @@ def test_subagents_confirm_in_the_window_and_cancel_ends_them(
         wait_for(lambda: "  ✓ subagents" in tmux.lines(), "the one subagents result")
         wait_for(lambda: "The 2 sub-agents ended:" in tmux.screen(), "the summary")
         assert made.exists()
-        # A line typed while the task still runs steers it: type once it has ended
-        # (the toolbar, the last line, counts no running task).
-        wait_for(lambda: "running" not in (tmux.lines() or [""])[-1], "the task's end")
+        wait_task_ended(tmux)
 
         tmux("send-keys", "-t", "repl", f"subs: run: touch {never}", "Enter")
         wait_for(lambda: f"from sub-agent 1/1: run: touch {never}" in tmux.screen(), "dialog")
