@@ -10,10 +10,7 @@ saves the note under.
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +18,7 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from tests.e2e.test_repl_tmux import ROOT, Tmux, healthy, wait_armed, wait_for
+from tests.e2e.test_repl_tmux import ROOT, Tmux, run_daemon, wait_armed, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -41,25 +38,7 @@ def notes_home(tmp_path: Path) -> Iterator[Path]:
         "mcp": {"notes": {"command": sys.executable, "args": [str(NOTES_SERVER), str(notes)]}},
     }
     (home / "config.toml").write_text(tomli_w.dumps(config))
-    env = {**os.environ, "AGENTRIO_HOME": str(home)}
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: healthy(home) or daemon.poll() is not None, "daemon health")
-        assert daemon.poll() is None
-        yield home
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+    yield from run_daemon(home)
 
 
 def test_an_elicitation_is_answered_in_the_repl(notes_home: Path, tmp_path: Path) -> None:

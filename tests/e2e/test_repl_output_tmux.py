@@ -15,11 +15,8 @@ Waits poll the screen (`wait_for`); nothing is timed.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -29,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_repl_tmux import ROOT, Tmux, healthy, wait_armed, wait_for
+from tests.e2e.test_repl_tmux import ROOT, Tmux, run_daemon, wait_armed, wait_for
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -80,25 +77,7 @@ class _FakeModel(BaseHTTPRequestHandler):
 def _daemon(home: Path, config: str) -> Iterator[Path]:
     home.mkdir()
     (home / "config.toml").write_text(config)
-    env = {**os.environ, "AGENTRIO_HOME": str(home), "NO_PROXY": "127.0.0.1,localhost"}
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(lambda: healthy(home) or daemon.poll() is not None, "daemon health")
-        assert daemon.poll() is None, (home / "daemon.log").read_text()
-        yield home
-    finally:
-        daemon.send_signal(signal.SIGTERM)
-        try:
-            daemon.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            daemon.kill()
-            daemon.wait()
+    yield from run_daemon(home)
 
 
 @pytest.fixture

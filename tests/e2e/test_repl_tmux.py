@@ -83,7 +83,13 @@ def daemon_home(tmp_path: Path) -> Iterator[Path]:
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.toml").write_text("[tools]\nreadonly_commands = []\n")
-    env = {**os.environ, "AGENTRIO_HOME": str(home)}
+    yield from run_daemon(home)
+
+
+def run_daemon(home: Path) -> Iterator[Path]:
+    """A real daemon on a free port for ``home`` (its config.toml written), yielded
+    once healthy and stopped with SIGTERM (killed past 10 s) when the test ends."""
+    env = {**os.environ, "AGENTRIO_HOME": str(home), "NO_PROXY": "127.0.0.1,localhost"}
     daemon = subprocess.Popen(
         [sys.executable, "-m", "agentrio.engine", "daemon", "--port", "0"],
         cwd=ROOT,
