@@ -212,6 +212,7 @@ class TaskRun:
             cancel=self.handle.cancel,
             add_answers=self.previous_answers.extend,
             services=self.services,
+            answered=self.previous_answers,
         )
 
     async def wait_done(self) -> TaskOutcome:

@@ -14,7 +14,11 @@ still open), like ``ask_user`` does (R10-R13):
   **parks** the task on the questions: the MCP request is cancelled and the model,
   resumed with the answers, can call the tool again with them;
 * a stop choice in the dialog cancels the task with its cause, which cancels the
-  MCP request with that cause.
+  MCP request with that cause;
+* once a parked task is resumed with the person's answers (the page's, a bot's),
+  the first request of the resumed task asking exactly the questions it parked on
+  is answered with those answers, not asked again (`KeptForms`): the model calls the
+  tool again and the server gets what the person typed for its form.
 
 The engine never answers for the person: it accepts only with what was typed, and
 on refusal sends an error, not a ``decline``.
@@ -22,7 +26,7 @@ on refusal sends an error, not a ``decline``.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final
 
@@ -30,11 +34,12 @@ import attrs
 import trio
 
 from agentrio.engine.nursery_tasks import cancel_scope
+from agentrio.engine.snapshot import QA
 from agentrio.engine.tools.base import Refused, ToolContext
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 
-__all__ = ["Elicitation", "McpCalls", "content_of", "questions_of"]
+__all__ = ["Elicitation", "KeptForms", "McpCalls", "content_of", "questions_of"]
 
 #: The options of a yes/no field.
 YES_NO: Final = ["yes", "no"]
@@ -54,13 +59,13 @@ class Elicitation:
     parked: list[Question] | None = None
     _asking: set[trio.CancelScope] = attrs.field(factory=set)
 
-    async def request(self, params: Any) -> Any:
+    async def request(self, params: Any, kept: KeptForms) -> Any:
         """Answer one request of the server (in the SDK's task, for as long as the
         call runs: `end` cancels what is still open)."""
         with trio.CancelScope() as asking:
             self._asking.add(asking)
             try:
-                return await _answer(self, params)
+                return await _answer(self, params, kept)
             finally:
                 self._asking.discard(asking)
         return _error("the call ended")
@@ -71,11 +76,47 @@ class Elicitation:
             cancel_scope(asking, Cause.SUPERSEDED)
 
 
+class KeptForms:
+    """Which resumes' answers already answered a form (module docstring): each
+    resume's answers answer one request, the first asking exactly its questions."""
+
+    #: Spent resumes kept at most; older ones are forgotten (their tasks are long over).
+    LIMIT: Final = 1024
+
+    def __init__(self) -> None:
+        self._spent: dict[tuple[str, str, int], None] = {}
+
+    def take(self, ctx: ToolContext, questions: Sequence[Question]) -> list[str] | None:
+        """The person's answers to exactly ``questions`` when they are this task's
+        latest answers and no request took them yet; None otherwise."""
+        answers = latest_answers(ctx.answered, questions)
+        key = (ctx.session_id, ctx.task_hash, len(ctx.answered))
+        if answers is None or key in self._spent:
+            return None
+        self._spent[key] = None
+        while len(self._spent) > self.LIMIT:
+            del self._spent[next(iter(self._spent))]
+        return answers
+
+
+def latest_answers(answered: Sequence[QA], questions: Sequence[Question]) -> list[str] | None:
+    """The answers of ``answered``'s last ``len(questions)`` entries when those were
+    asked exactly ``questions``, in order; None otherwise."""
+    count = len(questions)
+    latest = list(answered[-count:]) if count else []
+    if not count or len(latest) != count:
+        return None
+    if [qa.question for qa in latest] != [question.text for question in questions]:
+        return None
+    return [qa.answer for qa in latest]
+
+
 class McpCalls:
     """The calls in flight, per server (module docstring)."""
 
     def __init__(self) -> None:
         self._by_server: dict[str, list[Elicitation]] = {}
+        self.kept = KeptForms()
 
     @contextmanager
     def track(self, server: str, call: Elicitation) -> Iterator[None]:
@@ -95,18 +136,18 @@ class McpCalls:
             if len(calls) != 1:
                 which = "no call is running" if not calls else "several calls are running"
                 return _error(f"agentrio cannot tell which call asks: {which}")
-            return await calls[0].request(params)
+            return await calls[0].request(params, self.kept)
 
         return elicit
 
 
-async def _answer(call: Elicitation, params: Any) -> Any:
+async def _answer(call: Elicitation, params: Any, kept: KeptForms) -> Any:
     from mcp_types import ElicitResult
 
     ctx = call.ctx
     questions = questions_of(call.server, params)
-    answers: list[str] | None = None
-    if ctx.origin == "cli-" or ctx.parent_task is not None:
+    answers = kept.take(ctx, questions)
+    if answers is None and (ctx.origin == "cli-" or ctx.parent_task is not None):
         try:
             reply = await ctx.ask("ask_user", questions=questions)
         except Refused:

@@ -137,6 +137,10 @@ class ToolContext:
     #: The in-process sub-agent's label (``sub-agent N/M: <objective>``), put on its
     #: asks and ``confirm`` events so the person sees who asks (R80); "" otherwise.
     subagent: str = ""
+    #: The person's answers in this task so far, oldest first (R12 "previous
+    #: answers", a resume's last): an MCP server's form asked again after its task
+    #: parked on it is answered from them (`agentrio.engine.mcp.elicit`).
+    answered: Sequence[QA] = ()
 
     async def ask(
         self,

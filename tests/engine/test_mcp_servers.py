@@ -14,17 +14,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
 from agentrio.engine.assembly import open_engine
 from agentrio.engine.config import Config, McpServerConfig, load_config
 from agentrio.engine.errors import ConfigError
-from agentrio.engine.mcp.elicit import content_of, questions_of
+from agentrio.engine.mcp.elicit import KeptForms, content_of, questions_of
 from agentrio.engine.mcp.servers import tool_name_for
 from agentrio.engine.mcp.tool import HINTS, confirm_args
 from agentrio.engine.mcp.transport import server_env
 from agentrio.engine.processes.groups import group_alive
+from agentrio.engine.snapshot import QA
 from agentrio.repl.parts_view import mcp_lines
 from tests.sources import ROOT
 
@@ -152,6 +154,27 @@ def test_an_elicitation_form_becomes_questions_and_typed_answers() -> None:
     assert content == {"name": "Ada", "check": True, "friend": "Joey", "tools": ["Guitar", "Bass"]}
     with pytest.raises(ValueError, match="invalid literal for int"):
         content_of(_Form(), ["Ada", "no", "many"])
+
+
+def test_a_parked_forms_answers_answer_one_identical_request_only() -> None:
+    """Issue 32 §3 (R12): the answers a resume brought answer the first request asking
+    exactly the parked questions, once; a different form, or answers to other
+    questions, are not used (the person is asked, or the task parks again)."""
+    questions = questions_of("every", _Form())
+    answered = [QA(question="other", answer="x")]
+    answered += [
+        QA(question=q.text, answer=a) for q, a in zip(questions[:2], ["Ada", "yes"], strict=True)
+    ]
+    ctx: Any = attrs.make_class("Ctx", ["session_id", "task_hash", "answered"])(
+        "chat-s", "t1", answered
+    )
+    kept = KeptForms()
+    assert kept.take(ctx, questions) is None  # five questions, two answers
+    assert kept.take(ctx, questions[:2]) == ["Ada", "yes"]
+    assert kept.take(ctx, questions[:2]) is None  # spent
+    assert kept.take(ctx, questions[1:3]) is None  # not what was asked last
+    answered.append(QA(question=questions[0].text, answer="Bo"))  # a later resume
+    assert kept.take(ctx, questions[:1]) == ["Bo"]
 
 
 def test_mcp_lines_say_each_state() -> None:
