@@ -53,6 +53,7 @@ from agentrio.handles import (
     as_decision,
 )
 from agentrio.inbox import Inbox, Limits
+from agentrio.protocol.asks import answer_fields
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode, unstructure
 from agentrio.protocol.errors import FrameDecodeError
@@ -307,17 +308,7 @@ class Client:
     async def decide(self, ask_id: str, decision: Decision | bool) -> None:
         """`reply` with a `Decision` (or a bool: approve / deny)."""
         d = as_decision(decision)
-        await self.reply(
-            ask_id,
-            approve=d.approve,
-            answers=d.answers,
-            password=d.password,
-            remember=d.remember,
-            allow_turn=d.allow_turn,
-            reason=d.reason,
-            stop=d.stop,
-            rule=d.rule,
-        )
+        await self._call(Reply(id=ask_id, **answer_fields(d)))
 
     # ------------------------------------------------------------------ queries
 
@@ -421,15 +412,7 @@ class Client:
     async def confirm(self, session_id: str, confirm_hash: str, decision: Decision | bool) -> None:
         """``POST …/confirm/{confirm_hash}``: answer a ``confirm`` event over HTTP."""
         d = as_decision(decision)
-        body = ConfirmRequest(
-            approve=bool(d.approve),
-            remember=d.remember,
-            allow_turn=d.allow_turn,
-            reason=d.reason,
-            stop=d.stop,
-            password=d.password,
-            answers=d.answers,
-        )
+        body = ConfirmRequest(**answer_fields(d))
         await self._http(
             "POST", f"/v1/session/{session_id}/confirm/{confirm_hash}", json=unstructure(body)
         )

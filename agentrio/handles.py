@@ -17,7 +17,7 @@ import trio
 
 from agentrio.errors import ClientError
 from agentrio.inbox import Inbox, Limits, RecentSeqs
-from agentrio.protocol.causes import Cause
+from agentrio.protocol.asks import Answer
 from agentrio.protocol.events import Done, Event
 from agentrio.protocol.frames import (
     Accepted,
@@ -45,22 +45,12 @@ AskNotice: TypeAlias = Ask | Withdrawn | Verify
 
 
 @attrs.frozen(kw_only=True)
-class Decision:
-    """An answer to an ask. Confirmations use ``approve`` (+ ``reason`` when denying,
-    ``remember``, ``allow_turn``, ``stop``, ``password``, and ``rule``: the kind of
-    one of the ask's ``offers`` to remember); questions use ``answers``, one per
-    question."""
-
-    approve: bool | None = None
-    answers: list[str] | None = attrs.field(default=None, repr=False)
-    password: str | None = attrs.field(default=None, repr=False)
-    remember: bool = False
-    allow_turn: bool = False
-    reason: str = ""
-    #: Stop the task with this cause as well (``Cause.USER_CANCELED``: discard it,
-    #: ``Cause.USER_ABORTED``: keep it to resume).
-    stop: Cause | None = None
-    rule: str = ""
+class Decision(Answer):
+    """An answer to an ask (the protocol's `Answer`, with its defaults). Confirmations
+    use ``approve`` (+ ``reason`` when denying, ``remember``, ``allow_turn``,
+    ``stop``: ``Cause.USER_CANCELED`` discards the task, ``Cause.USER_ABORTED`` keeps
+    it to resume, ``password``, and ``rule``: the kind of one of the ask's ``offers``
+    to remember); questions use ``answers``, one per question."""
 
     @classmethod
     def allow(cls, *, remember: bool = False, allow_turn: bool = False, rule: str = "") -> Decision:

@@ -60,10 +60,11 @@ from agentrio.engine.errors import AlreadyResolved
 from agentrio.engine.models.base import Model, ModelReply, ToolCallRequest
 from agentrio.engine.models.builtin import BuiltinModel
 from agentrio.engine.models.scripted import ScriptedModel, ScriptedTurn, Turn
-from agentrio.engine.pending import AskReply, Offered
+from agentrio.engine.pending import Offered
 from agentrio.engine.server.ws import ask_frame
 from agentrio.engine.tools.sudo import PasswordVerifier
 from agentrio.handles import Controls
+from agentrio.protocol.asks import answer_of
 from agentrio.protocol.frames import Ask
 
 __all__ = [
@@ -504,15 +505,7 @@ async def answer_engine_asks(
                 continue
             ask = ask_frame(notice.entry)
             decision = await _decide(rule, ask)
-            reply = AskReply(
-                approve=decision.approve,
-                answers=decision.answers,
-                password=decision.password,
-                remember=decision.remember,
-                allow_turn=decision.allow_turn,
-                reason=decision.reason,
-                stop=decision.stop,
-            )
+            reply = answer_of(decision)
             try:
                 await engine.answer(notice.entry.id, reply, by=listener)
             except AlreadyResolved:

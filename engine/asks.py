@@ -20,16 +20,12 @@ opt out of them:
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final
 
 import attrs
 
 from agentrio.engine.ids import origin_of
-from agentrio.protocol.causes import Cause
-from agentrio.protocol.events import Question, ToolDetails
-from agentrio.protocol.frames import Reply
-from agentrio.protocol.http import ConfirmRequest
-from agentrio.protocol.rules import RuleOffer
+from agentrio.protocol.asks import Answer, Asked, AskKind
 
 __all__ = [
     "ANSWERED_ELSEWHERE",
@@ -45,8 +41,6 @@ __all__ = [
     "Withdrawn",
 ]
 
-AskKind = Literal["tool_confirm", "ask_user", "secret"]
-
 #: The reason a claimer is given when the producer of its entry was cancelled (R3).
 TASK_CANCELED: Final = "task canceled"
 #: The same when the task was paused (kept to resume), not cancelled (issue 33).
@@ -60,28 +54,12 @@ GRACE_ORIGINS: Final = ("chat-", "tg-", "dc-")
 
 
 @attrs.frozen(kw_only=True)
-class AskRequest:
-    """What a task asks. ``window_hash`` names the REPL window that started the task
-    (R5); ``restricted``/``need_password`` mark a confirmation that touches a restricted
-    path and needs the system password (R7)."""
+class AskRequest(Asked):
+    """What a task asks (`Asked`), and the REPL window it belongs to:
+    ``window_hash`` names the window that started the task (R5). Never on the wire (a
+    frame carries no window hash, R78)."""
 
-    kind: AskKind
-    session_id: str
-    task_hash: str
     window_hash: str = ""
-    tool_name: str = ""
-    tool_args: dict[str, Any] = attrs.field(factory=dict)
-    questions: list[Question] = attrs.field(factory=list)
-    restricted: bool = False
-    need_password: bool = False
-    #: Who asks, shown to the person: the in-process sub-agent (R80), or the background
-    #: sub-agents whose commands a follow-up offers (R84); "" for the task.
-    subagent: str = ""
-    #: Rules the confirmation offers as choices of their own (R92), by kind.
-    offers: list[RuleOffer] = attrs.field(factory=list)
-    #: What a confirmed call would do, typed (a file tool's diff), shown with the
-    #: arguments; None when they say it all.
-    details: ToolDetails | None = None
 
     @property
     def origin(self) -> str:
@@ -100,35 +78,8 @@ class AskRequest:
         return self.origin in GRACE_ORIGINS
 
 
-@attrs.frozen(kw_only=True)
-class AskReply:
-    """One reply to an ask. ``password`` and ``answers`` never show in ``repr``: the
-    answer to a ``secret`` ask is a secret (R73)."""
-
-    approve: bool | None = None
-    answers: list[str] | None = attrs.field(default=None, repr=False)
-    password: str | None = attrs.field(default=None, repr=False)
-    remember: bool = False
-    allow_turn: bool = False
-    reason: str = ""
-    #: The stop choice that came with the answer: the task stops with this cause.
-    stop: Cause | None = None
-    #: The kind of the offered rule chosen (``offers``), or "" (R92).
-    rule: str = ""
-
-    @classmethod
-    def from_wire(cls, answer: ConfirmRequest | Reply) -> AskReply:
-        """The reply carried by a ``reply`` frame or a ``POST …/confirm`` body."""
-        return cls(
-            approve=answer.approve,
-            answers=answer.answers,
-            password=answer.password,
-            remember=answer.remember,
-            allow_turn=answer.allow_turn,
-            reason=answer.reason,
-            stop=answer.stop,
-            rule=answer.rule,
-        )
+#: One reply to an ask: the protocol's `Answer`, the one class for what is answered.
+AskReply = Answer
 
 
 @attrs.frozen

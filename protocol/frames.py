@@ -23,9 +23,10 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
+from agentrio.protocol.asks import Answer, Asked, id_first
 from agentrio.protocol.causes import Cause, person_cause
-from agentrio.protocol.events import Event, Question, ToolDetails
-from agentrio.protocol.rules import AllowedRule, RuleOffer
+from agentrio.protocol.events import Event, Question
+from agentrio.protocol.rules import AllowedRule
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
@@ -95,8 +96,6 @@ def done_status(cause: Cause) -> DoneStatus:
         return "canceled"
     return "paused" if cause is Cause.PAUSED else "aborted"
 
-
-AskKind = Literal["tool_confirm", "ask_user", "secret"]
 
 # ---------------------------------------------------------------- client → daemon
 
@@ -170,25 +169,14 @@ class Cancel:
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
-@attrs.frozen(kw_only=True)
-class Reply:
-    """Answer the ask ``id``: ``approve`` for confirmations, ``answers`` (one per
-    question) for questions, ``password`` for restricted confirmations (R7)."""
+@attrs.frozen(kw_only=True, field_transformer=id_first)
+class Reply(Answer):
+    """Answer the ask ``id`` (`Answer`: ``approve`` for confirmations, ``answers``,
+    one per question, for questions, ``password`` for restricted confirmations, R7;
+    ``stop``, the stop choice, for both)."""
 
     TYPE: ClassVar[str] = "reply"
     id: str
-    approve: bool | None = None
-    answers: list[str] | None = None
-    password: str | None = None
-    remember: bool = False
-    allow_turn: bool = False
-    reason: str = ""
-    #: The stop choice that came with the answer ("Stop and discard": ``user_canceled``,
-    #: "Stop, keep to resume": ``user_aborted``): the task stops with it. (Older
-    #: clients sent ``action``.)
-    stop: Cause | None = attrs.field(default=None, validator=person_cause)
-    #: The ``kind`` of the ask's `RuleOffer` chosen: approve and remember that rule.
-    rule: str = attrs.field(default="", metadata=OMIT_DEFAULT)
     request_id: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
@@ -377,29 +365,13 @@ class EventFrame:
     event: Event
 
 
-@attrs.frozen(kw_only=True)
-class Ask:
-    """A question for a person; answer with ``reply {id}``."""
+@attrs.frozen(kw_only=True, field_transformer=id_first)
+class Ask(Asked):
+    """A question for a person (`Asked`, shown by the entry ``id``); answer with
+    ``reply {id}``."""
 
     TYPE: ClassVar[str] = "ask"
     id: str
-    kind: AskKind
-    session_id: str
-    task_hash: str
-    tool_name: str = ""
-    tool_args: dict[str, Any] = attrs.field(factory=dict)
-    questions: list[Question] = attrs.field(factory=list)
-    restricted: bool = False
-    need_password: bool = False
-    #: The in-process sub-agent that asks (R80), ``sub-agent N/M: <objective>``, or the
-    #: background sub-agents whose commands a follow-up offers (R84); empty when the
-    #: task itself asks. Left out while empty (an older peer's frame).
-    subagent: str = attrs.field(default="", metadata=OMIT_DEFAULT)
-    #: Rules this confirmation offers as choices of their own (R92); left out if none.
-    offers: list[RuleOffer] = attrs.field(factory=list, metadata=OMIT_DEFAULT)
-    #: What the call would do, typed, for the dialog to draw (a file tool's diff:
-    #: ``details.change``, issue 32); left out when the arguments say it all.
-    details: ToolDetails | None = attrs.field(default=None, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

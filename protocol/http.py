@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from agentrio.protocol.causes import Cause, person_cause
+from agentrio.protocol.asks import Answer
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import (
     AllowedRule,
@@ -81,19 +81,9 @@ class CancelResult:
 
 
 @attrs.frozen(kw_only=True)
-class ConfirmRequest:
-    """``POST …/confirm/{confirm_hash}``; ``stop`` stops the task with that cause, as
-    a reply's does (older clients sent ``action``)."""
-
-    approve: bool = False
-    remember: bool = False
-    allow_turn: bool = False
-    reason: str = ""
-    stop: Cause | None = attrs.field(default=None, validator=person_cause)
-    password: str | None = None
-    answers: list[str] | None = None
-    #: The ``kind`` of the confirmation's offered rule chosen (its ``offers``, R92).
-    rule: str = ""
+class ConfirmRequest(Answer):
+    """``POST …/confirm/{confirm_hash}``: an `Answer`, as a ``reply`` frame carries it
+    (older clients sent ``action`` for ``stop``)."""
 
 
 @attrs.frozen(kw_only=True)

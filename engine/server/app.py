@@ -51,6 +51,7 @@ from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.server.ws_limits import note_stream
 from agentrio.engine.store.base import Store, StoreError
+from agentrio.protocol.asks import answer_fields
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from agentrio.protocol.errors import ErrorCode, FrameDecodeError
@@ -357,17 +358,7 @@ async def confirm(request: Request, ctx: ServerContext) -> Response:
 
 def _reply_of(ask_id: str, body: ConfirmRequest) -> Reply:
     """The ``reply`` frame a confirm body is the HTTP form of."""
-    return Reply(
-        id=ask_id,
-        approve=body.approve,
-        answers=body.answers,
-        password=body.password,
-        remember=body.remember,
-        allow_turn=body.allow_turn,
-        reason=body.reason,
-        stop=body.stop,
-        rule=body.rule,
-    )
+    return Reply(id=ask_id, **answer_fields(body))
 
 
 async def pending_tasks(request: Request, ctx: ServerContext) -> Response:

@@ -5,6 +5,7 @@ a task on another daemon, shown here: `agentrio.engine.server.peer_asks`)."""
 from __future__ import annotations
 
 from agentrio.engine.pending import AskRequest, Entry, Verified
+from agentrio.protocol.asks import asked_fields
 from agentrio.protocol.frames import Ask, Verify
 
 __all__ = ["ask_frame", "request_of_ask", "verify_frame"]
@@ -12,39 +13,13 @@ __all__ = ["ask_frame", "request_of_ask", "verify_frame"]
 
 def ask_frame(entry: Entry) -> Ask:
     """The ``ask`` frame a front-end is shown for a registry entry."""
-    request = entry.request
-    return Ask(
-        id=entry.id,
-        kind=request.kind,
-        session_id=request.session_id,
-        task_hash=request.task_hash,
-        tool_name=request.tool_name,
-        tool_args=dict(request.tool_args),
-        questions=list(request.questions),
-        restricted=request.restricted,
-        need_password=request.need_password,
-        subagent=request.subagent,
-        offers=list(request.offers),
-        details=request.details,
-    )
+    return Ask(id=entry.id, **asked_fields(entry.request))
 
 
 def request_of_ask(ask: Ask) -> AskRequest:
     """The request an ``ask`` frame shows (`ask_frame`'s inverse; a frame carries no
     window hash, and asks of REPL windows never leave their daemon, R78)."""
-    return AskRequest(
-        kind=ask.kind,
-        session_id=ask.session_id,
-        task_hash=ask.task_hash,
-        tool_name=ask.tool_name,
-        tool_args=dict(ask.tool_args),
-        questions=list(ask.questions),
-        restricted=ask.restricted,
-        need_password=ask.need_password,
-        subagent=ask.subagent,
-        offers=list(ask.offers),
-        details=ask.details,
-    )
+    return AskRequest(**asked_fields(ask))
 
 
 def verify_frame(notice: Verified) -> Verify:

@@ -45,9 +45,10 @@ from agentrio.engine.compaction import compact_session
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
-from agentrio.engine.pending import AskReply, Entry, Listener
+from agentrio.engine.pending import Entry, Listener
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.cluster import Cluster
+from agentrio.protocol.asks import answer_of
 from agentrio.protocol.frames import (
     BackgroundCancel,
     Cancel,
@@ -259,7 +260,7 @@ class Commands:
             await self.cluster.asks.answer(frame.id, frame, via=via, sessions=sessions)
             return
         by = authorize(entry)
-        await self.engine.answer(frame.id, AskReply.from_wire(frame), by=by)
+        await self.engine.answer(frame.id, answer_of(frame), by=by)
 
     # ------------------------------------------------------------------ queries
 

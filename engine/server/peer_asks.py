@@ -34,12 +34,13 @@ from collections.abc import Collection
 import attrs
 import trio
 
-from agentrio.engine.asks import CLIENT_DISCONNECTED, TASK_CANCELED, AskReply
+from agentrio.engine.asks import CLIENT_DISCONNECTED, TASK_CANCELED
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AgentrioError, AlreadyResolved, Forbidden, NotFound, error_of
 from agentrio.engine.pending import Entry, Listener, Offered, Verified, Withdrawn
 from agentrio.engine.server.ask_frames import ask_frame, request_of_ask
 from agentrio.engine.server.peers import Peers
+from agentrio.protocol.asks import answer_of
 from agentrio.protocol.cluster import (
     AnswerAsk,
     AskGone,
@@ -283,7 +284,7 @@ class PeerAsks:
             return
         try:
             by = self._answerer(message, entry)
-            await self._engine.answer(ask_id, AskReply.from_wire(message.reply), by=by)
+            await self._engine.answer(ask_id, answer_of(message.reply), by=by)
         except AgentrioError as exc:
             await self._peers.answer(message, found=True, error=exc)
         else:
