@@ -9,7 +9,10 @@ long, or never starts, delays nothing. Each server then goes through:
 * ``starting``: spawn (stdio) or connect (HTTP), the protocol's handshake, the tool
   listing, within ``start_timeout_s``;
 * ``ready``: its tools are in the engine's toolbox as ``mcp__NAME__TOOL``
-  (`agentrio.engine.mcp.tool`), until the process exits or the connection ends;
+  (`agentrio.engine.mcp.tool`), until the process exits or the connection ends; when
+  the server says its tools changed (``notifications/tools/list_changed``) they are
+  listed again and replace the old ones in one step, so the next turn's toolbox is
+  the server's new list;
 * ``restarting``: it failed to start or went away; its tools are removed at once, and
   after a back-off (``restart_backoff_s`` doubling up to `BACKOFF_CAP_S`) it starts
   again;
@@ -161,6 +164,7 @@ class McpServers:
         with trio.CancelScope(deadline=trio.current_time() + config.start_timeout_s) as scope:
             async with self._connected(state) as (connection, session):
                 await session.initialize()
+                state.tools_changed = trio.Event()  # the listing below covers earlier news
                 tools = await _list_tools(session)
                 scope.deadline = math.inf
                 state.session, state.pid = session, connection.pid
@@ -168,9 +172,27 @@ class McpServers:
                 state.reason = ""
                 self._enter(state, "ready")
                 log.info("MCP server %s ready: %d tools", state.name, len(state.tools))
-                await _first(connection.exited.wait, state.gone.wait)
+
+                async def follow() -> None:
+                    await self._follow_tool_changes(state, session)
+
+                await _first(connection.exited.wait, state.gone.wait, follow)
         if scope.cancelled_caught:
             raise TimeoutError(f"not ready within {config.start_timeout_s:g} s")
+
+    async def _follow_tool_changes(self, state: ServerState, session: ClientSession) -> None:
+        """While the server is ready: each time it says its tools changed, list them
+        again and put the new list in place of the old, with no await between (a turn
+        sees the old tools or the new ones, never a mix). Changes said while a listing
+        runs are covered by one more listing. A failed listing is the server's failure."""
+        while True:
+            await state.tools_changed.wait()
+            state.tools_changed = trio.Event()
+            tools = await _list_tools(session)
+            self._unregister(state)
+            self._register(state, tools)
+            self._enter(state, "ready")
+            log.info("MCP server %s: tools changed, now %d", state.name, len(state.tools))
 
     @asynccontextmanager
     async def _connected(self, state: ServerState) -> Any:
@@ -239,13 +261,17 @@ class McpServers:
 def _ending_on_close(state: ServerState) -> Any:
     """The session's message handler: a transport error (a line that is not JSON-RPC)
     is logged; the server's life ends when its process exits or a call finds the
-    connection closed, not here. Notifications need nothing here (progress goes to
-    its call's callback; a changed tool list is not followed: the tools listed at
-    start stay until the server restarts)."""
+    connection closed, not here. A changed tool list only sets ``tools_changed``: the
+    handler runs in the session's receive loop, so listing here would wait for an
+    answer that loop has to read (`McpServers._follow_tool_changes` lists). Progress
+    goes to its call's callback."""
+    from mcp_types import ToolListChangedNotification
 
     async def handle(message: Any) -> None:
         if isinstance(message, Exception):
             log.warning("MCP server %s: %s", state.name, describe(message))
+        elif isinstance(message, ToolListChangedNotification):
+            state.tools_changed.set()
         await trio.lowlevel.checkpoint()
 
     return handle

@@ -38,6 +38,8 @@ class ServerState:
     session: ClientSession | None = None
     #: Set when a ready server's connection ends (its process exited).
     gone: trio.Event = attrs.field(factory=trio.Event)
+    #: Set when the server said its tools changed (``notifications/tools/list_changed``).
+    tools_changed: trio.Event = attrs.field(factory=trio.Event)
 
     def info(self) -> McpServerInfo:
         retry = None if self.retry_at is None else max(0.0, self.retry_at - trio.current_time())

@@ -31,6 +31,7 @@ MODULES = ROOT / "node_modules" / "@modelcontextprotocol"
 EVERYTHING = MODULES / "server-everything" / "dist" / "index.js"
 FILESYSTEM = MODULES / "server-filesystem" / "dist" / "index.js"
 NOTES_SERVER = ROOT / "examples" / "mcp_notes_server.py"
+GROWING_SERVER = ROOT / "examples" / "mcp_growing_server.py"
 
 pytestmark = pytest.mark.skipif(
     not (EVERYTHING.exists() and FILESYSTEM.exists()), reason="npm ci has not run"
@@ -53,6 +54,18 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
         {"text": "done"},
     ],
     "elicit": [_call("mcp__notes__new_note", {"text": "milk"}), {"text": "done"}],
+    "grow": [
+        _call("mcp__grow__unlock", {"word": "plum"}),
+        {"text": "done"},
+        {
+            "text": "",
+            "tool_calls": [
+                {"id": "c1", "name": "mcp__grow__word", "args": {}},
+                {"id": "c2", "name": "mcp__grow__unlock", "args": {"word": "fig"}},
+            ],
+        },
+        {"text": "done"},
+    ],
     "killed": [
         _call("mcp__plain__trigger-long-running-operation", {"duration": 60, "steps": 60}),
         {"text": "done"},
@@ -75,6 +88,7 @@ def _config(root: Path, script: str) -> str:
         "fs": {"command": node, "args": [str(FILESYSTEM), str(files)]},
         "never": {"command": "no-such-mcp-server", "max_restarts": 0},
         "notes": {"command": sys.executable, "args": [str(NOTES_SERVER), str(files)]},
+        "grow": {"command": sys.executable, "args": [str(GROWING_SERVER)]},
     }
     return tomli_w.dumps(
         {
@@ -284,3 +298,40 @@ async def test_an_elicitation_of_a_chat_task_parks_it_and_nothing_is_saved(
     assert [q.text for q in parked[0].questions] == [
         "MCP server notes asks: What should the note be called?\nTitle"
     ]
+
+
+@_script("grow")
+async def test_a_servers_changed_tool_list_is_the_next_tasks_toolbox(
+    agentrio_daemon: RunningDaemon,
+) -> None:
+    """Issue 32 §3: the example server's ``unlock`` removes itself and adds ``word`` and
+    ``lock``, then sends ``notifications/tools/list_changed``; the daemon lists the
+    server's tools again (its state counts 2), and the next task calls ``word`` (the
+    server answers) while ``unlock`` is no longer in its toolbox (never sent)."""
+    servers = await _wait_ready(agentrio_daemon, "grow")
+    assert servers["grow"].tools == 1
+    allow = lambda ask: Decision.allow()  # noqa: E731
+    async with agentrio_daemon.connect() as client:
+        first = await client.run("cli-mcp", "go", window_hash="w-mcp", on_ask=allow)
+        assert (await first.wait_done()).status == "finished"
+        result = _outcome(first)
+        assert isinstance(result, ToolResult)
+        assert result.output == "unlocked plum"
+        with trio.fail_after(30):
+            while (await _wait_ready(agentrio_daemon, "grow"))["grow"].tools != 2:
+                await trio.sleep(0.05)
+        asked: list[str] = []
+
+        def approve(ask: Any) -> Decision:
+            asked.append(ask.tool_name)
+            return Decision.allow()
+
+        second = await client.run("cli-mcp", "again", window_hash="w-mcp", on_ask=approve)
+        assert (await second.wait_done()).status == "finished"
+    outcomes = [e for e in second.events_so_far if isinstance(e, ToolResult | ToolSkipped)]
+    assert [type(e).__name__ for e in outcomes] == ["ToolResult", "ToolSkipped"]
+    assert isinstance(outcomes[0], ToolResult)
+    assert outcomes[0].output == "plum"
+    assert isinstance(outcomes[1], ToolSkipped)
+    assert "not available" in outcomes[1].reason
+    assert asked == ["mcp__grow__word"]  # the removed tool was never asked for, nor run
