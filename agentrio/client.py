@@ -175,7 +175,7 @@ class Client:
         window_hash: str = "",
         allow_all: bool = False,
         on_ask: Rule | None = None,
-        cwd: str | os.PathLike[str] = "",
+        cwd: str | os.PathLike[str] | None = None,
     ) -> RunHandle:
         """Start a task; returns once it is ``accepted`` (its hash is known, so it can
         be cancelled). Raises `StartFailed` when the daemon refused to start it.
@@ -187,7 +187,10 @@ class Client:
         it listens (`listen`) on a prefix of the session id (R8).
 
         ``cwd`` (an absolute path, or relative to the session's directory) becomes the
-        session's working directory first (R86); empty: the session's stays."""
+        session's working directory first (R86). By default (None) it is where this
+        script is: the process's working directory, or the session's directory as this
+        connection last knew it (`default_cwd`), as the REPL sends its own; ``""``
+        sends none, so the session's stays."""
         request_id = self._new_id("r")
         frame = Run(
             request_id=request_id,
@@ -195,9 +198,28 @@ class Client:
             input=text,
             window_hash=window_hash,
             allow_all=allow_all,
-            cwd=os.fspath(cwd),
+            cwd=self._cwd_for(session_id, cwd) or "",
         )
         return await self._start(frame, on_ask)
+
+    def default_cwd(self, session_id: str | None) -> str:
+        """The ``cwd`` a task of ``session_id`` is started with when the script names
+        none: the session's directory as this connection last knew it (the absolute
+        ``cwd`` a task of it was started with, or the directory a ``workdir`` event of
+        it named after a ``cd``: the next task goes on there), else the process's
+        working directory."""
+        known = self._router.workdirs.get(session_id) if session_id else None
+        return known or os.getcwd()
+
+    def _cwd_for(self, session_id: str | None, cwd: str | os.PathLike[str] | None) -> str | None:
+        """What a start sends as ``cwd`` (None: nothing); an absolute one is now the
+        session's directory as far as this connection knows."""
+        if cwd is None:
+            return self.default_cwd(session_id)
+        given = os.fspath(cwd)
+        if session_id and os.path.isabs(given):
+            self._router.workdirs[session_id] = given
+        return given or None
 
     async def resume(
         self,
@@ -393,16 +415,22 @@ class Client:
         session_id: str | None = None,
         pending_task: str | None = None,
         allow_all: bool = False,
-        cwd: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
     ) -> SendStarted | SendSteered:
         """``POST /v1/send`` (R35): start a task as a web front-end would (in ``cwd``,
-        as `run`), steer a running one, or resume a pending one."""
+        as `run`: by default where this script is, `default_cwd`; ``""`` sends none),
+        steer a running one, or resume a pending one (which keep their directory: no
+        ``cwd`` is sent with ``pending_task``)."""
+        if pending_task is not None:  # the daemon refuses a cwd with it
+            where = None if cwd is None else os.fspath(cwd)
+        else:
+            where = self._cwd_for(session_id, cwd)
         body = SendRequest(
             input=text,
             session_id=session_id,
             pending_task=pending_task,
             allow_all=allow_all,
-            cwd=cwd,
+            cwd=where,
         )
         reply = await self._http("POST", "/v1/send", json=unstructure(body))
         if reply.status == 202:

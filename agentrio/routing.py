@@ -41,6 +41,7 @@ import trio
 from agentrio.errors import ClientError, Disconnected
 from agentrio.handles import AskNotice, Listener, Rule, RunHandle, Subscription
 from agentrio.inbox import Inbox, Limits
+from agentrio.protocol.events import Workdir
 from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
@@ -169,6 +170,9 @@ class Router:
         self.subscriptions: dict[str, Subscription] = {}
         self._ask_sinks: OrderedDict[str, Inbox[AskNotice]] = OrderedDict()
         self._held: list[Ask] = []
+        #: Each session's working directory as its ``workdir`` events last said (a
+        #: ``cd``), for the ``cwd`` the client sends by default (R86).
+        self.workdirs: dict[str, str] = {}
         #: Asks that no run and no listener takes (``Client.asks()``).
         self.unrouted: Inbox[AskNotice] = Inbox(limits.notices, name="unrouted asks")
 
@@ -183,6 +187,8 @@ class Router:
                     self.by_task[frame.task_hash] = handle
                     self._reroute_held()
             case EventFrame():
+                if isinstance(frame.event, Workdir):
+                    self.workdirs[frame.session_id] = frame.event.path
                 run = self.by_task.get(frame.task_hash)
                 if run is not None:
                     run._event(frame.event)

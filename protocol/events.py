@@ -422,9 +422,10 @@ class AgentsMd:
 class Compacted:
     """The session's earlier conversation was compacted to fit the model's context:
     ``summarised`` exchanges folded into its summary, ``elided`` older tool results
-    left out of this task's input. ``reason``: ``budget`` (it no longer fit) or
-    ``context_length`` (the provider refused the input as too long). ``/compact``
-    outside a task is answered by a ``compacted_session`` frame instead."""
+    left out of this task's input. ``reason``: ``budget`` (it no longer fit),
+    ``context_length`` (the provider refused the input as too long) or ``request``
+    (``/compact``, the ``compact`` frame, ``POST …/compact``: then the event belongs
+    to no task, its task hash empty, and the asker is also answered)."""
 
     KIND: ClassVar[str] = "compacted"
     seq: int

@@ -35,6 +35,8 @@ __all__ = [
     "ModelRequest",
     "PendingTasks",
     "Questions",
+    "RecentExchange",
+    "RecentExchanges",
     "ResumeAccepted",
     "ResumeRequest",
     "SandboxInfo",
@@ -134,6 +136,27 @@ class HistoryList:
 class HistoryRecord:
     task_hash: str
     content: str
+
+
+@attrs.frozen(kw_only=True)
+class RecentExchange:
+    """One ended task of the session as a reopened window shows it: what the person
+    said (``input``) and the answer it got (``reply``: the task's last text, a
+    ``[Canceled]`` or failure note), each clamped to 4 KiB."""
+
+    task_hash: str
+    end_at: float
+    input: str
+    reply: str
+
+
+@attrs.frozen(kw_only=True)
+class RecentExchanges:
+    """``GET /v1/session/{id}/recent?limit=N``: the session's last ``N`` (default 5,
+    at most 50) exchanges, oldest first, from its stored conversation -- what the REPL
+    reopened with ``--session`` and the page print before anything new (issue 31)."""
+
+    exchanges: list[RecentExchange]
 
 
 @attrs.frozen(kw_only=True)
@@ -288,6 +311,7 @@ BODY_TYPES: tuple[type[Any], ...] = (
     HistoryEntry,
     HistoryList,
     HistoryRecord,
+    RecentExchanges,
     Legs,
     LegCancelResult,
     AllowedRules,

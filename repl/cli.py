@@ -236,6 +236,7 @@ def _run_repl(args: argparse.Namespace) -> int:
         model=model_label(home),
         home=str(home),
         workdir=os.path.realpath(os.getcwd()),  # where the person opened the REPL (R86)
+        reopened=bool(args.session),  # its last exchanges are printed first
     )
     app = ReplApp(state, history=private_history(home / "repl_history"))
     asyncio.run(run_with_trio(app, sink, home=home))

@@ -264,6 +264,7 @@ class _Exec:
                         self.text,
                         window_hash=new_window_hash(),
                         on_ask=self._decide,
+                        cwd="",  # the session's directory, as before the client's default
                     )
                     self.run = run
                     if self.signum is not None:

@@ -33,6 +33,7 @@ from agentrio.protocol.frames import (
 )
 from agentrio.protocol.http import ErrorBody, HistoryList, HistoryRecord
 from agentrio.protocol.wording import plural
+from agentrio.repl import recent
 from agentrio.repl.messages import HttpCall, HttpResult, Outgoing
 from agentrio.repl.render import clip
 
@@ -307,6 +308,10 @@ class SessionLists:
 
     def http_result(self, result: HttpResult) -> None:
         """The answer to an HTTP call of these lists (drop, history), or its error."""
+        if result.call.purpose == recent.PURPOSE:  # asked for at start, not by the person
+            if result.status == 200:
+                recent.show_recent(self._host.write, result)
+            return
         if result.status == 0:
             self._host.set_notice(f"request failed: {result.error}")
             return

@@ -90,6 +90,7 @@ from agentrio.repl.messages import (
     Status,
 )
 from agentrio.repl.parts_view import mcp_lines
+from agentrio.repl.recent import recent_call
 from agentrio.repl.render import Line, clip, render_done_status, unfold
 from agentrio.repl.transcript import Transcript
 from agentrio.repl.usage import UsageBook
@@ -114,8 +115,12 @@ class ReplState:
         model: str = "",
         home: str = "",
         workdir: str = "",
+        reopened: bool = False,
     ) -> None:
         self.session_id = session_id
+        #: Opened on an existing session (``--session``): its last exchanges are
+        #: printed once connected (`agentrio.repl.recent`).
+        self.reopened = reopened
         #: Where the session's commands run (R86): the REPL's own directory, sent as
         #: every task's ``cwd``, moved by the session's ``workdir`` events (a ``cd``);
         #: the toolbar shows it. Empty: none sent (the session's own stays).
@@ -496,6 +501,8 @@ class ReplState:
             )
         # Legs a closed REPL left in this session end in this window (`agentrio --session`).
         self._send(OpenWindow(session_id=self.session_id, window_hash=self.window_hash))
+        if self.reopened and not message.reconnect:  # where its conversation stood
+            self._send(recent_call(self.session_id))
         self._send(ListLegs(session_id=self.session_id))
         # Across this origin's sessions: a reopened REPL is a new session (issue 17).
         lists = self.lists

@@ -279,6 +279,7 @@ class ChatFrontend:
                 text,
                 session_id=conversation.session_id,
                 pending_task=conversation.task_hash or None,
+                cwd="",  # a chat works in [agent] cwd, not where the bot runs (R86)
             )
         except ClientError as exc:
             await self.say(conversation.chat, f"agentrio refused it: {exc.message}")

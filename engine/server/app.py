@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from agentrio.engine.errors import AgentrioError, BadRequest, NotFound
 from agentrio.engine.ids import check_session_id, check_task_hash
 from agentrio.engine.pending import Entry
+from agentrio.engine.recent import DEFAULT_RECENT
 from agentrio.engine.server.auth import bearer_ok, host_allowed
 from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
@@ -410,6 +411,15 @@ async def history_record(request: Request, ctx: ServerContext) -> Response:
     return json_response(record)
 
 
+async def recent(request: Request, ctx: ServerContext) -> Response:
+    """The session's last exchanges, oldest first (issue 31): what a window reopened on
+    it prints first. ``limit`` 0-50, default 5."""
+    raw_limit = request.query_params.get("limit", "") or str(DEFAULT_RECENT)
+    if not (raw_limit.isascii() and raw_limit.isdigit()):
+        raise BadRequest(f"limit: expected an integer, got {raw_limit[:32]!r}")
+    return json_response(await ctx.commands.recent(_session_id(request), int(raw_limit)))
+
+
 async def legs(request: Request, ctx: ServerContext) -> Response:
     """The session's queued and running background legs (R44, the ``list_legs`` frame
     over HTTP)."""
@@ -513,6 +523,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(session + "/events", _endpoint(events), methods=["GET"]),
         Route(session + "/task", _endpoint(pending_tasks), methods=["GET"]),
         Route(session + "/task/history", _endpoint(history), methods=["GET"]),
+        Route(session + "/recent", _endpoint(recent), methods=["GET"]),
         Route(task, _endpoint(drop), methods=["DELETE"]),
         Route(task + "/questions", _endpoint(questions), methods=["GET"]),
         Route(task + "/resume", _endpoint(resume), methods=["POST"]),

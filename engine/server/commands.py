@@ -46,8 +46,10 @@ from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
 from agentrio.engine.pending import Entry, Listener
+from agentrio.engine.recent import DEFAULT_RECENT, recent_exchanges
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.cluster import Cluster
+from agentrio.protocol import events as ev
 from agentrio.protocol.asks import answer_of
 from agentrio.protocol.frames import (
     BackgroundCancel,
@@ -73,6 +75,7 @@ from agentrio.protocol.http import (
     Legs,
     PendingTasks,
     Questions,
+    RecentExchanges,
     ResumeRequest,
     SendRequest,
     SendStarted,
@@ -304,6 +307,10 @@ class Commands:
         """One run's full action record (`NotFound` for an unknown task)."""
         return await self.engine.history_record(session_id, task_hash)
 
+    async def recent(self, session_id: str, limit: int = DEFAULT_RECENT) -> RecentExchanges:
+        """The session's last exchanges, for a window reopened on it (issue 31)."""
+        return await recent_exchanges(self.engine.store, check_session_id(session_id), limit)
+
     # ------------------------------------------------------------------ legs
 
     def legs(self, frame: ListLegs) -> Legs:
@@ -344,10 +351,13 @@ class Commands:
         return SessionModel(name=name, model=catalog.choices[name], choices=choices)
 
     async def compact(self, frame: Compact) -> Compaction:
-        """Compact the session's conversation now (issue 31 item 3, ``/compact``)."""
+        """Compact the session's conversation now (issue 31 item 3, ``/compact``): the
+        session's watchers are told by a ``compacted`` event (reason ``request``,
+        belonging to no task), as of a compaction a task made."""
         session_id = check_session_id(frame.session_id)
-        session = self.engine.sessions.get(session_id)  # a daemon's-life total, if any
+        session = self.engine.session(session_id)  # its usage counts the summary's
         summarised = await compact_session(self.engine.services, session_id, session)
+        session.hub.emit("", ev.Compacted, summarised=summarised, reason="request")
         return Compaction(summarised=summarised)
 
     async def forget_allowed(self, frame: ForgetAllowed) -> AllowedRules:

@@ -320,9 +320,13 @@ class Store(Protocol):
 
     # -- conversation (issue 31) -------------------------------------------------------
 
-    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+    async def conversation(
+        self, session_id: str, *, limit: int, folded: bool = False
+    ) -> StoredConversation:
         """The session's summary and the exchanges that ended after it, oldest first:
-        the newest ``limit`` of them only (never the whole history)."""
+        the newest ``limit`` of them only (never the whole history). With ``folded``
+        the exchanges the summary covers count too: what a reopened window shows of
+        the session's last exchanges (`agentrio.engine.recent`), compacted or not."""
         ...
 
     async def put_summary(self, session_id: str, summary: Summary) -> None:

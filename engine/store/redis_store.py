@@ -465,12 +465,14 @@ class RedisStore:
     # -- conversation ------------------------------------------------------------------
     # The exchange rides in the history row's JSON: the newest rows are the tail.
 
-    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+    async def conversation(
+        self, session_id: str, *, limit: int, folded: bool = False
+    ) -> StoredConversation:
         text = await self._call(
             "conversation", lambda: self._client.get(self._prefix + "summary:" + session_id)
         )
         summary = None if text is None else Summary(**json.loads(text))
-        after = -1.0 if summary is None else summary.upto
+        after = -1.0 if summary is None or folded else summary.upto
         exchanges = [
             exchange_of(row.task_hash, row.end_at, row.exchange)
             for row in await self.list_history(session_id, limit=limit)

@@ -399,7 +399,9 @@ class SqliteStore(SqliteRules):
 
     # -- conversation ------------------------------------------------------------------
 
-    async def conversation(self, session_id: str, *, limit: int) -> StoredConversation:
+    async def conversation(
+        self, session_id: str, *, limit: int, folded: bool = False
+    ) -> StoredConversation:
         def read(conn: sqlite3.Connection) -> StoredConversation:
             found = conn.execute(
                 "SELECT text, upto FROM summaries WHERE session_id = ?", (session_id,)
@@ -408,7 +410,7 @@ class SqliteStore(SqliteRules):
             rows = conn.execute(
                 "SELECT task_hash, end_at, messages FROM exchanges "
                 "WHERE session_id = ? AND end_at > ? ORDER BY end_at DESC LIMIT ?",
-                (session_id, -1.0 if summary is None else summary.upto, limit),
+                (session_id, -1.0 if summary is None or folded else summary.upto, limit),
             ).fetchall()
             exchanges = [exchange_of(r["task_hash"], r["end_at"], r["messages"]) for r in rows]
             return StoredConversation(summary=summary, exchanges=exchanges[::-1])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -19,7 +20,7 @@ import trio
 import trio.testing
 
 from agentrio import Client, ClientError, Disconnected, Limits, StartFailed, open_client
-from agentrio.protocol.events import Done, Text
+from agentrio.protocol.events import Done, Text, Workdir
 from agentrio.protocol.frames import (
     Accepted,
     Ask,
@@ -248,3 +249,35 @@ async def test_an_observer_sees_every_frame_and_nothing_else_queues() -> None:
         assert seen == frames
         assert client.asks().statistics().buffered == 0
     assert daemon.sent == [Run(request_id="x", session_id="cli-1", input="hi")]
+
+
+async def test_a_run_is_sent_where_the_script_is_or_the_session_moved(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R86: ``run`` sends the process's working directory as ``cwd`` by default; an
+    absolute ``cwd`` given, or a ``workdir`` event (a ``cd``) of the session, is where
+    its next default start goes; ``cwd=""`` sends none; another session is unmoved."""
+    monkeypatch.chdir(tmp_path)
+    daemon = FakeDaemon()
+    async with client_of(daemon) as client:
+
+        async def start(session: str, cwd: str | None = None) -> str:
+            number = sum(isinstance(f, Run) for f in daemon.sent) + 1
+            daemon.push(Accepted(request_id=f"r{number}", session_id=session, task_hash=HASH))
+            kwargs = {} if cwd is None else {"cwd": cwd}
+            await client.run(session, "run: pwd", **kwargs)
+            sent = daemon.sent[-1]
+            assert isinstance(sent, Run)
+            assert sent.request_id == f"r{number}"
+            return sent.cwd
+
+        assert await start("cli-1") == str(tmp_path)
+        assert await start("cli-1", "/srv/project") == "/srv/project"
+        assert await start("cli-1") == "/srv/project"
+        moved = Workdir(seq=1, at=0, path="/srv/project/sub")
+        daemon.push(EventFrame(session_id="cli-1", task_hash=HASH, event=moved))
+        await trio.testing.wait_all_tasks_blocked()
+        assert client.default_cwd("cli-1") == "/srv/project/sub"
+        assert await start("cli-1") == "/srv/project/sub"
+        assert await start("cli-1", "") == ""
+        assert await start("cli-2") == str(tmp_path)

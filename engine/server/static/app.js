@@ -871,12 +871,32 @@ class ChatView {
   reset() {
     this.tasks.clear();
     this.log.replaceChildren();
+    this.showRecent();
+  }
+
+  /** The session's last exchanges from the store (issue 31), drawn first: reopening a
+   *  session shows where its conversation stood, also after a daemon restart emptied
+   *  its replay. A task the replay shows itself keeps its own block instead. */
+  async showRecent() {
+    const epoch = (this.epoch = (this.epoch ?? 0) + 1);
+    let data;
+    try {
+      data = await api("GET", `${sessionPath(this.sessionId)}/recent`);
+    } catch {
+      return; // the live log is whole without them
+    }
+    if (epoch !== this.epoch || this.controller.signal.aborted) return;
+    const blocks = data.exchanges.filter((e) => !this.tasks.has(e.task_hash)).map(earlierBlock);
+    this.log.prepend(...blocks);
   }
 
   /** The block of a task, made on first sight (a replay may begin mid-task). */
   task(hash) {
     let task = this.tasks.get(hash);
     if (task) return task;
+    for (const earlier of this.log.querySelectorAll(`.earlier[data-task="${CSS.escape(hash)}"]`)) {
+      earlier.remove(); // the replay draws this task whole
+    }
     const badge = el("span", { class: "badge", text: "running" });
     const actions = el("span", { class: "actions" });
     const body = el("div", { class: "task-body" });
@@ -925,6 +945,12 @@ class ChatView {
   }
 
   handle(hash, event) {
+    if (!hash) {
+      // A session's own event (a compaction asked for outside a task): a line of its own.
+      const text = event.kind === "compacted" ? compactedLine(event.summarised, event.elided) : event.kind;
+      this.log.append(el("li", { class: "note session-note", text }));
+      return;
+    }
     const task = this.task(hash);
     if (event.kind !== "text") task.text = null;
     if (COUNTED.has(event.kind)) healthSoon();
@@ -990,6 +1016,7 @@ class ChatView {
         break;
       case "agents_md":
         this.add(task, el("div", { class: "note", text: agentsMdLine(event.paths) }));
+        break;
       case "workdir":
         this.add(task, el("div", { class: "note", text: `→ working directory: ${event.path}` }));
         break;
@@ -1042,6 +1069,37 @@ class ChatView {
 
   closeConfirms(task, why) {
     for (const card of task.body.querySelectorAll(".confirm[data-open]")) closeCard(card, why);
+  }
+}
+
+/** One exchange the session had before this page opened it (`GET …/recent`): what
+ *  was said and the answer, marked as earlier. */
+function earlierBlock(exchange) {
+  const answer = el("div", { class: "assistant" });
+  answer.markdown = exchange.reply;
+  renderAnswer(answer);
+  return el(
+    "li",
+    { class: "earlier", "data-task": exchange.task_hash },
+    el("div", { class: "task-head" },
+      el("span", { class: "hash", text: `task ${short(exchange.task_hash)}` }),
+      el("span", { class: "badge", text: `earlier · ${clock(exchange.end_at)}` })),
+    el("div", { class: "task-body" },
+      el("div", { class: "user" }, el("span", { class: "who", text: "you" }),
+        el("span", { class: "user-text" }, ...visibleNodes(exchange.input))),
+      answer),
+  );
+}
+
+/** Compact the session's conversation now (`POST …/compact`); the ``compacted``
+ *  event it makes shows in the log. */
+async function compactSession() {
+  if (!view) return;
+  $("send-error").textContent = "";
+  try {
+    await api("POST", `${sessionPath(view.sessionId)}/compact`);
+  } catch (error) {
+    $("send-error").textContent = `compact failed: ${error.message}`;
   }
 }
 
@@ -1543,6 +1601,7 @@ function main() {
   });
   $("logout").addEventListener("click", () => signOut());
   $("new-session").addEventListener("click", () => select(newSessionId()));
+  $("compact").addEventListener("click", compactSession);
   $("open-session").addEventListener("submit", (event) => {
     event.preventDefault();
     const id = $("open-session-id").value.trim();
