@@ -17,7 +17,7 @@ import trio
 
 from agentrio.errors import ClientError
 from agentrio.inbox import Inbox, Limits, RecentSeqs
-from agentrio.protocol.asks import Answer
+from agentrio.protocol.asks import Answer, DeniedBy
 from agentrio.protocol.events import Done, Event
 from agentrio.protocol.frames import (
     Accepted,
@@ -57,8 +57,10 @@ class Decision(Answer):
         return cls(approve=True, remember=remember, allow_turn=allow_turn, rule=rule)
 
     @classmethod
-    def deny(cls, reason: str = "") -> Decision:
-        return cls(approve=False, reason=reason)
+    def deny(cls, reason: str = "", *, denied_by: DeniedBy = "person") -> Decision:
+        """Deny with ``reason``; ``denied_by="policy"`` when a program's policy denies
+        for the person (the model is told so, not that the user denied it)."""
+        return cls(approve=False, reason=reason, denied_by=denied_by)
 
     @classmethod
     def answer(cls, *answers: str) -> Decision:

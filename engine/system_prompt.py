@@ -111,7 +111,8 @@ RULE_ALLOW_ALL: Final = (
     "take extra care with anything that changes things."
 )
 RULE_DENIED: Final = (
-    "A denied call comes back as 'not run: denied by the user: <reason>'. Respect it: "
+    "A denied call comes back as 'not run: denied by the user: <reason>' (or 'denied by "
+    "the exec policy' when a non-interactive run's rules answered for them). Respect it: "
     "do not run the same thing again or reach the same effect another way; follow the "
     "reason, or ask what they want instead."
 )

@@ -27,6 +27,7 @@ __all__ = [
     "Answer",
     "AskKind",
     "Asked",
+    "DeniedBy",
     "answer_fields",
     "answer_of",
     "asked_fields",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 AskKind = Literal["tool_confirm", "ask_user", "secret"]
+#: Who denied a confirmation: the person, or a front-end's policy answering for them
+#: (``agentrio exec``'s ``--allow`` rules); the model is told which (`wording.denied`).
+DeniedBy = Literal["person", "policy"]
 
 #: Field metadata: left out of the JSON while it holds its default (as
 #: `agentrio.protocol.frames.OMIT_DEFAULT`, which is the same value).
@@ -75,8 +79,10 @@ class Answer:
     R92) and ``password`` (R7); questions use ``answers``, one per question (or
     ``approve`` false: declined). ``stop`` stops the task with that cause as well
     ("Stop and discard": ``user_canceled``, "Stop, keep to resume": ``user_aborted``;
-    older clients sent ``action``). ``password`` and ``answers`` never show in
-    ``repr``: the answer to a ``secret`` ask is a secret (R73)."""
+    older clients sent ``action``). ``denied_by`` says a denial came from a policy
+    answering for the person (``agentrio exec``), not from them; left out while it is
+    ``person``. ``password`` and ``answers`` never show in ``repr``: the answer to a
+    ``secret`` ask is a secret (R73)."""
 
     approve: bool | None = None
     answers: list[str] | None = attrs.field(default=None, repr=False)
@@ -86,6 +92,9 @@ class Answer:
     reason: str = ""
     stop: Cause | None = attrs.field(default=None, validator=person_cause)
     rule: str = attrs.field(default="", metadata=_OMIT)
+    denied_by: DeniedBy = attrs.field(
+        default="person", validator=attrs.validators.in_(("person", "policy")), metadata=_OMIT
+    )
 
 
 def id_first(_: type, fields: list[attrs.Attribute[Any]]) -> list[attrs.Attribute[Any]]:

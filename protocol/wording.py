@@ -26,6 +26,7 @@ __all__ = [
     "agents_md_line",
     "compacted_line",
     "confirm_title",
+    "denied",
     "ended_line",
     "offer_label",
     "plural",
@@ -52,6 +53,18 @@ ALWAYS_ALLOW_RULE: Final = "Always allow"
 ALLOW_TURN: Final = (
     "Allow this turn: plain programs only (no shell, interpreter code, sudo or restricted path)"
 )
+#: Who a denied call's result names (`denied`): the person, or a policy answering
+#: for them (``agentrio exec``'s ``--allow`` rules), so the model knows which.
+DENIED_BY: Final = {"person": "denied by the user", "policy": "denied by the exec policy"}
+
+
+def denied(reason: str, by: str = "person") -> str:
+    """What the model reads of a denied confirmation: ``denied by the user: <reason>``,
+    or ``denied by the exec policy: <reason>`` when a policy answered for the person."""
+    head = DENIED_BY.get(by, DENIED_BY["person"])
+    return f"{head}: {reason}" if reason else head
+
+
 #: Stop the task and delete it (cause ``user_canceled``, R40).
 STOP_DISCARD: Final = "Stop and discard"
 #: Stop the task and keep it resumable in /pending (cause ``paused``/``aborted``, R41).

@@ -1,6 +1,7 @@
 """How ``agentrio exec`` answers its task's asks: nobody is there to ask.
 
-Every confirmation is denied, with a reason the model reads, unless an ``--allow
+Every confirmation is denied, with a reason the model reads as ``denied by the exec
+policy: <reason>`` (``denied_by`` ``policy``: no person denied it), unless an ``--allow
 REGEX`` rule covers it: a ``run_command`` confirmation whose command -- the whole text
 that will run, an argv as ``shlex.join`` of it, ``;`` and ``&&`` and all -- fully
 matches the pattern, and whose real working directory (the one the confirmation
@@ -94,14 +95,19 @@ class ExecAsks:
         match ask.kind:
             case "ask_user":
                 asked = "; ".join(q.text for q in ask.questions) or "a question"
-                return Decision.deny(NO_QUESTIONS), f"declined a question: {asked}"
+                return _deny(NO_QUESTIONS), f"declined a question: {asked}"
             case "secret":
                 key = ask.tool_args.get("key", "")
-                return Decision.deny(NO_SECRETS), f"declined a secret ask: {key}"
+                return _deny(NO_SECRETS), f"declined a secret ask: {key}"
         found = confirmed_command(ask)
         shown = f"{found[0]} (in {found[1]})" if found else ask.tool_name
         if ask.restricted or ask.need_password:
-            return Decision.deny(NO_PASSWORD), f"denied (restricted path): {shown}"
+            return _deny(NO_PASSWORD), f"denied (restricted path): {shown}"
         if found is not None and any(rule.allows(ask) for rule in self.rules):
             return Decision.allow(), f"allowed by --allow: {shown}"
-        return Decision.deny(NOT_ALLOWED), f"denied (no --allow rule covers it): {shown}"
+        return _deny(NOT_ALLOWED), f"denied (no --allow rule covers it): {shown}"
+
+
+def _deny(reason: str) -> Decision:
+    """A denial by ``exec``'s policy, not by a person: the model is told so."""
+    return Decision.deny(reason, denied_by="policy")

@@ -22,6 +22,7 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.rules import RuleBook
 from agentrio.engine.snapshot import QA
 from agentrio.protocol import events as ev
+from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Event, Question, ToolDetails
 from agentrio.protocol.rules import AllowedRule, RuleOffer
@@ -208,7 +209,7 @@ class ToolContext:
         if kind != "tool_confirm":
             return reply
         if not reply.approve:
-            raise Refused(f"denied by the user{f': {reply.reason}' if reply.reason else ''}")
+            raise Refused(wording.denied(reply.reason, reply.denied_by))
         if need_password:
             ok, error = (
                 await verifier.verify(reply.password)

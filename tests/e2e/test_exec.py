@@ -137,7 +137,8 @@ async def test_a_confirmation_is_denied_unless_allow_matches_it_whole(
     denied = await _exec(agentrio_daemon, f"run: touch {target}")
     assert denied.returncode == 3
     assert not target.exists()
-    assert f"denied by the user: {NOT_ALLOWED}" in denied.stdout.decode()
+    assert f"denied by the exec policy: {NOT_ALLOWED}" in denied.stdout.decode()
+    assert "denied by the user" not in denied.stdout.decode()
     assert "agentrio exec: denied (no --allow rule covers it)" in denied.stderr.decode()
 
     for command in (f"touch {other}", f"touch {target}; rm {keep}", f"touch {target} && rm {keep}"):

@@ -44,7 +44,7 @@ def test_allow_approves_exactly_the_whole_command_in_this_directory(here: str) -
     asks = ExecAsks.of([r"touch [a-z]+\.txt"], here)
     allowed = asks.decide(_confirm("touch a.txt", here))
     assert allowed == Decision.allow()
-    denied = Decision.deny(NOT_ALLOWED)
+    denied = Decision.deny(NOT_ALLOWED, denied_by="policy")
     assert asks.decide(_confirm("touch a.txt; rm -rf /", here)) == denied
     assert asks.decide(_confirm("touch a.txt && rm b", here)) == denied
     assert asks.decide(_confirm("touch a.txt\nrm b", here)) == denied
@@ -82,7 +82,7 @@ def test_restricted_commands_questions_and_secrets_are_refused(here: str) -> Non
     the password); a question and a secret are declined, each with its reason."""
     asks = ExecAsks.of([".*"], here)
     restricted = _confirm("rm /etc/x", here, restricted=True, need_password=True)
-    assert asks.decide(restricted) == Decision.deny(NO_PASSWORD)
+    assert asks.decide(restricted) == Decision.deny(NO_PASSWORD, denied_by="policy")
     question = Ask(
         id="b" * 32,
         kind="ask_user",
@@ -90,7 +90,7 @@ def test_restricted_commands_questions_and_secrets_are_refused(here: str) -> Non
         task_hash="t" * 32,
         questions=[Question(text="which colour?")],
     )
-    assert asks.decide(question) == Decision.deny(NO_QUESTIONS)
+    assert asks.decide(question) == Decision.deny(NO_QUESTIONS, denied_by="policy")
     secret = Ask(
         id="c" * 32,
         kind="secret",
@@ -100,7 +100,7 @@ def test_restricted_commands_questions_and_secrets_are_refused(here: str) -> Non
         tool_args={"key": "API_KEY"},
         questions=[Question(text="Value", secret=True)],
     )
-    assert asks.decide(secret) == Decision.deny(NO_SECRETS)
+    assert asks.decide(secret) == Decision.deny(NO_SECRETS, denied_by="policy")
     assert [j.note for j in asks.judged] == [
         f"denied (restricted path): rm /etc/x (in {here})",
         "declined a question: which colour?",
