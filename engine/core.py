@@ -33,15 +33,10 @@ from agentrio.engine.models.base import Model
 from agentrio.engine.nursery_tasks import Supervisor, TaskHandle
 from agentrio.engine.pending import AskReply, AskRequest, Entry, Listener
 from agentrio.engine.rules import RuleBook
-from agentrio.engine.runs import (
-    PreludeCall,
-    RunOrigin,
-    TaskRun,
-    execute_task,
-    resume_input,
-)
+from agentrio.engine.runs import PreludeCall, RunOrigin, TaskRun, resume_input
 from agentrio.engine.sessions import Session, SessionRegistry
 from agentrio.engine.snapshot import Snapshot, snapshot_from_json
+from agentrio.engine.stops import run_accounted
 from agentrio.engine.store.base import Store, TaskRow, marker_key
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.shipped import shipped_toolbox
@@ -239,7 +234,9 @@ class Engine:
             run.on_end.append(self._forget_connection)
         run.on_end.append(self.background.on_task_end)
         run.on_end.append(self._run_ended)
-        await self._supervisor.start(execute_task, run, self.toolbox, handle=run.handle)
+        await self._supervisor.start(
+            run_accounted, run, self.toolbox, self.background, handle=run.handle
+        )
 
     async def _forget_connection(self, run: TaskRun) -> None:
         runs = self._by_connection.get(run.origin.connection_id)

@@ -72,12 +72,18 @@ class TaskHandle:
     status: Status = Status.NEW
     cause: Cause | None = None
     created_at: float = attrs.field(factory=time.monotonic)
+    #: Called with the cause just before the scope is cancelled, while everything the
+    #: work holds (its open asks, its legs) is still as it was: what a stop's receipt
+    #: reads (`agentrio.engine.stops`).
+    on_cancel: list[Callable[[Cause], None]] = attrs.field(factory=list)
 
     def cancel(self, cause: Cause) -> bool:
         """Cancel the work for ``cause``; False if it had already ended or been cancelled."""
         if self.finished.is_set() or self.cause is not None:
             return False
         self.cause = cause
+        for hook in self.on_cancel:
+            hook(cause)
         cancel_scope(self.scope, cause)
         return True
 

@@ -39,6 +39,7 @@ import trio
 
 from agentrio.engine.compaction import call_model, load_context
 from agentrio.engine.conversation import StoredConversation, close_open_calls, exchange_json
+from agentrio.engine.kept_questions import open_questions
 from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
 from agentrio.engine.messages import CANCELED_REPLY, resume_message, resume_said
 from agentrio.engine.models.base import Message, ModelError, ToolCallRequest
@@ -57,7 +58,7 @@ from agentrio.engine.snapshot import (
 )
 from agentrio.engine.store.base import HistoryRow, TaskRow
 from agentrio.engine.system_prompt import task_prompt
-from agentrio.engine.tools.ask_user import AskUserTool, ask_inline, parse_questions
+from agentrio.engine.tools.ask_user import ask_inline
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.engine.tools.workdir import Workdir
@@ -66,6 +67,7 @@ from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, TokenUsage
 from agentrio.protocol.frames import DoneStatus, done_status
+from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "PreludeCall",
@@ -113,6 +115,7 @@ class TaskOutcome:
     cause: Cause | None = None
     text: str = ""
     kept: bool = False  #: a ``failed`` task kept resumable (module docstring)
+    stopped: StopReceipt | None = None  #: what a cancel or pause ended (`agentrio.engine.stops`)
 
 
 @attrs.frozen
@@ -488,7 +491,11 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 run.outcome = TaskOutcome(status="failed", error=error)
             case None:
                 cause = run.handle.cause or Cause.SHUTDOWN
-                asked = _open_questions(run) if cause.keeps_pending else None
+                asked = (
+                    open_questions(run.resume_snapshot, run.open_calls)
+                    if cause.keeps_pending
+                    else None
+                )
                 if asked is not None:  # stopped while asking: the question is kept (R13)
                     await _end_parked(run, asked)
                 elif cause.keeps_pending:
@@ -518,30 +525,6 @@ async def _finish(run: TaskRun, ending: _Ending | None) -> None:
                 await hook(run)
             except Exception:
                 log.exception("end hook of task %s failed", run.task_hash)
-
-
-def _open_questions(run: TaskRun) -> list[Question] | None:
-    """The questions the run was asking when it was cancelled, or None.
-
-    A run stopped by a cause that keeps its task (a closed window, R43; pause; abort;
-    shutdown) while a question was open must not lose it (R13): the resume asks it again
-    (R42) or takes answers. Two places ask: a resumed run asking its saved questions
-    (``resume_snapshot`` still set), and an inline ``ask_user`` call -- the call being
-    executed is the first of ``open_calls`` (each leaves the list when it returns). That
-    call is then taken off ``open_calls``: it is the question, not an interrupted call.
-    Any other open call (a confirmation, R6) stays *interrupted*, so the resumed task
-    proposes it again and it is asked again; nothing ran unconfirmed.
-    """
-    if run.resume_snapshot is not None:
-        return list(run.resume_snapshot.questions)
-    if not run.open_calls or run.open_calls[0].name != AskUserTool.name:
-        return None
-    try:
-        questions = parse_questions(run.open_calls[0].args)
-    except ValueError:
-        return None
-    run.open_calls.pop(0)
-    return questions
 
 
 async def _end_parked(run: TaskRun, questions: list[Question]) -> str:

@@ -27,6 +27,7 @@ from agentrio.protocol.asks import Answer, Asked, id_first
 from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.events import Event, Question
 from agentrio.protocol.rules import AllowedRule
+from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "CLIENT_FRAME_TYPES",
@@ -400,6 +401,8 @@ class DoneFrame:
     task_hash: str
     status: DoneStatus
     error: str = ""
+    #: What a cancel or pause ended (`agentrio.protocol.stops`); left out otherwise.
+    stopped: StopReceipt | None = attrs.field(default=None, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

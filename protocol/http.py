@@ -15,6 +15,7 @@ from agentrio.protocol.frames import (
     ModelChoice,
     PendingTaskInfo,
 )
+from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "BODY_TYPES",
@@ -78,8 +79,12 @@ class SendSteered:
 
 @attrs.frozen(kw_only=True)
 class CancelResult:
+    """``stopped``: what the cancel or pause ended, once it has (`agentrio.protocol.stops`);
+    left out when nothing was stopped here (stale, already ending, another daemon's)."""
+
     cancelled: bool
     stale: bool = False
+    stopped: StopReceipt | None = attrs.field(default=None, metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)

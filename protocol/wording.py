@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "ALLOW_TURN",
@@ -32,6 +35,7 @@ __all__ = [
     "plural",
     "progress_text",
     "retrying_line",
+    "stop_receipt_line",
     "usage_line",
     "workdir_line",
 ]
@@ -124,6 +128,33 @@ def ended_line(status: str, *, reason: str = "") -> str:
         case "shutdown":
             return "‖ stopped (daemon shut down) — kept: resume it with /pending"
     return f"‖ stopped ({status}){why} — kept: resume it with /pending"
+
+
+def stop_receipt_line(receipt: StopReceipt) -> str:
+    """What a cancel or pause ended, on one line under the run's end line (issue 34):
+    ``■ ended with it: 2 background legs (cmd_…, sub_…), 1 sub-agent, 1 ask withdrawn,
+    2 process groups — nothing left running``; a leg the stop left running and a
+    process group still alive (R48 broken) are said too."""
+    parts: list[str] = []
+    if receipt.legs:
+        ids = ", ".join(leg.leg_id for leg in receipt.legs)
+        parts.append(f"{plural(len(receipt.legs), 'background leg')} ({ids})")
+    if receipt.subagents:
+        parts.append(plural(len(receipt.subagents), "sub-agent"))
+    if receipt.mcp_calls:
+        parts.append(plural(len(receipt.mcp_calls), "MCP call"))
+    if receipt.asks_withdrawn:
+        parts.append(f"{plural(len(receipt.asks_withdrawn), 'ask')} withdrawn")
+    if receipt.process_groups:
+        parts.append(plural(len(receipt.process_groups), "process group"))
+    line = f"■ ended with it: {', '.join(parts)}" if parts else "■ nothing else was running"
+    if receipt.left_running:
+        ids = ", ".join(leg.leg_id for leg in receipt.left_running)
+        line += f"; left running: {ids}"
+    if receipt.still_alive:
+        groups = ", ".join(str(group) for group in receipt.still_alive)
+        return f"{line} — still alive: process group {groups}"
+    return f"{line} — nothing left running" if parts else line
 
 
 def agents_md_line(paths: Sequence[str]) -> str:

@@ -45,7 +45,7 @@ from agentrio.protocol.frames import (
     Welcome,
     Withdrawn,
 )
-from agentrio.protocol.wording import compacted_line, plural
+from agentrio.protocol.wording import compacted_line, plural, stop_receipt_line
 from agentrio.repl.commands import (
     AllowedCmd,
     CancelChoice,
@@ -573,6 +573,8 @@ class ReplState:
         self.transcript.end_message(run)
         if not run.end_shown:
             self._lines(render_done_status(frame.status, frame.error))
+        if frame.stopped is not None:  # what the stop ended (issue 34)
+            self._lines([("class:dim", stop_receipt_line(frame.stopped))])
         if self.popup is not None and self.popup.kind == "cancel":
             if self.popup.target == frame.request_id:
                 self.popup = None

@@ -20,6 +20,7 @@ from agentrio.engine.background.jobs import Leg, LegState
 from agentrio.engine.background.logs import LogWriter, open_log
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.sandbox import SandboxError
+from agentrio.engine.processes.tracking import logging_groups
 from agentrio.engine.snapshot import RESULT_LIMIT
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.run_command import format_command_result, run_plan, start_failure
@@ -62,14 +63,15 @@ async def run_command_leg(
                 nursery.start_soon(watcher.run)
                 nursery.start_soon(log.run)
                 try:
-                    result = await run_plan(
-                        services,
-                        leg.plan,
-                        cwd=leg.cwd,
-                        timeout_s=None,
-                        on_output=on_output,
-                        keep_bytes=RESULT_LIMIT,
-                    )
+                    with logging_groups(leg.groups):
+                        result = await run_plan(
+                            services,
+                            leg.plan,
+                            cwd=leg.cwd,
+                            timeout_s=None,
+                            on_output=on_output,
+                            keep_bytes=RESULT_LIMIT,
+                        )
                 except SandboxError as exc:
                     return "failed", f"not run: {exc}"
                 except OSError as exc:  # the approved program is not there

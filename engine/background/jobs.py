@@ -21,6 +21,7 @@ import trio
 
 from agentrio.engine.messages import leg_description
 from agentrio.engine.nursery_tasks import TaskHandle
+from agentrio.engine.processes.tracking import GroupLog
 from agentrio.engine.runs import TaskRun
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.store.files import make_private_dirs, write_private_atomic
@@ -81,6 +82,8 @@ class Leg:
     holds_token: bool = False
     #: The child task of a sub-agent leg, once started.
     child: TaskRun | None = None
+    #: The process groups a command leg ran in (R48), for a stop's receipt.
+    groups: GroupLog = attrs.field(factory=GroupLog)
     #: The commands a sub-agent leg's child could not run for want of approval (R30),
     #: offered to the user in the job's follow-up (R84).
     proposals: list[Proposal] = attrs.field(factory=list)

@@ -28,7 +28,7 @@ import trio
 
 from agentrio.engine.processes.reaper import is_child_subreaper, reap_adopted_members
 
-__all__ = ["end_group", "group_alive"]
+__all__ = ["end_group", "group_alive", "group_exists"]
 
 _POLL_S: Final = 0.01
 #: The first checks of a killed group come every millisecond (it usually empties fast).
@@ -107,14 +107,14 @@ def group_alive(pgid: int) -> bool:
     `trio.to_thread.run_sync`, as `run_in_group` does. It never reaps anything (it may
     run in any thread; reaping stays on the Trio thread, see `reap_adopted_members`).
     """
-    if not _group_exists(pgid):
+    if not group_exists(pgid):
         return False
     if not os.path.isdir("/proc/self"):
         return True
     return _has_running_member(pgid)
 
 
-def _group_exists(pgid: int) -> bool:
+def group_exists(pgid: int) -> bool:
     """Whether any process, zombies included, is still in group ``pgid``."""
     try:
         os.killpg(pgid, 0)
@@ -161,7 +161,7 @@ async def _wait_group_gone(process: trio.Process, pgid: int) -> None:
     def gone() -> bool:
         if adopting:
             reap_adopted_members(pgid)
-        return not _group_exists(pgid)
+        return not group_exists(pgid)
 
     while True:
         if gone():
@@ -188,7 +188,7 @@ async def end_group(process: trio.Process, pgid: int, kill_grace_s: float) -> No
     if process.returncode is not None:
         if is_child_subreaper():
             reap_adopted_members(pgid)
-        if not _group_exists(pgid) or not await trio.to_thread.run_sync(group_alive, pgid):
+        if not group_exists(pgid) or not await trio.to_thread.run_sync(group_alive, pgid):
             return
     _signal_group(pgid, signal.SIGTERM)
     _signal_group(pgid, signal.SIGCONT)

@@ -41,6 +41,7 @@ import trio
 from agentrio.engine.nursery_tasks import cancel_scope
 from agentrio.engine.processes.groups import end_group
 from agentrio.engine.processes.output import ClampedOutput
+from agentrio.engine.processes.tracking import group_ended, group_started
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.groups import sole_exception
 
@@ -276,6 +277,7 @@ async def run_in_group(
         pass_fds=tuple(pass_fds),
     )
     pgid = process.pid
+    group_started(pgid)  # a stop's receipt names it (`agentrio.engine.stops`)
     assert process.stdout is not None
     pipe_fd = (
         process.stdout.fileno() if isinstance(process.stdout, trio.lowlevel.FdStream) else None
@@ -289,6 +291,7 @@ async def run_in_group(
         with trio.CancelScope(shield=True):
             with trio.move_on_after(kill_grace_s + _CLEANUP_EXTRA_S):
                 await end_group(process, pgid, kill_grace_s)
+            group_ended(pgid)
             if process.stdin is not None:
                 await process.stdin.aclose()
             await process.stdout.aclose()

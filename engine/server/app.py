@@ -327,7 +327,7 @@ async def cancel(request: Request, ctx: ServerContext) -> Response:
     """Cancel with cause ``user_canceled`` (R40); a task not running in this process
     is a stale cancel (`Commands.cancel`)."""
     frame = Cancel(session_id=_session_id(request), task_hash=_task_hash(request))
-    return json_response(await ctx.commands.cancel(frame))
+    return json_response(await ctx.commands.cancel(frame, receipt=True))
 
 
 async def pause(request: Request, ctx: ServerContext) -> Response:
@@ -337,7 +337,7 @@ async def pause(request: Request, ctx: ServerContext) -> Response:
     frame = Cancel(
         session_id=_session_id(request), task_hash=_task_hash(request), cause=Cause.PAUSED
     )
-    return json_response(await ctx.commands.cancel(frame))
+    return json_response(await ctx.commands.cancel(frame, receipt=True))
 
 
 async def confirm(request: Request, ctx: ServerContext) -> Response:

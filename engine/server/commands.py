@@ -41,6 +41,8 @@ import re
 from collections.abc import Callable, Collection
 from typing import Final
 
+import trio
+
 from agentrio.engine.compaction import compact_session
 from agentrio.engine.core import Engine
 from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
@@ -49,6 +51,7 @@ from agentrio.engine.pending import Entry, Listener
 from agentrio.engine.recent import DEFAULT_RECENT, recent_exchanges
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.cluster import Cluster
+from agentrio.engine.stops import STOP_WAIT_S
 from agentrio.protocol import events as ev
 from agentrio.protocol.asks import answer_of
 from agentrio.protocol.frames import (
@@ -93,6 +96,9 @@ __all__ = [
     "check_rule_id",
 ]
 
+#: How much longer than a receipt's own wait for legs (`STOP_WAIT_S`) an HTTP cancel
+#: waits for its run to end: the run's own exit (its store write) comes first.
+RECEIPT_EXTRA_S: Final = 5.0
 #: At most this many session ids in one `SessionList`.
 SESSION_LIST_LIMIT: Final = 500
 
@@ -208,7 +214,9 @@ class Commands:
             if not await self.cluster.control.steer(session_id, task_hash, frame.input):
                 raise
 
-    async def cancel(self, frame: Cancel, *, connection_id: str | None = None) -> CancelResult:
+    async def cancel(
+        self, frame: Cancel, *, connection_id: str | None = None, receipt: bool = False
+    ) -> CancelResult:
         """Cancel (cause ``user_canceled``, R40) or pause (``paused``, R41) a task.
 
         A task running here is cancelled (``cancelled`` is False when it was already
@@ -220,6 +228,11 @@ class Commands:
         can be recorded. Without ``connection_id`` (HTTP) a task running on another
         daemon of the cluster is cancelled there (issue 21); a connection's own runs
         are always here.
+
+        With ``receipt`` (HTTP: the reply is the caller's only news of the stop) the
+        answer waits, bounded, until the run has ended and says what the stop ended
+        (``stopped``, `agentrio.engine.stops`); a ``cancel`` frame is answered at once
+        and its run's ``done`` carries the receipt.
         """
         task_hash = check_task_hash(frame.task_hash)
         session_id = check_session_id(frame.session_id) if frame.session_id else None
@@ -234,10 +247,15 @@ class Commands:
             if session_id is not None:
                 engine.record_stale_cancel(session_id, task_hash)
             return CancelResult(cancelled=False, stale=True)
+        run = engine.find_run(task_hash, session_id)
         cancelled = engine.cancel(
             task_hash, frame.cause, session_id=session_id, connection_id=connection_id
         )
-        return CancelResult(cancelled=cancelled)
+        if not (receipt and cancelled and run is not None):
+            return CancelResult(cancelled=cancelled)
+        with trio.move_on_after(STOP_WAIT_S + RECEIPT_EXTRA_S):
+            return CancelResult(cancelled=True, stopped=(await run.wait_done()).stopped)
+        return CancelResult(cancelled=True)
 
     # ------------------------------------------------------------------ asks
 

@@ -113,6 +113,7 @@ from agentrio.protocol.frames import (
 )
 from agentrio.protocol.frames import Withdrawn as WithdrawnFrame
 from agentrio.protocol.http import ResumeRequest
+from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "CLOSE_TIMEOUT_S",
@@ -444,7 +445,7 @@ class Connection:
                 nursery.start_soon(self._forward_run_events, subscription, run)
                 outcome = await run.wait_done()
                 subscription.close()  # the pump drains what is queued, then ends
-        await self._done(frame, run.task_hash, outcome.status, outcome.error)
+        await self._done(frame, run.task_hash, outcome.status, outcome.error, outcome.stopped)
 
     async def _start(self, frame: Run | PendingFrame, origin: RunOrigin) -> TaskRun:
         if isinstance(frame, Run):
@@ -453,10 +454,22 @@ class Connection:
         return await self.commands.resume(frame.session_id, frame.task_hash, body, origin=origin)
 
     async def _done(
-        self, frame: Run | PendingFrame, task_hash: str, status: Any, error: str
+        self,
+        frame: Run | PendingFrame,
+        task_hash: str,
+        status: Any,
+        error: str,
+        stopped: StopReceipt | None = None,
     ) -> None:
+        """The ``done`` of a request; a stopped run's carries what the stop ended."""
         await self.send(
-            DoneFrame(request_id=frame.request_id, task_hash=task_hash, status=status, error=error)
+            DoneFrame(
+                request_id=frame.request_id,
+                task_hash=task_hash,
+                status=status,
+                error=error,
+                stopped=stopped,
+            )
         )
 
     async def _forward_run_events(self, subscription: Any, run: TaskRun) -> None:

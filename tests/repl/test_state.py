@@ -37,6 +37,7 @@ from agentrio.protocol.frames import (
     Verify,
     Withdrawn,
 )
+from agentrio.protocol.stops import StoppedLeg, StopReceipt
 from agentrio.repl.commands import ConfirmChoice
 from agentrio.repl.messages import Connected, Disconnected, HttpCall, HttpResult, Status
 from agentrio.repl.state import ReplState
@@ -403,6 +404,33 @@ def test_canceled_event_is_not_repeated_by_done() -> None:
     state.handle(done(rid, "canceled"))
     assert len(state.output) == count
     assert state.output[-1] == ("class:warn", "✗ stopped and discarded")
+
+
+def test_a_stopped_runs_done_prints_what_the_stop_ended() -> None:
+    """R44, R48 (issue 34 item 4): the ``done`` of a stopped run carries its receipt,
+    printed under the end line; a receipt with a group still alive says so."""
+    state, sent = connected_state()
+    rid = start_run(state, sent)
+    state.handle(accepted(rid))
+    state.handle(event(Canceled(seq=2, at=0.0, cause="paused", kept=True)))
+    leg = StoppedLeg(
+        leg_id="cmd_1a2b3c4d", kind="cmd", label="sleep 600", status="canceled", process_groups=[7]
+    )
+    receipt = StopReceipt(
+        cause="paused", legs=[leg], subagents=["sub-agent 1/1: x"], process_groups=[7]
+    )
+    state.handle(attrs.evolve(done(rid, "paused"), stopped=receipt))
+    assert state.output[-2:] == [
+        ("class:warn", wording.ended_line("paused")),
+        (
+            "class:dim",
+            "■ ended with it: 1 background leg (cmd_1a2b3c4d), 1 sub-agent, 1 process group"
+            " — nothing left running",
+        ),
+    ]
+    alive = attrs.evolve(receipt, still_alive=[7])
+    assert wording.stop_receipt_line(alive).endswith("— still alive: process group 7")
+    assert wording.stop_receipt_line(StopReceipt(cause="paused")) == "■ nothing else was running"
 
 
 def test_done_closes_its_popup_and_asks() -> None:

@@ -228,7 +228,10 @@ async def test_cancel_deletes_the_pending_task(served: Served) -> None:
     run = served.engine.find_run(started.task_hash, "chat-c")
     assert run is not None
     cancel = await served.http.post(f"/v1/session/chat-c/cancel/{started.task_hash}")
-    assert cancel.json() == {"cancelled": True, "stale": False}
+    body = cancel.json()
+    # The reply says what the stop ended (issue 34): at least the call in flight.
+    assert body.pop("stopped")["cause"] == "user_canceled"
+    assert body == {"cancelled": True, "stale": False}
     outcome = await run.wait_done()
     assert (outcome.status, outcome.cause) == ("canceled", Cause.USER_CANCELED)
     pending = await served.http.get("/v1/session/chat-c/task")

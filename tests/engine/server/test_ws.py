@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import attrs
 import pytest
 import trio
 
@@ -162,7 +163,11 @@ async def test_cancel_rights_pause_and_resume(served: Served) -> None:
         assert await other.receive() == Ok(request_id="stale")
         await owner.send(Cancel(task_hash=task_hash, cause=Cause.PAUSED))
         done = (await receive_until_done(owner, "r"))[-1]
-        assert done == DoneFrame(request_id="r", task_hash=task_hash, status="paused")
+        assert attrs.evolve(done, stopped=None) == DoneFrame(
+            request_id="r", task_hash=task_hash, status="paused"
+        )
+        assert done.stopped is not None
+        assert done.stopped.cause == "paused"
         await owner.send(ListPending(session_id="cli-c"))
         listed = await receive_type(owner, PendingList)
         assert isinstance(listed, PendingList)
@@ -172,7 +177,9 @@ async def test_cancel_rights_pause_and_resume(served: Served) -> None:
         assert isinstance(resumed, Accepted)
         await owner.send(Cancel(task_hash=resumed.task_hash))
         done = (await receive_until_done(owner, "p"))[-1]
-        assert done == DoneFrame(request_id="p", task_hash=resumed.task_hash, status="canceled")
+        assert attrs.evolve(done, stopped=None) == DoneFrame(
+            request_id="p", task_hash=resumed.task_hash, status="canceled"
+        )
         await owner.send(ListPending(session_id="cli-c"))
         listed = await receive_type(owner, PendingList)
         assert isinstance(listed, PendingList)
