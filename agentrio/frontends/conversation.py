@@ -138,6 +138,8 @@ class Conversation:
 
     def show(self, nursery: trio.Nursery, task_hash: str, event: Event) -> None:
         """Add ``event`` to its task's live message (started in ``nursery``)."""
+        if not task_hash and not event_parts(event, streamed=False):
+            return  # a session's own event that says nothing in a chat (a compaction)
         if isinstance(event, TaskStarted):
             self.task_hash = task_hash
         live = self._lives.get(task_hash)
@@ -151,7 +153,7 @@ class Conversation:
             self._streamed.add(task_hash)
         elif isinstance(event, ToolCall):
             self._streamed.discard(task_hash)
-        if isinstance(event, _ENDS):
+        if isinstance(event, _ENDS) or not task_hash:  # a session's own event: one line
             self.end(task_hash)
         elif isinstance(event, Confirm | SecretAsk):
             self.cut(task_hash)  # what follows the answer goes below the question

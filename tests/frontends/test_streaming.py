@@ -9,6 +9,7 @@ import pytest
 import trio
 import trio.testing
 
+from agentrio.frontends.conversation import Conversation
 from agentrio.frontends.markup import TELEGRAM_HTML, code, prose
 from agentrio.frontends.platform import (
     Backoff,
@@ -19,6 +20,7 @@ from agentrio.frontends.platform import (
     with_retries,
 )
 from agentrio.frontends.streaming import LiveMessage
+from agentrio.protocol.events import Compacted, Text
 
 
 class FakePlatform:
@@ -133,3 +135,20 @@ def test_backoff_grows_and_is_capped() -> None:
     backoff = Backoff(0.5, 30.0)
     assert 0.25 <= backoff.delay(0) <= 0.5
     assert 15.0 <= backoff.delay(20) <= 30.0
+
+
+async def test_a_sessions_own_compaction_leaves_no_message_open(
+    mock_clock: trio.testing.MockClock,
+) -> None:
+    """R82, issue 31: a ``compacted`` event of the session itself (``/compact``, no task
+    hash) sends nothing to the chat and keeps no live message open; a task's text still
+    streams as before."""
+    mock_clock.autojump_threshold = 0
+    platform = FakePlatform()
+    conversation = Conversation(platform, "1", "tg-1")
+    async with trio.open_nursery() as nursery:
+        conversation.show(nursery, "", Compacted(seq=1, at=0, summarised=2, reason="request"))
+        assert conversation._lives == {}
+        conversation.show(nursery, "a" * 32, Text(seq=2, at=0, text="hello"))
+        conversation.end("a" * 32)
+    assert [(kind, text) for _, kind, _, text in platform.calls] == [("send", "hello")]
