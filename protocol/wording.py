@@ -19,11 +19,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOW_TURN",
+    "ALLOW_TURN_BUTTON",
     "ALWAYS_ALLOW",
     "ALWAYS_ALLOW_RULE",
     "APPROVE",
     "DENY",
     "ESC_KEEP_RUNNING",
+    "RESTRICTED_ELSEWHERE",
     "STOP_DISCARD",
     "STOP_KEEP",
     "agents_md_line",
@@ -57,6 +59,10 @@ ALWAYS_ALLOW_RULE: Final = "Always allow"
 ALLOW_TURN: Final = (
     "Allow this turn: plain programs only (no shell, interpreter code, sudo or restricted path)"
 )
+#: "Allow this turn" where a choice's label is short (a Discord button holds 80
+#: characters): the chat bots write `ALLOW_TURN` in full in the confirmation, above
+#: its buttons, and this button names it, as an offered rule's button does.
+ALLOW_TURN_BUTTON: Final = "Allow this turn (plain programs only, above)"
 #: Who a denied call's result names (`denied`): the person, or a policy answering
 #: for them (``agentrio exec``'s ``--allow`` rules), so the model knows which.
 DENIED_BY: Final = {"person": "denied by the user", "policy": "denied by the exec policy"}
@@ -73,6 +79,13 @@ def denied(reason: str, by: str = "person") -> str:
 STOP_DISCARD: Final = "Stop and discard"
 #: Stop the task and keep it resumable in /pending (cause ``paused``/``aborted``, R41).
 STOP_KEEP: Final = "Stop, keep to resume"
+#: Why a restricted-path confirmation (R7) offers no approving choice on the web page
+#: or in a chat: the system password is asked only in the REPL (docs/frontends.md,
+#: "Every decision on every front-end").
+RESTRICTED_ELSEWHERE: Final = (
+    "restricted path: the system password is asked only in the REPL; "
+    "run this from the REPL (agentrio) instead"
+)
 #: The harmless choice of the Esc popup.
 ESC_KEEP_RUNNING: Final = "Keep running"
 

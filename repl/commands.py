@@ -79,6 +79,7 @@ COMMANDS: Final[tuple[tuple[str, str], ...]] = (
 #: ``HELP_TEXT`` in engine/models/builtin.py, says the same; a test keeps them in step).
 BUILTIN_VERBS: Final[tuple[tuple[str, str], ...]] = (
     ("run: CMD", "run a command (read-only ones at once, others ask first)"),
+    ("runs: CMD ;; CMD", "run several commands in one model turn (see Allow this turn)"),
     ("ask: Q options: a, b", "ask you a question with options (or Q | a, b); ;; adds one"),
     ("bg: CMD ;; CMD", "run commands as background legs; their reports come back"),
     ("sub: OBJ ;; OBJ", "start background sub-agents, each on an objective"),

@@ -51,18 +51,16 @@ MAX_CONFIRM_CHARS: Final = 12_000
 #: Lines of a longer one shown before saying how much more there is.
 HEAD_LINES: Final = 40
 #: Why a restricted-path confirmation is refused in a chat (docs/frontends.md).
-RESTRICTED_REFUSAL: Final = (
-    "restricted path: the system password is never asked in a chat; "
-    "run this from the REPL (agentrio) instead"
-)
+RESTRICTED_REFUSAL: Final = wording.RESTRICTED_ELSEWHERE
 
-Choice = Literal["a", "d", "r", "k", "x"]
+Choice = Literal["a", "d", "r", "t", "k", "x"]
 
 #: Confirmation buttons: choice letter → the words of protocol/wording.py.
 CHOICES: Final[dict[str, str]] = {
     "a": wording.APPROVE,
     "d": wording.DENY,
     "r": wording.ALWAYS_ALLOW,
+    "t": wording.ALLOW_TURN_BUTTON,
     "k": wording.STOP_KEEP,
     "x": wording.STOP_DISCARD,
 }
@@ -71,6 +69,7 @@ CHOICES: Final[dict[str, str]] = {
 OUTCOMES: Final[dict[str, str]] = {
     "a": "✓ approved",
     "r": "✓ approved, and always allowed in this home (kept across restarts)",
+    "t": "✓ approved, and plain programs allowed for the rest of this turn",
     "k": "‖ stopped — kept: resume it with /pending",
     "x": "✗ stopped and discarded",
 }
@@ -149,6 +148,8 @@ def confirm_parts(ask: Ask) -> list[Part]:
     text = command_text(ask)
     if not command_too_long(text):
         parts.append(code(text))
+        if _change(ask) is None:  # what its "Allow this turn" button allows, in full
+            parts.append(prose(f"\n{wording.ALLOW_TURN}"))
         parts.extend(_offer_parts(ask))
         return parts
     lines = text.split("\n")
@@ -190,8 +191,9 @@ def confirm_buttons(token: str, ask: Ask) -> list[list[Button]]:
         [Button(f"{wording.ALWAYS_ALLOW_RULE} rule {number} (above)", f"{token}|p{number - 1}")]
         for number in range(1, len(ask.offers) + 1)
     ]
-    # A file change (issue 32) has no "this exact command" rule: its edits rule is offered.
-    always = [] if _change(ask) is not None else [[button("r")]]
+    # A file change (issue 32) has no "this exact command" rule and no "Allow this
+    # turn" (plain programs): its edits rule is offered.
+    always = [] if _change(ask) is not None else [[button("r")], [button("t")]]
     return [[button("a"), button("d")], *always, [button("k"), button("x")], *offers]
 
 
@@ -208,6 +210,8 @@ def decision_of(choice: str, ask: Ask) -> Decision | None:
             return Decision.allow()
         case "r" if _change(ask) is None:  # a file change shows no such button
             return Decision.allow(remember=True)
+        case "t" if _change(ask) is None:
+            return Decision.allow(allow_turn=True)
         case "k":
             return Decision(approve=False, stop=Cause.USER_ABORTED)
         case "x":

@@ -24,6 +24,8 @@ It does not understand language; it reads the conversation the way a test would:
 
    ========================  ===============================================================
    ``run: CMD``              ``run_command`` ``{"command": CMD}``
+   ``runs: CMD ;; CMD``      one ``run_command`` call per command, all in one reply (one
+                             model turn: what "Allow this turn" covers)
    ``bg: CMD ;; CMD``        ``background_command`` ``{"commands": [...], "objective",
                              "next"}``
    ``sub: OBJ ;; OBJ``       ``background_subagents`` ``{"objectives": [...], "objective",
@@ -75,7 +77,6 @@ from agentrio.engine.messages import (
 )
 from agentrio.engine.models.base import (
     Message,
-    ModelError,
     ModelReply,
     RetrySink,
     TextSink,
@@ -83,6 +84,7 @@ from agentrio.engine.models.base import (
     ToolSpec,
     stream_pieces,
 )
+from agentrio.engine.models.builtin_verbs import VERBS
 from agentrio.protocol.wording import plural
 
 __all__ = [
@@ -96,6 +98,7 @@ NOTHING_NEW: Final = "There is nothing new to answer."
 HELP_TEXT: Final = (
     "I am the builtin offline model; I understand these verbs:\n"
     "- run: CMD — run a command\n"
+    "- runs: CMD ;; CMD — run several commands, all asked for in one reply\n"
     "- bg: CMD ;; CMD — run commands in the background\n"
     "- sub: OBJECTIVE ;; OBJECTIVE — start background sub-agents\n"
     "- subs: OBJECTIVE ;; OBJECTIVE — run sub-agents now and wait for their answers\n"
@@ -143,8 +146,6 @@ _LEG_RE: Final = re.compile(r"\b(?:cmd|sub)_[0-9a-f]{8}\b")
 _LEG_LINE_RE: Final = re.compile(
     r"^\s*(?:Leg\s+|[-*]\s+)((?:cmd|sub)_[0-9a-f]{8})\s+\((.*)\):?\s*(.*?):?\s*$"
 )
-#: The options of an ``ask:`` question written without ``|``.
-_OPTIONS_RE: Final = re.compile(r"\s+options:\s*(.*)$")
 #: An interrupted call: ``- run_command {"command": …}`` or ``1. run_command (call id)``
 #: followed by an ``args: {…}`` line.
 _CALL_LINE_RE: Final = re.compile(r"^\s*(?:[-*]|\d+\.)\s*([A-Za-z_][A-Za-z0-9_]*)\b(.*)$")
@@ -328,9 +329,9 @@ def _answer_user(text: str, available: set[str], turn: int) -> ModelReply:
             body = text[len(header) :].strip()
             return ModelReply(text=f"{what}:\n{body}" if body else f"{what}.")
     verb, sep, rest = text.partition(":")
-    if not sep or verb not in _VERBS:
+    if not sep or verb not in VERBS:
         return ModelReply(text=HELP_TEXT)
-    return _VERBS[verb](rest.strip(), available, turn)
+    return VERBS[verb](rest.strip(), available, turn)
 
 
 def _recover(text: str, available: set[str], turn: int) -> ModelReply:
@@ -425,138 +426,6 @@ def _section(text: str, title: str) -> list[str]:
     while out and not out[0].strip():
         out.pop(0)
     return out
-
-
-def _verb_run(rest: str, available: set[str], turn: int) -> ModelReply:
-    if not rest:
-        return ModelReply(text="run: needs a command, for example `run: ls`.")
-    return _call("run_command", {"command": rest}, f"Running `{rest}`.", available, turn)
-
-
-def _verb_bg(rest: str, available: set[str], turn: int) -> ModelReply:
-    commands = _split(rest)
-    if not commands:
-        return ModelReply(
-            text="bg: needs at least one command, for example `bg: make ;; make test`."
-        )
-    args = {
-        "commands": commands,
-        "objective": "; ".join(commands),
-        "next": "Summarise the results.",
-    }
-    return _call(
-        "background_command",
-        args,
-        f"Starting {plural(len(commands), 'background command')}.",
-        available,
-        turn,
-    )
-
-
-def _verb_sub(rest: str, available: set[str], turn: int) -> ModelReply:
-    objectives = _split(rest)
-    if not objectives:
-        return ModelReply(text="sub: needs an objective, for example `sub: count the files`.")
-    args = {
-        "objectives": objectives,
-        "objective": "; ".join(objectives),
-        "next": "Summarise the sub-agent report.",
-    }
-    return _call(
-        "background_subagents",
-        args,
-        f"Starting {plural(len(objectives), 'background sub-agent')}.",
-        available,
-        turn,
-    )
-
-
-def _verb_subs(rest: str, available: set[str], turn: int) -> ModelReply:
-    objectives = _split(rest)
-    if not objectives:
-        return ModelReply(
-            text="subs: needs objectives, for example `subs: run: ls ;; run: echo hi`."
-        )
-    return _call(
-        "subagents",
-        {"objectives": objectives},
-        f"Starting {plural(len(objectives), 'sub-agent')} and waiting for "
-        f"{'it' if len(objectives) == 1 else 'them'}.",
-        available,
-        turn,
-    )
-
-
-def _verb_ask(rest: str, available: set[str], turn: int) -> ModelReply:
-    questions: list[dict[str, Any]] = []
-    for part in _split(rest):
-        question, bar, options = part.partition("|")
-        if not bar and (match := _OPTIONS_RE.search(part)):
-            question, bar, options = part[: match.start()], "|", match.group(1)
-        if not question.strip():
-            continue
-        choices = [o.strip() for o in options.split(",") if o.strip()] if bar else []
-        questions.append({"text": question.strip(), "options": choices})
-    if not questions:
-        return ModelReply(text="ask: needs a question, for example `ask: Which one? | a, b`.")
-    return _call(
-        "ask_user",
-        {"questions": questions},
-        f"I have {'a question' if len(questions) == 1 else f'{len(questions)} questions'} for you.",
-        available,
-        turn,
-    )
-
-
-def _verb_secret(rest: str, available: set[str], turn: int) -> ModelReply:
-    if not rest:
-        return ModelReply(text="secret: needs a key name, for example `secret: API_TOKEN`.")
-    return _call(
-        "store_secret", {"key": rest}, f"Asking you for the secret {rest}.", available, turn
-    )
-
-
-def _verb_history(rest: str, available: set[str], turn: int) -> ModelReply:
-    if rest:
-        return _call(
-            "chat_history",
-            {"mode": "search", "keyword": rest},
-            f'Searching the chat history for "{rest}".',
-            available,
-            turn,
-        )
-    return _call("chat_history", {"mode": "list"}, "Listing the chat history.", available, turn)
-
-
-def _verb_fail(rest: str, available: set[str], turn: int) -> ModelReply:
-    raise ModelError(rest or "the builtin model was asked to fail")
-
-
-_VERBS: Final = {
-    "run": _verb_run,
-    "bg": _verb_bg,
-    "sub": _verb_sub,
-    "subs": _verb_subs,
-    "ask": _verb_ask,
-    "secret": _verb_secret,
-    "history": _verb_history,
-    "fail": _verb_fail,
-}
-
-
-# --- helpers ------------------------------------------------------------------------
-
-
-def _call(tool: str, args: dict[str, Any], text: str, available: set[str], turn: int) -> ModelReply:
-    if tool not in available:
-        return ModelReply(text=f"The {tool} tool is not available here, so I cannot do that.")
-    return ModelReply(
-        text=text, tool_calls=[ToolCallRequest(id=f"call_{turn}_0", name=tool, args=args)]
-    )
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(";;") if part.strip()]
 
 
 def _command_text(args: dict[str, Any]) -> str:

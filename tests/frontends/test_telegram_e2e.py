@@ -38,6 +38,7 @@ async def test_message_task_confirm_approve_result(
         "Approve",
         "Deny with reason",
         "Always allow this exact command in this directory",
+        "Allow this turn (plain programs only, above)",
         "Stop, keep to resume",
         "Stop and discard",
     ]
@@ -371,7 +372,7 @@ async def test_an_offered_rule_is_written_out_and_its_button_keeps_it(
     fake: FakeTelegram, bot: Bot
 ) -> None:
     """R82, R92: a confirmation offering an argv-prefix rule writes the rule out whole
-    in the message and adds a numbered button after the fixed five; pressing it
+    in the message and adds a numbered button after the fixed six; pressing it
     approves the call and keeps the rule, so ``git rev-parse`` with other arguments
     then runs without a confirmation (every command asks here: no read-only ones)."""
     fake.say("run: git rev-parse HEAD")
@@ -379,7 +380,7 @@ async def test_an_offered_rule_is_written_out_and_its_button_keeps_it(
     covers = f"`git rev-parse …` in {HERE} (any further arguments that name no path outside it)"
     assert f"<pre>Always allow {html.escape(covers, quote=False)}</pre>" in confirm.text
     assert f"Rule 1 offered:Always allow {covers}" in confirm.plain  # (a block follows)
-    assert [label for label, _ in confirm.buttons][3:] == [
+    assert [label for label, _ in confirm.buttons][4:] == [
         "Stop, keep to resume",
         "Stop and discard",
         "Always allow rule 1 (above)",

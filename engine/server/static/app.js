@@ -281,6 +281,7 @@ const ALLOW_TURN = "Allow this turn: plain programs only (no shell, interpreter 
 const STOP_DISCARD = "Stop and discard";
 const STOP_KEEP = "Stop, keep to resume";
 const ALWAYS_ALLOW_RULE = "Always allow";
+const RESTRICTED_ELSEWHERE = "restricted path: the system password is asked only in the REPL; run this from the REPL (agentrio) instead";
 // The page has no Esc popup; kept so this twin of protocol/wording.py is whole.
 const ESC_KEEP_RUNNING = "Keep running";
 
@@ -1234,12 +1235,12 @@ function firstIndex(items, test) {
 
 /** The six answers of one `confirm` event and one per rule it offers (R92, after
  *  the six), worded and ordered as the REPL's dialog (protocol/wording.py). Its
- *  buttons take clicks only ARM_MS after it appeared (`data-armed` then). */
+ *  buttons take clicks only ARM_MS after it appeared (`data-armed` then). A restricted
+ *  one (R7) says why it offers only the deny and the stops: the system password is
+ *  asked only in the REPL (docs/frontends.md, "Every decision on every front-end"). */
 function confirmCard(sessionId, taskHash, event) {
   const reason = el("input", { class: "reason", placeholder: "reason (sent to the model)", "aria-label": "Deny reason" });
-  const password = event.restricted
-    ? el("input", { class: "password", type: "password", placeholder: "system password", "aria-label": "System password" })
-    : null;
+  const restricted = Boolean(event.restricted || event.need_password);
   const outcome = el("div", { class: "outcome", role: "status" });
   const approve = button(APPROVE, "approve", () => answer({ approve: true }, "approved"),
     { title: "Run this call once" });
@@ -1256,7 +1257,8 @@ function confirmCard(sessionId, taskHash, event) {
   // A file change (issue 32) offers its edits rule only: no "this exact command", no
   // "Allow this turn" (plain programs).
   const change = event.details?.change ?? null;
-  const answers = [approve, deny, ...(change ? [] : [always, turn]), ...offers];
+  const approving = restricted ? [] : [approve, ...(change ? [] : [always, turn]), ...offers];
+  const answers = [...approving, deny];
   const stops = [
     button(STOP_DISCARD, "cancel-in-confirm", () => answer({ approve: false, stop: "user_canceled" }, "stopped and discarded"),
       { title: "Stop the task and delete it" }),
@@ -1269,11 +1271,11 @@ function confirmCard(sessionId, taskHash, event) {
     el("div", { class: "confirm-title", text: confirmTitle(event.tool_name, event.restricted) }),
     event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
     ...commandBox(confirmLines(event.args, change)),
-    password,
-    el("div", { class: "buttons" }, approve, deny, reason),
-    change ? null : el("div", { class: "buttons" }, always, turn),
+    restricted ? el("div", { class: "confirm-restricted", role: "note", text: RESTRICTED_ELSEWHERE }) : null,
+    el("div", { class: "buttons" }, ...(restricted ? [] : [approve]), deny, reason),
+    change || restricted ? null : el("div", { class: "buttons" }, always, turn),
     el("div", { class: "buttons" }, ...stops),
-    offers.length ? el("div", { class: "buttons offers" }, ...offers) : null,
+    offers.length && !restricted ? el("div", { class: "buttons offers" }, ...offers) : null,
     outcome,
   );
   for (const control of [...answers, ...stops]) control.disabled = true;
@@ -1284,7 +1286,7 @@ function confirmCard(sessionId, taskHash, event) {
   }, ARM_MS);
   async function answer(body, done) {
     if (!card.hasAttribute("data-armed")) return;
-    if (password && body.approve) body.password = password.value;
+    if (restricted && body.approve) return; // never offered: the password is the REPL's
     try {
       await api("POST", `${sessionPath(sessionId)}/confirm/${event.confirm_hash}`, body);
       closeCard(card, done, true);

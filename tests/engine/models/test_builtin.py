@@ -152,11 +152,40 @@ async def test_call_ids_count_assistant_turns() -> None:
     ]
 
 
+async def test_runs_asks_for_every_command_in_one_reply() -> None:
+    """R61: ``runs: A ;; B`` is one reply with one run_command call per command (one
+    model turn, what "Allow this turn" covers); empty or without the tool, explained."""
+    reply = await ask([user("runs: touch a ;; touch b ;; ")])
+    assert reply == ModelReply(
+        text="Running 2 commands.",
+        tool_calls=[
+            ToolCallRequest(id="call_1_0", name="run_command", args={"command": "touch a"}),
+            ToolCallRequest(id="call_1_1", name="run_command", args={"command": "touch b"}),
+        ],
+    )
+    assert await ask([user("runs: ;;")]) == ModelReply(
+        text="runs: needs commands, for example `runs: ls ;; pwd`."
+    )
+    assert await ask([user("runs: ls")], []) == ModelReply(
+        text="The run_command tool is not available here, so I cannot do that."
+    )
+
+
 @pytest.mark.parametrize("text", ["hello", "Run: ls", "run ls", "", "what: now"])
 async def test_anything_else_gets_the_help_reply(text: str) -> None:
     """R61: text that is no verb (verbs are case-sensitive) gets the help reply."""
     assert await ask([user(text)]) == ModelReply(text=HELP_TEXT)
-    for verb in ("run:", "bg:", "sub:", "subs:", "ask:", "options:", "secret:", "history:"):
+    for verb in (
+        "run:",
+        "runs:",
+        "bg:",
+        "sub:",
+        "subs:",
+        "ask:",
+        "options:",
+        "secret:",
+        "history:",
+    ):
         assert verb in HELP_TEXT
 
 

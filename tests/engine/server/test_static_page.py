@@ -34,6 +34,7 @@ LABELS = [
     wording.STOP_KEEP,
     wording.ESC_KEEP_RUNNING,
     wording.ALWAYS_ALLOW_RULE,
+    wording.RESTRICTED_ELSEWHERE,
 ]
 
 
@@ -86,7 +87,7 @@ def test_js_wording_is_the_python_wording() -> None:
         + "  titles: [confirmTitle('run_command'), confirmTitle('write_file', true)],\n"
         + "  agents: agentsMdLine(['/r/AGENTS.md', '/r/a b/AGENTS.md']),\n"
         + "  labels: [APPROVE, DENY, ALWAYS_ALLOW, ALLOW_TURN, STOP_DISCARD, STOP_KEEP,"
-        + " ESC_KEEP_RUNNING, ALWAYS_ALLOW_RULE],\n"
+        + " ESC_KEEP_RUNNING, ALWAYS_ALLOW_RULE, RESTRICTED_ELSEWHERE],\n"
         + "  offer: offerLabel('`npm test …` in /srv/a (any further arguments)'),\n"
         + "}));\n"
     )
