@@ -181,6 +181,7 @@ def _history(tmux: Tmux) -> str:
 #: What each verb's row ends with (a new verb in the tour table needs a line here).
 OUTCOMES = {
     "run": r"finished with exit code \d+",
+    "runs": r"(?s)agentrio-a`? finished with exit code \d+.*agentrio-b`? finished",
     "ask": r"You answered: ",
     "bg": r"(?s)⧗ follow-up on the background work:.*• cmd_\w+.*• cmd_\w+",
     "sub": r"(?s)⧗ follow-up on the background work:.*• sub_\w+",

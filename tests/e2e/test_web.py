@@ -602,7 +602,7 @@ async def test_model_markdown_renders_safely(page: Page, daemon: Daemon) -> None
         ".map((li) => li.textContent)"
     )
     assert items[0] == "run: CMD — run a command"
-    assert len(items) == 8
+    assert len(items) == 9
 
     markup = "<script>window.pwned=1</script>"
     image = "<img src=x onerror=window.pwned=2>"

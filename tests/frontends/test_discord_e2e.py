@@ -14,6 +14,7 @@ import pytest
 import trio
 
 from agentrio import connect
+from agentrio.protocol import wording
 from agentrio.testing import DaemonProcess
 from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, eventually
 from tests.frontends.fake_discord import FakeDiscord, Sent, dm_channel
@@ -84,6 +85,7 @@ async def test_message_task_confirm_approve_result(
     assert confirm.rows == [
         ["Approve", "Deny with reason"],
         ["Always allow this exact command in this directory"],
+        ["Allow this turn (plain programs only, above)"],
         ["Stop, keep to resume", "Stop and discard"],
     ]
     assert confirm.allowed_mentions == {"parse": []}
@@ -105,7 +107,7 @@ async def test_hostile_command_is_shown_escaped(fake: FakeDiscord, bot: Bot) -> 
     here = os.path.realpath(os.getcwd())
     assert confirm.plain.endswith(
         f" │ command: (2 lines)\n1│ printf '%s' '```⏎\n"
-        f"2│ **bold** @everyone <@111> [x](https://e.x)'\n │ cwd: {here}"
+        f"2│ **bold** @everyone <@111> [x](https://e.x)'\n │ cwd: {here}\n{wording.ALLOW_TURN}"
     )
     assert all(m.allowed_mentions == {"parse": []} for m in fake.messages())
     fake.press(confirm, "Stop and discard")

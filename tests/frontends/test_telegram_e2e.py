@@ -13,6 +13,7 @@ import pytest
 import trio
 
 from agentrio import connect
+from agentrio.protocol import wording
 from tests.frontends.conftest import STRANGER, Bot, Daemon, eventually
 from tests.frontends.fake_telegram import FakeTelegram, Sent
 
@@ -295,7 +296,7 @@ async def test_long_command_is_shown_whole_over_messages(fake: FakeTelegram, bot
     assert all(m.text.count("<pre>") == m.text.count("</pre>") == 1 for m in pages)
     assert [bool(m.buttons) for m in pages] == [False] * (len(pages) - 1) + [True]
     shown = "".join(m.plain for m in pages)
-    assert f"command: printf '%s' {words}\ncwd: {HERE}" == shown
+    assert f"command: printf '%s' {words}\ncwd: {HERE}\n{wording.ALLOW_TURN}" == shown
     fake.press(confirm, "Stop and discard")
     await eventually(lambda: fake.with_text("stopped and discarded"), what="the end")
 
