@@ -211,7 +211,8 @@ class ReplFront:
     @asynccontextmanager
     async def open(self) -> AsyncIterator[ReplFront]:
         # A line typed while a task runs would steer it: start from an idle REPL.
-        await until(lambda: " running" not in self.tmux.screen(), "an idle REPL")
+        # (the toolbar's "N running"; a stop's receipt may say "nothing else was running")
+        await until(lambda: not re.search(r"\d running", self.tmux.screen()), "an idle REPL")
         yield self
 
     def _keys(self, *keys: str) -> None:
