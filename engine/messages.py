@@ -62,6 +62,12 @@ __all__ = [
 ASK_RESUME_HEADER: Final = "[Resumed Task — ask_user response received]"
 #: The first line of a resumed task's input when it was interrupted (R12).
 INTERRUPTED_RESUME_HEADER: Final = "[Resumed Task — interrupted execution recovered]"
+#: What the confirmation of a call met again after a stop says (issue 34 item 5): the
+#: call was running when its task stopped, so some of it may have happened already.
+INTERRUPTED_CALL_NOTE: Final = (
+    "this call was already running when the task stopped: it may have partly run. "
+    "Approve only if running it again is safe."
+)
 #: The first line of a job's follow-up task's hidden input (R26).
 FOLLOWUP_HEADER: Final = "[Resumed Task — background group finished]"
 #: The first line of a report of a leg that ended (R26).

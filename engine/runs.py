@@ -60,6 +60,7 @@ from agentrio.engine.store.base import HistoryRow, TaskRow
 from agentrio.engine.system_prompt import task_prompt
 from agentrio.engine.tools.ask_user import ask_inline
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
+from agentrio.engine.tools.in_flight import CallLedger
 from agentrio.engine.tools.registry import Toolbox
 from agentrio.engine.tools.workdir import Workdir
 from agentrio.protocol import events as ev
@@ -190,6 +191,8 @@ class TaskRun:
     stored: StoredConversation | None = None
     #: What this run's model calls consumed.
     usage: TokenUsage = attrs.field(factory=TokenUsage)
+    #: Its calls in flight, and what the stopped run it resumes left in flight (issue 34).
+    calls: CallLedger = attrs.field(factory=CallLedger)
 
     @property
     def session_id(self) -> str:
@@ -216,6 +219,7 @@ class TaskRun:
             add_answers=self.previous_answers.extend,
             services=self.services,
             answered=self.previous_answers,
+            calls=self.calls,
         )
 
     async def wait_done(self) -> TaskOutcome:
@@ -302,6 +306,7 @@ def _user_line(run: TaskRun) -> str:
 def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) -> str:
     """The first message of a resumed run (R12); answers join ``previous_answers``."""
     run.said = resume_said(snapshot.questions, answers)
+    run.calls.interrupted = [call for call in snapshot.interrupted if call.ran]  # issue 34
     if snapshot.questions and answers is not None:
         run.previous_answers.extend(
             QA(question=q.text, answer=a) for q, a in zip(snapshot.questions, answers, strict=False)
@@ -455,7 +460,8 @@ def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
         run.messages,
         completed=run.completed,
         interrupted=[
-            InterruptedCall(call_id=c.id, tool_name=c.name, args=c.args) for c in run.open_calls
+            InterruptedCall(call_id=c.id, tool_name=c.name, args=c.args, ran=run.calls.ran(c))
+            for c in run.open_calls
         ],
         questions=questions,
         previous_answers=run.previous_answers,

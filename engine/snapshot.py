@@ -176,6 +176,10 @@ class InterruptedCall:
     call_id: str
     tool_name: str
     args: dict[str, Any]
+    #: False when the call was waiting on a person (a confirmation) as it stopped, so
+    #: it never ran; True when it may have partly run -- and for snapshots of earlier
+    #: releases, which did not say (issue 34 item 5, `agentrio.engine.tools.in_flight`).
+    ran: bool = True
 
 
 @attrs.frozen(kw_only=True)
@@ -260,10 +264,7 @@ def make_snapshot(
             )
             for c in completed
         ],
-        interrupted=[
-            InterruptedCall(call_id=c.call_id, tool_name=c.tool_name, args=clamp_args(c.args))
-            for c in interrupted
-        ],
+        interrupted=[attrs.evolve(c, args=clamp_args(c.args)) for c in interrupted],
         questions=list(questions),
         previous_answers=list(previous_answers),
         remaining_steps=remaining_steps,

@@ -204,6 +204,10 @@ class ToolDetails:
     #: An MCP tool's answer (``mcp__NAME__TOOL``).
     mcp: McpResult | None = attrs.field(default=None, metadata=_OMIT)
     change: FileChange | None = attrs.field(default=None, metadata=_OMIT)
+    #: On a confirmation: the call was running when its task stopped and the resumed
+    #: task calls it again, so it may have partly run (issue 34 item 5); the sentence
+    #: every front-end shows above the arguments. Left out otherwise.
+    interrupted: str = attrs.field(default="", metadata=_OMIT)
 
 
 @attrs.frozen(kw_only=True)

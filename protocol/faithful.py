@@ -290,11 +290,18 @@ def diff_lines(diff: str) -> list[FaithfulLine]:
     return lines
 
 
-def confirm_lines(args: Mapping[str, Any], change: FileChange | None = None) -> list[FaithfulLine]:
+def confirm_lines(
+    args: Mapping[str, Any], change: FileChange | None = None, interrupted: str = ""
+) -> list[FaithfulLine]:
     """What a confirmation shows: its arguments (`faithful_lines`), then, for a file
     change (issue 32), a ``diff:`` line and the diff (`diff_lines`), and the directory
-    "Always allow edits under this directory" would cover."""
+    "Always allow edits under this directory" would cover. A call met again after its
+    task stopped while it ran (``details.interrupted``, issue 34) is led by an
+    ``interrupted:`` line saying it may have partly run."""
     lines = faithful_lines(args)
+    if interrupted:
+        said = (attrs.evolve(p, source=0) for p in line_pieces(interrupted, escape_newlines=True))
+        lines.insert(0, FaithfulLine("", (Piece("key", "interrupted: ", 0), *said)))
     if change is None:
         return lines
     count = f"+{change.added} -{change.removed} lines{', a new file' if change.created else ''}"

@@ -105,6 +105,11 @@ def _change(ask: Ask) -> FileChange | None:
     return ask.details.change if ask.details is not None else None
 
 
+def _interrupted(ask: Ask) -> str:
+    """The note of a call met again after a stop (issue 34), or ``""``."""
+    return ask.details.interrupted if ask.details is not None else ""
+
+
 class CommandView(UIControl):
     """A confirmation's arguments, faithfully (R77): rows of `agentrio.protocol.faithful`, wrapped
     to the window's width, at most `max_rows` at a time, scrolled by `scroll`.
@@ -222,7 +227,9 @@ class ConfirmDialog:
         )
         self.choices = confirm_choices(ask)
         self.menu = Menu([label for _, label, _ in self.choices], self._picked, enabled=self._armed)
-        self.command = CommandView(confirm_lines(ask.tool_args, _change(ask)), _command_rows)
+        self.command = CommandView(
+            confirm_lines(ask.tool_args, _change(ask), _interrupted(ask)), _command_rows
+        )
         self.container = self._layout()
 
     def _stop_reason(self) -> None:

@@ -118,7 +118,8 @@ def command_text(ask: Ask) -> str:
     ``command``, ``cwd``, ``timeout_s`` and any other argument, each line numbered,
     control, invisible and bidi characters as ``⟨\\x1b⟩``-style escapes -- and a file
     change's diff (issue 32), each line's ``+``/``-`` before its ``│``."""
-    return plain_text(confirm_lines(ask.tool_args, _change(ask)))
+    interrupted = ask.details.interrupted if ask.details is not None else ""  # issue 34
+    return plain_text(confirm_lines(ask.tool_args, _change(ask), interrupted))
 
 
 def _change(ask: Ask) -> FileChange | None:

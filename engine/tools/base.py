@@ -21,6 +21,7 @@ from agentrio.engine.errors import AskFailed
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.rules import RuleBook
 from agentrio.engine.snapshot import QA
+from agentrio.engine.tools.in_flight import CallLedger, asked_only, asking
 from agentrio.protocol import events as ev
 from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
@@ -138,6 +139,9 @@ class ToolContext:
     #: The in-process sub-agent's label (``sub-agent N/M: <objective>``), put on its
     #: asks and ``confirm`` events so the person sees who asks (R80); "" otherwise.
     subagent: str = ""
+    #: The run's calls in flight and those of the stopped run it resumes (issue 34
+    #: item 5, `agentrio.engine.tools.in_flight`); an in-process sub-agent shares it.
+    calls: CallLedger = attrs.field(factory=CallLedger)
     #: The person's answers in this task so far, oldest first (R12 "previous
     #: answers", a resume's last): an MCP server's form asked again after its task
     #: parked on it is answered from them (`agentrio.engine.mcp.elicit`).
@@ -202,7 +206,7 @@ class ToolContext:
             self._announce(request, entry.id)
 
         try:
-            reply = await registry.ask(request, on_registered=announce)
+            reply = await asking(registry.ask(request, on_registered=announce))
         except AskFailed as exc:
             raise Refused(f"{_FAILED[kind]}: {exc}") from None
         await self._honour_stop(reply.stop)
@@ -261,6 +265,7 @@ class ToolContext:
         ``None`` (no stop chosen) returns at once."""
         if stop is None:
             return
+        asked_only()  # stopped from its own confirmation: the call never ran
         self.cancel(stop)
         await trio.lowlevel.checkpoint()
 
@@ -363,7 +368,8 @@ async def run_tool(tool: Tool, ctx: ToolContext, call: ToolCallRequest) -> ToolO
     """Execute one call of ``tool``: bad arguments (`ValueError`) and a refusal
     (`Refused`) become its outcome; every call goes through here."""
     try:
-        return await tool.execute(ctx, call)
+        with ctx.calls.running(call):
+            return await tool.execute(ctx, call)
     except ValueError as exc:  # bad arguments from the model
         return ToolOutcome(ok=False, output=f"invalid call of {call.name}: {exc}")
     except Refused as refused:

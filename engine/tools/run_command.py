@@ -22,6 +22,10 @@ How a command may run (R7, R8, R60, R74-R76), decided once per call by
   rule holds, and where the command runs. A directory that does not exist, and an
   approved program that cannot be started, are tool errors the model reads. A ``cd DIR``
   alone moves the task's directory instead of running (`agentrio.engine.tools.cd`).
+- **Met again**: a call the resumed task repeats after its task stopped while that call
+  ran (`agentrio.engine.tools.in_flight`, issue 34) may have partly run: it runs unasked
+  only because it is read-only; no remembered rule, "Allow this turn" or ``allow_all``
+  lets it through, and its confirmation says it may have partly run.
 - A command touching a restricted path asks for the system password unless sudo
   credentials are cached, whatever was remembered or allowed for the turn; a wrong
   password denies the call. When no listener can take the question the call is
@@ -55,6 +59,7 @@ from agentrio.engine.tools.base import (
     ToolOutcome,
 )
 from agentrio.engine.tools.cd import change_directory, is_cd
+from agentrio.engine.tools.in_flight import again_details
 from agentrio.engine.tools.live_output import run_watched
 from agentrio.engine.tools.policy import Verdict, classify
 from agentrio.engine.tools.turn_scope import turn_refusal
@@ -243,17 +248,13 @@ class RunCommandTool(ServiceTool):
         verdict = await judge(services, command, cwd)
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
         if not verdict.needs_confirm and services.sandbox.status.active:
-            return attrs.evolve(approved, sandboxed=True)
-        if ctx.allow_all:
-            return approved
+            return attrs.evolve(approved, sandboxed=True)  # read-only: again too (issue 34)
         subject = CommandSubject(
             command=command, argv=verdict.argv, cwd=cwd, restricted=verdict.restricted
         )
-        if await ctx.rules.covering(subject) is not None:
+        again = ctx.calls.met_again(call) is not None  # it may have partly run: ask
+        if not again and await self._allowed_unasked(ctx, subject, verdict):
             return approved
-        if not verdict.restricted:
-            if self.name in ctx.allow_turn and not turn_refusal(verdict.argv, restricted=False):
-                return approved
         if ctx.subagent_of is not None:
             # R30: a background sub-agent never raises a confirmation; its leg reports
             # the call as still needing approval.
@@ -266,6 +267,7 @@ class RunCommandTool(ServiceTool):
                 tool_args=shown_args(call.args, cwd),
                 restricted=verdict.restricted,
                 offers=_offers(subject, at=services.clock()),
+                details=again_details() if again else None,
             )
         except Refused as refused:  # per command: a background call refuses commands one by one
             return ToolOutcome(ok=False, output="", skipped=refused.reason)
@@ -274,6 +276,17 @@ class RunCommandTool(ServiceTool):
         if reply.allow_turn:
             ctx.allow_turn.add(self.name)
         return approved
+
+    async def _allowed_unasked(
+        self, ctx: ToolContext, subject: CommandSubject, verdict: Verdict
+    ) -> bool:
+        """Whether a person allowed ``subject`` already: ``allow_all``, a remembered
+        rule, or "Allow this turn" for a plain program."""
+        if ctx.allow_all or await ctx.rules.covering(subject) is not None:
+            return True
+        if verdict.restricted or self.name not in ctx.allow_turn:
+            return False
+        return not turn_refusal(verdict.argv, restricted=False)
 
 
 def _offers(subject: CommandSubject, *, at: float) -> list[AllowedRule]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import attrs
 import httpx
 import trio
 
@@ -121,7 +122,8 @@ async def test_cancel_pause_and_abort(daemon: Daemon, tmp_path: Path) -> None:
         ):
             canceled = await start_sleep(conn, "c", "cli-cpa")
             await conn.send(Cancel(task_hash=canceled, cause=Cause.USER_CANCELED))
-            assert (await until_done(conn, "c"))[-1] == DoneFrame(
+            done = (await until_done(conn, "c"))[-1]
+            assert attrs.evolve(done, stopped=None) == DoneFrame(  # stopped: issue 34
                 request_id="c", task_hash=canceled, status="canceled"
             )
             assert await pending(http, "cli-cpa") == []
@@ -129,7 +131,8 @@ async def test_cancel_pause_and_abort(daemon: Daemon, tmp_path: Path) -> None:
 
             paused = await start_sleep(conn, "p", "cli-cpa")
             await conn.send(Cancel(task_hash=paused, cause=Cause.PAUSED))
-            assert (await until_done(conn, "p"))[-1] == DoneFrame(
+            done = (await until_done(conn, "p"))[-1]
+            assert attrs.evolve(done, stopped=None) == DoneFrame(  # stopped: issue 34
                 request_id="p", task_hash=paused, status="paused"
             )
             assert await pending(http, "cli-cpa") == [paused]

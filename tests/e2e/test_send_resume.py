@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import attrs
 import trio
 
 from agentrio.protocol.causes import Cause
@@ -37,7 +38,8 @@ async def test_send_to_a_paused_task_resumes_it_with_the_message(
         ):
             paused = await start_sleep(conn, "p", SESSION)
             await conn.send(Cancel(task_hash=paused, cause=Cause.PAUSED))
-            assert (await until_done(conn, "p"))[-1] == DoneFrame(
+            done = (await until_done(conn, "p"))[-1]
+            assert attrs.evolve(done, stopped=None) == DoneFrame(  # stopped: issue 34
                 request_id="p", task_hash=paused, status="paused"
             )
             await conn.send(Subscribe(session_id=SESSION))

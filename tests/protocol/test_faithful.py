@@ -404,3 +404,22 @@ def test_js_shows_a_diff_like_python() -> None:
     got = run_node(script, cases)
     for change, js in zip(changes, got, strict=True):
         assert js == as_json(confirm_lines({"path": change.path}, change)), change
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_js_leads_a_call_met_again_with_its_note_like_python() -> None:
+    """Issue 34 item 5: a confirmation of a call met again after its task stopped while
+    it ran is led by its ``interrupted:`` line, escapes and all, in app.js as in
+    `confirm_lines` (the REPL's dialog and the bots' text)."""
+    note = "it may have partly run\u202e\x1b[2J"
+    args = {"command": "npm run migrate", "cwd": "/w"}
+    lines = confirm_lines(args, None, note)
+    assert (
+        plain_text(lines).split("\n")[0] == "interrupted: it may have partly run⟨\\u202e⟩⟨\\x1b⟩[2J"
+    )
+    script = (
+        js_section()
+        + "\nconst c = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
+        + "process.stdout.write(JSON.stringify(confirmLines(c.args, null, c.note)));\n"
+    )
+    assert run_node(script, {"args": args, "note": note}) == as_json(lines)

@@ -254,9 +254,14 @@ function diffLines(diff) {
 }
 
 /** What a confirmation shows: protocol/faithful.py's confirm_lines (the arguments,
- *  then a file change's diff and the directory an edits rule would cover). */
-function confirmLines(args, change) {
+ *  then a file change's diff and the directory an edits rule would cover; a call met
+ *  again after its task stopped while it ran is led by an "interrupted:" line). */
+function confirmLines(args, change, interrupted = "") {
   const lines = faithfulLines(args);
+  if (interrupted) {
+    const said = linePieces(interrupted, true).map(([kind, text]) => [kind, text, 0]);
+    lines.unshift({ label: "", pieces: [["key", "interrupted: ", 0], ...said] });
+  }
   if (!change) return lines;
   const count = `+${change.added} -${change.removed} lines${change.created ? ", a new file" : ""}`;
   lines.push({ label: "", pieces: [["key", `diff (${count}):`, 0]] });
@@ -1270,7 +1275,7 @@ function confirmCard(sessionId, taskHash, event) {
     { class: "confirm", "data-open": true, "data-confirm": event.confirm_hash },
     el("div", { class: "confirm-title", text: confirmTitle(event.tool_name, event.restricted) }),
     event.subagent ? el("div", { class: "confirm-subagent", text: `from ${event.subagent}` }) : null,
-    ...commandBox(confirmLines(event.args, change)),
+    ...commandBox(confirmLines(event.args, change, event.details?.interrupted || "")),
     restricted ? el("div", { class: "confirm-restricted", role: "note", text: RESTRICTED_ELSEWHERE }) : null,
     el("div", { class: "buttons" }, ...(restricted ? [] : [approve]), deny, reason),
     change || restricted ? null : el("div", { class: "buttons" }, always, turn),

@@ -23,6 +23,7 @@ from agentrio.engine.assembly import open_engine
 from agentrio.engine.config import AgentConfig, Config, ServerConfig
 from agentrio.engine.models.base import (
     Message,
+    Model,
     ModelReply,
     RetrySink,
     TextSink,
@@ -93,9 +94,9 @@ class StopModel:
 
 
 @asynccontextmanager
-async def served_with(home: Path, touched: Path) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
-    """A real engine (`StopModel`) served on loopback: its WebSocket URL and an HTTP
-    client holding the token."""
+async def served_with(home: Path, model: Model) -> AsyncIterator[tuple[str, httpx.AsyncClient]]:
+    """A real engine (with ``model``) served on loopback: its WebSocket URL and an
+    HTTP client holding the token."""
     config = Config(
         home=str(home),
         server=ServerConfig(listener_grace_s=0.5),
@@ -103,7 +104,7 @@ async def served_with(home: Path, touched: Path) -> AsyncIterator[tuple[str, htt
     )
     token = load_or_create_token(home)
     async with (
-        open_engine(config, model=StopModel(touched)) as engine,
+        open_engine(config, model=model) as engine,
         open_server(engine, token=token, version="9.9.9") as server,
         httpx.AsyncClient(
             base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}
@@ -151,7 +152,7 @@ async def test_a_stop_says_what_it_ended_and_leaves_nothing_running(
     touched = tmp_path / "touched"
     with trio.fail_after(60):
         async with (
-            served_with(tmp_path / "home", touched) as (ws_url, http),
+            served_with(tmp_path / "home", StopModel(touched)) as (ws_url, http),
             open_frame_connection(ws_url, http.headers["Authorization"][7:]) as conn,
         ):
             task_hash, ask, legs = await start_and_wait_for_inner_ask(conn)
