@@ -56,7 +56,7 @@ async def _asked(
     client: Client, session: str, text: str, decide: Callable[..., Decision]
 ) -> Confirm:
     """Run ``text``; its one confirmation is answered with ``decide``; returns it."""
-    run = await client.run(session, text)
+    run = await client.run(session, text, cwd="")  # the daemon's directory: `_daemon`'s cwd
     [(ask, _)] = await answer_asks(run, lambda ask: decide(), limit=1)
     assert (await run.wait_done()).status == "finished"
     [confirm] = [e for e in run.events_so_far if isinstance(e, Confirm)]
@@ -66,7 +66,7 @@ async def _asked(
 
 
 async def _unasked(client: Client, session: str, text: str) -> None:
-    run = await client.run(session, text)
+    run = await client.run(session, text, cwd="")  # the daemon's directory: `_daemon`'s cwd
     assert (await run.wait_done()).status == "finished"
     assert not [e for e in run.events_so_far if isinstance(e, Confirm)]
 
