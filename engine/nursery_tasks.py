@@ -125,7 +125,9 @@ class Supervisor:
 
     The nursery is the owner of the work: when it is cancelled (daemon shutdown) all
     the work is cancelled with it. `cancel_all` exists for shutdown only; users cancel
-    one handle at a time (R52).
+    one handle at a time (R52). After `cancel_all`, work started later (a follow-up
+    whose start was already under way, awaiting the store) starts cancelled with the
+    same cause: otherwise it would run on, and the nursery's exit would wait for it.
     """
 
     def __init__(self, nursery: trio.Nursery) -> None:
@@ -134,6 +136,7 @@ class Supervisor:
         self._started_total = 0
         self._cancelled_total = 0
         self._failed_total = 0
+        self._closed_by: Cause | None = None
 
     @property
     def live(self) -> frozenset[TaskHandle]:
@@ -150,6 +153,8 @@ class Supervisor:
         """
         self._live.add(handle)
         self._started_total += 1
+        if self._closed_by is not None:
+            handle.cancel(self._closed_by)
         await self._nursery.start(self._supervise, handle, fn, args)
         return handle
 
@@ -182,7 +187,9 @@ class Supervisor:
         once.started()
 
     def cancel_all(self, cause: Cause) -> int:
-        """Cancel every live handle (shutdown only); returns how many were cancelled."""
+        """Cancel every live handle and every later one (shutdown only); returns how
+        many live ones were cancelled."""
+        self._closed_by = cause
         return sum(handle.cancel(cause) for handle in list(self._live))
 
     def statistics(self) -> SupervisorStatistics:
