@@ -1,12 +1,7 @@
 """The engine facade: start, steer, cancel, resume and answer tasks.
 
 `agentrio.engine.assembly.open_engine` builds one with its own nursery for all runs. The daemon
-serves an `Engine`; tests and scripts can use one in-process::
-
-    async with open_engine(config) as engine:
-        run = await engine.start_task("chat-demo", "run: echo hi")
-        outcome = await run.wait_done()
-
+serves an `Engine`; tests and scripts can use one in-process (`agentrio.engine`'s example).
 Nothing here is tied to a connection: a front-end passes a `RunOrigin`, and
 `disconnect` cancels what that connection started with cause ``disconnected`` (R43).
 """
@@ -23,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import attrs
 import trio
 
+from agentrio.engine.ask_life import AskLife, session_emitter
 from agentrio.engine.background.manager import BackgroundManager
 from agentrio.engine.background.routing import reoffers
 from agentrio.engine.errors import BadRequest, Conflict, Forbidden, NotFound
@@ -112,6 +108,9 @@ class Engine:
             from agentrio.engine.mcp.servers import McpServers
 
             self.mcp = McpServers.for_engine(services, self.toolbox)
+        #: Every open ask's state, told by the registry (issue 34, ``ask_state``).
+        self.ask_life = AskLife(session_emitter(self.session), services.clock)
+        self.registry.observe = self.ask_life.changed
         self._by_connection: dict[str, set[TaskRun]] = {}
         #: Who started each recent run, kept after it ends so front-ends can route
         #: its late events (leg reports) and follow-ups to the right window.
@@ -129,6 +128,7 @@ class Engine:
         await self._upkeep.start(
             self.registry.run_graces, handle=TaskHandle(name="ask graces (R79)")
         )
+        await self._upkeep.start(self.ask_life.run_late, handle=TaskHandle(name="late asks"))
         if self.mcp is not None:  # in the background: a slow server delays nothing
             await self._upkeep.start(self.mcp.run, handle=TaskHandle(name="MCP servers"))
 

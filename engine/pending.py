@@ -24,9 +24,9 @@ Semantics worth knowing before using it:
 * **Answered elsewhere.** A claimer whose entry is resolved by someone else or failed
   is told with a `Withdrawn` notice too.
 * **Windows (R78) and grace (R79)**: see `agentrio.engine.asks`.
-* **Other daemons (issue 21).** A listener of a front-end connected to another daemon
-  is a proxy here, an ordinary `Listener`; what it is offered is shown there
-  (`agentrio.engine.server.peer_asks`), whose listener gets it through `Listener.post`.
+* **Other daemons (issue 21).** A proxy `Listener` stands for a front-end of another
+  daemon (`agentrio.engine.server.peer_asks`); its notices go there by `Listener.post`.
+* **Life (issue 34).** Each change of an entry is told to ``observe``.
 
 Everything is synchronous except `PendingRegistry.ask`, `Listener.next_notice` and
 `PendingRegistry.run_graces`; the registry starts no tasks of its own (its owner runs
@@ -231,12 +231,7 @@ class Listener:
     def __enter__(self) -> Listener:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: type[BaseException] | BaseException | TracebackType | None) -> None:
         self.close()
 
 
@@ -252,6 +247,8 @@ class PendingRegistry:
         self._graces = Graces(listener_grace_s)
         #: What the claimer of a cancelled producer's ask is told (`agentrio.engine.assembly`).
         self.cancel_reason: Callable[[AskRequest], str] = lambda _: TASK_CANCELED
+        #: Told of each change of an entry (`agentrio.engine.ask_life.AskLife.changed`).
+        self.observe: Callable[..., None] = lambda *_, **__: None
         # Insertion order is age order: `created_at` can tie under a mock clock.
         self._entries: dict[str, Entry] = {}
         # The open entries nobody has claimed, also in age order: what `pick_next`
@@ -264,8 +261,6 @@ class PendingRegistry:
         self._answered_total = 0
         self._withdrawn_total = 0
         self._failed_total = 0
-
-    # -- producers --------------------------------------------------------------
 
     async def ask(
         self,
@@ -395,10 +390,9 @@ class PendingRegistry:
             self._graces.end(entry.id)
             listener._claimed.add(entry.id)
             del self._unclaimed[entry.id]
+            self.observe(entry, "shown", by=listener, reason="")
             return entry
         return None
-
-    # -- replies ----------------------------------------------------------------
 
     def resolve(self, entry_id: str, reply: AskReply, *, by: Listener | None = None) -> Entry:
         """Accept ``reply`` as the one reply to the entry and remove it (R1).
@@ -420,6 +414,7 @@ class PendingRegistry:
             )
         entry._reply = reply
         self._answered_total += 1
+        self.observe(entry, "answered", by=by, reason="")
         self._finish(entry, notify=ANSWERED_ELSEWHERE, skip=by)
         return entry
 
@@ -438,8 +433,6 @@ class PendingRegistry:
         Raises `AlreadyResolved` like `resolve`."""
         entry = self._open(entry_id)
         self._fail(entry, error, skip=None)
-
-    # -- introspection ----------------------------------------------------------
 
     def listeners(self) -> list[Listener]:
         """The registered listeners, oldest first."""
@@ -490,7 +483,8 @@ class PendingRegistry:
         return entry
 
     def _wake_for(self, entry: Entry) -> None:
-        """Wake the active listeners that could take ``entry``."""
+        """Wake the active listeners that could take ``entry``: it waits for one."""
+        self.observe(entry, "waiting", by=None, reason="")
         for listener in list(self._listeners.values()):
             if not listener.passive and listener.accepts(entry.request):
                 listener._wakeup.set()
@@ -515,6 +509,7 @@ class PendingRegistry:
     def _fail(self, entry: Entry, error: str, *, skip: Listener | None) -> None:
         entry._error = error
         self._failed_total += 1
+        self.observe(entry, "failed", by=None, reason=error)
         self._finish(entry, notify=error, skip=skip)
 
     def _withdraw(self, entry: Entry, reason: str) -> None:
@@ -522,6 +517,7 @@ class PendingRegistry:
         dropped); its producer, if any, is not rescheduled (it is already leaving)."""
         entry._task = None
         self._withdrawn_total += 1
+        self.observe(entry, "withdrawn", by=None, reason=reason)
         self._finish(entry, notify=reason, skip=None)
 
     def window_open(self, window_hash: str) -> bool:

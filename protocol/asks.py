@@ -15,7 +15,7 @@ while it holds its default, so an older peer's decoder never meets it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
@@ -24,10 +24,16 @@ from agentrio.protocol.events import Question, ToolDetails
 from agentrio.protocol.rules import RuleOffer
 
 __all__ = [
+    "ACK_WAIT_S",
+    "Ack",
     "Answer",
+    "AskInfo",
     "AskKind",
+    "AskStateName",
     "Asked",
     "DeniedBy",
+    "OpenAsks",
+    "WithdrawnWhy",
     "answer_fields",
     "answer_of",
     "asked_fields",
@@ -125,3 +131,52 @@ def answer_of(value: Answer) -> Answer:
     ``Decision``), for the pending registry to hold: without a frame's ``id`` and
     ``request_id``."""
     return Answer(**answer_fields(value))
+
+
+# ------------------------------------------------------------- an ask's life (issue 34)
+
+#: Where an ask is: ``waiting`` for a listener to take it, ``shown`` on a front-end
+#: (``acknowledged`` once it said it drew it), ``answered``, or ``withdrawn``.
+AskStateName = Literal["waiting", "shown", "answered", "withdrawn"]
+#: Why an ask was withdrawn: its task stopped, its listener went away (past its grace,
+#: R79), or something else took its place (a parked question resumed another way).
+WithdrawnWhy = Literal["task_stopped", "listener_gone", "superseded"]
+#: Seconds a shown ask may go unacknowledged before it says so (``late``).
+ACK_WAIT_S: Final = 3.0
+
+
+@attrs.frozen(kw_only=True)
+class Ack:
+    """The front-end has drawn the ask ``id`` where the person sees it (issue 34): the
+    REPL once its dialog is on screen, the page once its card is, a bot once its
+    message was sent. Any connection that may answer the ask may acknowledge it."""
+
+    TYPE: ClassVar[str] = "ack"
+    id: str
+    request_id: str = attrs.field(default="", metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
+class AskInfo:
+    """One open ask and its state: ``frontend`` it is shown on (the client name of its
+    ``hello``: ``repl``, ``web``, ``telegram``, …), whether that front-end
+    ``acknowledged`` it, and ``late`` when it was shown more than `ACK_WAIT_S` ago and
+    still is not acknowledged. ``since`` is when it entered its state (Unix time)."""
+
+    id: str
+    session_id: str
+    task_hash: str
+    kind: AskKind
+    tool_name: str = ""
+    state: AskStateName
+    frontend: str = ""
+    acknowledged: bool = False
+    late: bool = False
+    since: float
+
+
+@attrs.frozen(kw_only=True)
+class OpenAsks:
+    """``GET /v1/session/{id}/asks``: the session's open asks, oldest first."""
+
+    asks: list[AskInfo]

@@ -17,6 +17,7 @@ from agentrio.protocol.rules import RuleOffer
 __all__ = [
     "EVENT_TYPES",
     "AgentsMd",
+    "AskState",
     "Canceled",
     "Compacted",
     "Confirm",
@@ -273,6 +274,30 @@ class Confirm:
 
 
 @attrs.frozen(kw_only=True)
+class AskState:
+    """What became of ask ``ask_id`` (its ``confirm``/``secret_ask`` ``confirm_hash``,
+    issue 34); one event per change. ``waiting``: no listener holds it; ``shown`` on
+    ``frontend`` (``acknowledged`` once that front-end drew it; ``late`` once it went
+    unacknowledged past a few seconds); ``answered`` through ``frontend`` (``http`` for
+    ``POST …/confirm``) with ``answer`` (``approved``, ``denied``, ``answered``,
+    ``declined``, ``stopped``: never the answers themselves); ``withdrawn`` with
+    ``why`` (``task_stopped``, ``listener_gone``, ``superseded``) and ``reason``:
+    nobody decided it."""
+
+    KIND: ClassVar[str] = "ask_state"
+    seq: int
+    at: float
+    ask_id: str
+    state: Literal["waiting", "shown", "answered", "withdrawn"]
+    frontend: str = attrs.field(default="", metadata=_OMIT)
+    acknowledged: bool = attrs.field(default=False, metadata=_OMIT)
+    late: bool = attrs.field(default=False, metadata=_OMIT)
+    answer: str = attrs.field(default="", metadata=_OMIT)
+    why: str = attrs.field(default="", metadata=_OMIT)
+    reason: str = attrs.field(default="", metadata=_OMIT)
+
+
+@attrs.frozen(kw_only=True)
 class SecretAsk:
     """The ``store_secret`` tool waits for a value typed in a hidden field (R60).
 
@@ -492,6 +517,7 @@ Event = (
     | ToolSkipped
     | Confirm
     | SecretAsk
+    | AskState
     | Pending
     | SteerInjected
     | LegStarted

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Final, Literal
 
 import attrs
 
-from agentrio.protocol.asks import Answer, Asked, id_first
+from agentrio.protocol.asks import Ack, Answer, Asked, id_first
 from agentrio.protocol.causes import Cause, person_cause
 from agentrio.protocol.events import Event, Question
 from agentrio.protocol.rules import AllowedRule
@@ -36,6 +36,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "SERVER_FRAME_TYPES",
     "Accepted",
+    "Ack",
     "AllowedList",
     "AllowedRule",
     "Ask",
@@ -324,6 +325,7 @@ ClientFrame = (
     | ForgetAllowed
     | SetModel
     | Compact
+    | Ack
 )
 
 # ---------------------------------------------------------------- daemon → client

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from agentrio.protocol.asks import Answer
+from agentrio.protocol.asks import Answer, OpenAsks
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import (
     AllowedRule,
@@ -34,6 +34,7 @@ __all__ = [
     "Legs",
     "McpServerInfo",
     "ModelRequest",
+    "OpenAsks",
     "PendingTasks",
     "Questions",
     "RecentExchange",
@@ -300,6 +301,7 @@ class ErrorBody:
 
 
 BODY_TYPES: tuple[type[Any], ...] = (
+    OpenAsks,
     Compaction,
     ModelRequest,
     SessionModel,

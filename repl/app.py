@@ -42,7 +42,7 @@ from prompt_toolkit.output import Output
 from prompt_toolkit.renderer import print_formatted_text as write_formatted_text
 from prompt_toolkit.shortcuts import print_formatted_text
 
-from agentrio.protocol.frames import Ask
+from agentrio.protocol.frames import Ack, Ask
 from agentrio.repl.commands import ConfirmChoice
 from agentrio.repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
 from agentrio.repl.key_bindings import load_repl_bindings
@@ -262,6 +262,8 @@ class ReplApp:
         if state.popup is not None:
             self.dialog = self._popup_dialog(state.popup)
         elif ask is not None:
+            if kept is None:  # drawn now: tell the daemon it is on screen (issue 34, R97)
+                self.state.send(Ack(id=ask.id))
             self.dialog = kept or self._ask_dialog(ask)
             self._ask_dialog_kept = self.dialog
         else:

@@ -273,6 +273,7 @@ def _status_json(found: Probe, pending: dict[str, int] | None) -> dict[str, Any]
         "connections": statistics.get("connections"),
         "event_streams": statistics.get("event_streams"),
         "sessions": statistics.get("sessions"),
+        "asks": statistics.get("asks"),
     }
 
 
@@ -304,10 +305,23 @@ def _status_lines(found: Probe, pending: dict[str, int] | None) -> list[str]:
         f"  tasks     {data['tasks_running']} running, {data['tasks_queued']} queued; "
         f"{plural(int(data['legs'] or 0), 'background leg')}",
         f"  pending   {waiting}",
+        *_asks_lines(data["asks"]),
         f"  clients   {plural(int(data['connections'] or 0), 'WebSocket connection')}, "
         f"{plural(int(data['event_streams'] or 0), 'event stream')}; "
         f"{plural(int(data['sessions'] or 0), 'session')} in memory",
     ]
+
+
+def _asks_lines(asks: dict[str, int] | None) -> list[str]:
+    """The open asks (issue 34, R97): how many, and those a front-end was shown but has
+    not acknowledged for a few seconds (a frozen REPL, a page that never drew it)."""
+    if not asks or not asks.get("open"):
+        return []
+    line = f"  asks      {asks['open']} open ({asks.get('acknowledged', 0)} acknowledged"
+    line += f", {asks.get('waiting', 0)} waiting for a front-end)"
+    if asks.get("late"):
+        line += f"; {asks['late']} shown but not acknowledged yet"
+    return [line]
 
 
 async def status(home: Path, args: argparse.Namespace, http: HttpApi) -> int:

@@ -20,6 +20,7 @@ from typing import Any, Final
 from agentrio.protocol import wording
 from agentrio.protocol.events import (
     AgentsMd,
+    AskState,
     Canceled,
     Compacted,
     Confirm,
@@ -273,7 +274,7 @@ def render_event(event: Event) -> list[Line]:
             ]
         case ToolSkipped(tool_name=name, reason=reason):
             return [("class:warn", f"  ⊘ {name} not run: {clip(reason)}")]
-        case Confirm() | SecretAsk():
+        case Confirm() | SecretAsk() | AskState():
             return []
         case Pending(questions=questions):
             asked = "; ".join(q.text for q in questions) or "questions"

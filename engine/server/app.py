@@ -52,7 +52,7 @@ from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.server.ws_limits import note_stream
 from agentrio.engine.store.base import Store, StoreError
-from agentrio.protocol.asks import answer_fields
+from agentrio.protocol.asks import OpenAsks, answer_fields
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from agentrio.protocol.errors import ErrorCode, FrameDecodeError
@@ -265,6 +265,7 @@ async def health(request: Request, ctx: ServerContext) -> Response:
     statistics = engine.statistics()
     statistics["connections"] = ctx.connections
     statistics["event_streams"] = ctx.streams
+    statistics["asks"] = ctx.engine.ask_life.counts()
     cluster = ctx.commands.cluster
     if cluster is not None:
         statistics["cluster"] = attrs.asdict(cluster.statistics())
@@ -355,6 +356,13 @@ async def confirm(request: Request, ctx: ServerContext) -> Response:
         _reply_of(confirm_hash, body), authorize=authorize, sessions=(session_id,)
     )
     return json_response({})
+
+
+async def open_asks(request: Request, ctx: ServerContext) -> Response:
+    """``GET …/asks``: the session's open asks and their state (issue 34): waiting,
+    shown on which front-end, acknowledged, late. Asks of its tasks running on
+    another daemon are that daemon's to list."""
+    return json_response(OpenAsks(asks=ctx.engine.ask_life.open(_session_id(request))))
 
 
 def _reply_of(ask_id: str, body: ConfirmRequest) -> Reply:
@@ -521,6 +529,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(session + "/pause/{task_hash}", _endpoint(pause), methods=["POST"]),
         Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),
         Route(session + "/events", _endpoint(events), methods=["GET"]),
+        Route(session + "/asks", _endpoint(open_asks), methods=["GET"]),
         Route(session + "/task", _endpoint(pending_tasks), methods=["GET"]),
         Route(session + "/task/history", _endpoint(history), methods=["GET"]),
         Route(session + "/recent", _endpoint(recent), methods=["GET"]),

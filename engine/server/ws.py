@@ -96,6 +96,7 @@ from agentrio.protocol.events import Pending as PendingEvent
 from agentrio.protocol.frames import (
     PROTOCOL_VERSION,
     Accepted,
+    Ack,
     ClientFrame,
     DoneFrame,
     ErrorFrame,
@@ -176,7 +177,13 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     if authenticated is None:
         return
     restriction.lift()
-    connection = Connection(websocket, ctx.engine, closing=ctx.closing, commands=ctx.commands)
+    connection = Connection(
+        websocket,
+        ctx.engine,
+        closing=ctx.closing,
+        commands=ctx.commands,
+        client=authenticated.client,
+    )
     key = authenticated.http_key
     if key:
         ctx.http_keys.add(key)
@@ -205,8 +212,11 @@ class Connection:
         *,
         closing: trio.Event,
         commands: Commands | None = None,
+        client: str = "",
     ) -> None:
         self.id = f"conn_{secrets.token_hex(6)}"
+        #: The front-end this is (its ``hello``'s ``client``): where its asks are shown.
+        self.client = client or "client"
         self.engine = engine
         self.commands = commands or Commands(engine)
         self._ws = websocket
@@ -264,6 +274,7 @@ class Connection:
         """Read frames until the client leaves or the daemon shuts down; then cancel
         this connection's runs (``disconnected``, R43) and close its listeners (R6)."""
         cli = self.engine.registry.listen("cli-", match=self._started_here)
+        self.engine.ask_life.name(cli, self.client)
         self._window_listener = cli
         self.listeners.append(cli)
         try:
@@ -365,10 +376,14 @@ class Connection:
             case Reply():
                 await self._reply(frame)
                 return ack(frame)
+            case Ack():
+                self._acknowledge(frame)
+                return ack(frame)
             case Listen(prefix=prefix):
                 if prefix not in self.listen_prefixes:
                     self.listen_prefixes.add(prefix)
                     listener = self.engine.registry.listen(prefix)
+                    self.engine.ask_life.name(listener, self.client)
                     self.listeners.append(listener)
                     nursery.start_soon(self._pump_asks, listener)
                     self.routable = True
@@ -402,6 +417,19 @@ class Connection:
             self.shown.pop(frame.id, None)
             raise
         self.shown.pop(frame.id, None)
+
+    def _acknowledge(self, frame: Ack) -> None:
+        """``ack``: this connection drew ask ``id`` (issue 34). Only an ask it may
+        answer (shown here, or of a session it subscribed to); one already gone (or
+        of a task on another daemon) is acknowledged with nothing to record."""
+        entry = self.engine.registry.get(frame.id)
+        if entry is None:
+            return
+        if frame.id not in self.shown and (
+            entry.request.session_id not in self.subscribed or entry.request.windowed
+        ):
+            raise Forbidden(f"ask {frame.id} was not shown to this connection")
+        self.engine.ask_life.acknowledge(entry, self.client)
 
     # ------------------------------------------------------------------ tasks
 

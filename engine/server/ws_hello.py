@@ -42,6 +42,8 @@ class Authenticated:
     HTTP calls may use while it is open (challenge hellos only, else empty)."""
 
     http_key: str = ""
+    #: The ``hello``'s ``client``: the front-end an ask shown here is shown on (issue 34).
+    client: str = ""
 
 
 async def _receive_frame(websocket: WebSocket) -> ClientFrame | str | None:
@@ -75,12 +77,12 @@ async def authenticate(websocket: WebSocket, token: str) -> Authenticated | None
                 reason = f"unsupported protocol {hello.protocol}; this daemon speaks 1"
             elif hello.token:
                 if token_ok(hello.token, token):
-                    return Authenticated()
+                    return Authenticated(client=hello.client)
                 reason = "wrong token"
             elif nonce_ok(hello.nonce):
                 proved = await _challenge(websocket, token, hello.nonce)
                 if proved is not None:
-                    return proved
+                    return attrs.evolve(proved, client=hello.client)
                 reason = "wrong proof"
             else:
                 reason = "hello needs a token or a nonce of 16-64 URL-safe characters"

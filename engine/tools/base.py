@@ -64,11 +64,12 @@ _UNHEARD: Final[Mapping[str, str]] = {
     "secret": "no front-end can take the secret value",
     "ask_user": "no front-end can take the question",
 }
-#: The prefix of what the model is told when an ask failed (R6), by kind.
+#: What the model is told when an ask was withdrawn undecided (its listener went away,
+#: past its grace: R6, R79), by kind: never a person's deny (R98).
 _FAILED: Final[Mapping[str, str]] = {
-    "tool_confirm": "denied",
-    "secret": "no value received",
-    "ask_user": "no answer received",
+    "tool_confirm": "the confirmation was withdrawn before anyone decided ({})",
+    "secret": "no value received: {}",
+    "ask_user": "no answer received: {}",
 }
 
 
@@ -208,7 +209,7 @@ class ToolContext:
         try:
             reply = await asking(registry.ask(request, on_registered=announce))
         except AskFailed as exc:
-            raise Refused(f"{_FAILED[kind]}: {exc}") from None
+            raise Refused(_FAILED[kind].format(exc)) from None
         await self._honour_stop(reply.stop)
         if kind != "tool_confirm":
             return reply

@@ -209,7 +209,10 @@ async def test_a_stop_or_a_lost_window_during_the_confirmation_runs_nothing(
     }
     assert outcome.status == expected[how]
     if how == "disconnected":
-        told = "denied: client disconnected; none of the commands was run"
+        told = (
+            "the confirmation was withdrawn before anyone decided (client disconnected);"
+            " none of the commands was run"
+        )
         assert told in followup.messages[0].content
     kept = how in ("abort_task", "paused")
     assert [p.task_hash for p in pending] == ([followup.task_hash] if kept else [])

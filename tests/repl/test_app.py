@@ -21,6 +21,7 @@ from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question, Text
 from agentrio.protocol.frames import (
+    Ack,
     BackgroundCancel,
     Cancel,
     ListLegs,
@@ -60,6 +61,8 @@ class Harness:
         self.app = app
         self.state = app.state
         self.sent = sent
+        #: The ``ack`` frames `frames` set aside (issue 34).
+        self.acks: list[Ack] = []
         self.keys_done = 0
 
         def count(_: object) -> None:
@@ -103,9 +106,15 @@ class Harness:
 
         await self.until(ready, "the dialog to be armed")
 
+    def sent_any(self) -> bool:
+        """Whether a frame other than an ``ack`` was sent (what `frames` returns)."""
+        return any(not isinstance(frame, Ack) for frame in self.sent)
+
     def frames(self) -> list[Outgoing]:
-        """Frames sent since the last call."""
-        out = self.sent[:]
+        """Frames sent since the last call, but the ``ack`` of each dialog drawn (issue
+        34: `test_a_dialog_drawn_is_acknowledged_once` covers those)."""
+        out = [frame for frame in self.sent if not isinstance(frame, Ack)]
+        self.acks += [frame for frame in self.sent if isinstance(frame, Ack)]
         self.sent.clear()
         return out
 
@@ -328,7 +337,7 @@ def test_ctrl_c_cancels_at_once() -> None:
     async def scenario(h: Harness) -> None:
         await shown_run(h)
         await h.press(CTRL_C)
-        await h.until(lambda: h.sent, "cancel")
+        await h.until(h.sent_any, "cancel")
         assert h.frames() == [Cancel(task_hash=HASH, cause=Cause.USER_CANCELED)]
         assert h.state.popup is None
 
@@ -364,7 +373,7 @@ def test_confirmation_choices(keys: str, reply: Reply) -> None:
         await h.armed()
         assert h.app.application.layout.has_focus(h.app.dialog.menu)
         await h.press(keys)
-        await h.until(lambda: h.sent, "reply")
+        await h.until(h.sent_any, "reply")
         assert h.frames() == [reply]
         await h.until(lambda: h.app.dialog is None, "dialog closed")
         assert h.app.application.layout.has_focus(h.app.buffer)
@@ -386,7 +395,7 @@ def test_deny_reason_esc_goes_back() -> None:
         assert h.app.application.layout.has_focus(dialog.menu)
         assert h.frames() == []
         await h.press("1")
-        await h.until(lambda: h.sent, "reply")
+        await h.until(h.sent_any, "reply")
         assert h.frames() == [Reply(id="k1", approve=True)]
 
     run_app(scenario)
@@ -412,7 +421,7 @@ def test_password_confirmation() -> None:
         await h.press("hunter2" + ENTER)
         await h.until(lambda: h.app.application.layout.has_focus(dialog.menu), "menu again")
         await h.press(ENTER)
-        await h.until(lambda: h.sent, "reply")
+        await h.until(h.sent_any, "reply")
         assert h.frames() == [Reply(id="k1", approve=True, password="hunter2")]
         assert all("hunter2" not in text for _, text in h.state.output)
 
@@ -443,7 +452,7 @@ def test_question_form() -> None:
         await h.until(lambda: len(dialog.answers) == 3, "third answer")
         await h.until(lambda: h.app.application.layout.has_focus(dialog.element), "secret focus")
         await h.press("s3cret" + ENTER)
-        await h.until(lambda: h.sent, "reply")
+        await h.until(h.sent_any, "reply")
         assert h.frames() == [
             Reply(id="q1", answers=["release", "lint, docs", "ship it", "s3cret"])
         ]
@@ -499,6 +508,31 @@ def test_ctrl_d_quits_on_empty_line() -> None:
 # ---------------------------------------------------------------- issue 19: keys
 
 
+def test_a_dialog_drawn_is_acknowledged_once() -> None:
+    """R97: the REPL tells the daemon it has drawn an ask (an ``ack`` of its id) when
+    the dialog appears, once, even when a popup covered it meanwhile; a second ask is
+    acknowledged when it is drawn in turn, not before."""
+
+    async def scenario(h: Harness) -> None:
+        await shown_run(h)
+        h.app.deliver(ask_confirm("k1"))
+        h.app.deliver(ask_confirm("k2"))
+        await h.until(lambda: isinstance(h.app.dialog, ConfirmDialog), "dialog")
+        assert h.frames() == []
+        assert h.acks == [Ack(id="k1")]
+        await h.armed()
+        await h.esc()
+        await h.until(lambda: isinstance(h.app.dialog, PopupDialog), "popup")
+        await h.press(ESC)
+        await h.until(lambda: isinstance(h.app.dialog, ConfirmDialog), "dialog back")
+        await h.press("1")
+        await h.until(lambda: any(isinstance(f, Reply) for f in h.sent), "reply")
+        assert h.frames() == [Reply(id="k1", approve=True)]
+        assert h.acks == [Ack(id="k1"), Ack(id="k2")]
+
+    run_app(scenario)
+
+
 @pytest.mark.parametrize("back", ["1", ESC])
 def test_esc_in_a_confirmation_opens_the_stop_popup_and_comes_back(back: str) -> None:
     """R47, R77: Esc in an armed confirmation opens the stop popup (armed at once) and
@@ -529,7 +563,7 @@ def test_esc_in_a_confirmation_opens_the_stop_popup_and_comes_back(back: str) ->
         assert dialog.menu.selected == 1
         assert h.frames() == []
         await h.press("1")
-        await h.until(lambda: h.sent, "reply")
+        await h.until(h.sent_any, "reply")
         assert h.frames() == [Reply(id="k1", approve=True)]
 
     run_app(scenario)
@@ -557,7 +591,7 @@ def test_esc_in_a_question_keeps_the_typed_answer() -> None:
         await h.esc()
         await h.until(lambda: isinstance(h.app.dialog, PopupDialog), "the popup again")
         await h.press("2")
-        await h.until(lambda: h.sent, "cancel")
+        await h.until(h.sent_any, "cancel")
         assert h.frames() == [Cancel(task_hash=HASH, cause=Cause.PAUSED)]
         assert dialog.element.text == "half done"  # type: ignore[attr-defined]
 
@@ -572,7 +606,7 @@ def test_alt_enter_and_ctrl_j_insert_new_lines() -> None:
         await h.press("one" + ESC + ENTER + "two" + "\n" + "three")
         await h.until(lambda: h.app.buffer.text == "one\ntwo\nthree", "three lines")
         await h.press(ENTER)
-        await h.until(lambda: h.sent, "run")
+        await h.until(h.sent_any, "run")
         (frame,) = h.frames()
         assert isinstance(frame, Run)
         assert frame.input == "one\ntwo\nthree"

@@ -69,7 +69,7 @@ def test_typing_legs_while_a_confirm_appears_approves_nothing() -> None:
         assert isinstance(dialog, ConfirmDialog)
         assert not dialog.armed
         await h.press("gs" + ENTER)
-        await h.until(lambda: h.sent, "the /legs frame")
+        await h.until(h.sent_any, "the /legs frame")
         assert h.frames() == [ListLegs(session_id=SESSION)]
         assert h.app.dialog is dialog
         assert h.state.asks.keys() == {"k1"}
@@ -77,7 +77,7 @@ def test_typing_legs_while_a_confirm_appears_approves_nothing() -> None:
         await h.armed()
         assert await until_drawn(h, "↑↓ choose")
         await h.press("5")
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="k1", stop=Cause.USER_CANCELED)]
 
     run_app(scenario, arm_delay_s=KEYS_DELAY_S)
@@ -98,7 +98,7 @@ def test_enter_before_arming_does_not_approve() -> None:
         assert h.app.buffer.text == "1"
         await h.armed()
         await h.press("1")
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="k1", approve=True)]
         assert h.app.buffer.text == "1"
 
@@ -145,7 +145,7 @@ def test_question_dialog_arms_too() -> None:
         await h.until(lambda: h.app.buffer.text == "typed early", "text in the input line")
         await h.armed()
         await h.press("ada" + ENTER)
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="q1", answers=["ada"])]
         assert h.app.buffer.text == "typed early"
 
@@ -161,7 +161,7 @@ def test_the_next_ask_arms_again() -> None:
         h.app.deliver(ask_confirm("k2"))
         await h.armed()
         await h.press(ENTER + ENTER)
-        await h.until(lambda: h.sent, "the first reply")
+        await h.until(h.sent_any, "the first reply")
         await h.until(lambda: isinstance(h.app.dialog, ConfirmDialog), "the second dialog")
         await h.until(lambda: h.keys_done >= 2, "both Enters handled")
         assert h.frames() == [Reply(id="k1", approve=True)]
@@ -199,7 +199,7 @@ def test_keys_typed_ahead_into_the_next_question_keep_its_esc() -> None:
         await h.until(lambda: h.app.dialog is dialog, "the form back")
         await h.armed()
         await h.press(ENTER)
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="q1", answers=["red", "large"])]
 
     run_app(scenario)

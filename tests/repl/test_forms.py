@@ -47,7 +47,7 @@ def test_other_opens_a_line_whose_text_is_the_answer() -> None:
         await h.press("3")
         await h.until(lambda: h.app.application.layout.has_focus(field.other), "the line again")
         await h.press("en" + ENTER)
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="q1", answers=["green"])]
 
     run_app(scenario)
@@ -65,7 +65,7 @@ def test_other_in_a_multi_select_follows_the_ticked_options() -> None:
         await h.press("1" + "3" + ENTER)
         await h.until(lambda: field.typing, "the line")
         await h.press("bench" + ENTER)
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="q1", answers=["lint, bench"])]
 
     run_app(scenario)
@@ -105,7 +105,7 @@ def test_pgup_goes_back_and_the_answer_is_given_again() -> None:
         await h.press(" lovelace" + ENTER)
         await h.until(lambda: dialog.index == 2, "the third again")
         await h.press("2")
-        await h.until(lambda: h.sent, "the reply")
+        await h.until(h.sent_any, "the reply")
         assert h.frames() == [Reply(id="q1", answers=["blue", "ada lovelace", "large"])]
 
     run_app(scenario)

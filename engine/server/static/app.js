@@ -1009,6 +1009,12 @@ class ChatView {
       case "secret_ask":
         this.add(task, secretCard(this.sessionId, event));
         break;
+      case "ask_state":
+        // Issue 34: say so when the front-end the ask was shown on has not drawn it.
+        if (event.late) {
+          this.add(task, el("div", { class: "note warn", text: `the confirmation was shown on ${event.frontend || "a front-end"} but not acknowledged yet` }));
+        }
+        break;
       case "pending":
         this.add(task, questionsCard(this.sessionId, hash, event.questions));
         this.setState(task, "parked");

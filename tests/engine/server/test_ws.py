@@ -43,6 +43,8 @@ from agentrio.transport import FrameConnection, open_frame_connection, open_webs
 from tests.engine.server.conftest import ALLOWED_ORIGIN, Served, receive_type, receive_until_done
 
 HASH = "0123456789abcdef0123456789abcdef"
+#: What the model reads of a confirmation whose listener left undecided (R6, R98).
+WITHDRAWN_UNDECIDED = "the confirmation was withdrawn before anyone decided (client disconnected)"
 
 
 async def next_ask(conn: FrameConnection) -> Ask:
@@ -276,8 +278,9 @@ async def test_listen_makes_a_script_answer_chat_confirmations(
 
 
 async def test_closing_a_listener_fails_its_asks_closed(served: Served, tmp_path: Path) -> None:
-    """R6: when a connection that was shown a confirmation closes, the call is denied
-    ("client disconnected"), never run."""
+    """R6, R98: when a connection that was shown a confirmation closes, the call is
+    not run, and the model is told it was withdrawn undecided ("client
+    disconnected"), never that someone denied it."""
     target = tmp_path / "never"
     async with served.connect() as script:
         await script.send(Listen(prefix="chat-"))
@@ -289,9 +292,7 @@ async def test_closing_a_listener_fails_its_asks_closed(served: Served, tmp_path
         assert run is not None
     assert (await run.wait_done()).status == "finished"
     skipped = [e for e in served.engine.session("chat-z").hub.events_of(task_hash)]
-    assert any(
-        isinstance(e, ToolSkipped) and e.reason == "denied: client disconnected" for e in skipped
-    )
+    assert any(isinstance(e, ToolSkipped) and e.reason == WITHDRAWN_UNDECIDED for e in skipped)
     assert not target.exists()
 
 
