@@ -177,12 +177,9 @@ async def websocket_endpoint(websocket: WebSocket) -> None:
     if authenticated is None:
         return
     restriction.lift()
+    client = authenticated.client
     connection = Connection(
-        websocket,
-        ctx.engine,
-        closing=ctx.closing,
-        commands=ctx.commands,
-        client=authenticated.client,
+        websocket, ctx.engine, closing=ctx.closing, commands=ctx.commands, client=client
     )
     key = authenticated.http_key
     if key:
@@ -419,9 +416,8 @@ class Connection:
         self.shown.pop(frame.id, None)
 
     def _acknowledge(self, frame: Ack) -> None:
-        """``ack``: this connection drew ask ``id`` (issue 34). Only an ask it may
-        answer (shown here, or of a session it subscribed to); one already gone (or
-        of a task on another daemon) is acknowledged with nothing to record."""
+        """``ack``: this connection drew ask ``id`` (R97), one it may answer; one gone
+        (or of a task on another daemon) leaves nothing to record."""
         entry = self.engine.registry.get(frame.id)
         if entry is None:
             return
