@@ -95,7 +95,7 @@ async def _measure(
 
 
 def run(args: BenchArgs) -> BenchResult:
-    rounds, batch = (2, 50) if args.quick else (6, 200)
+    rounds, batch = (10, 10) if args.quick else (120, 10)
     result = BenchResult("B16", "MCP tool call: through agentrio vs the SDK directly")
     if not SERVER.exists():
         result.notes.append("skipped: node_modules has no server-everything (run npm ci)")

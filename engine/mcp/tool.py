@@ -179,13 +179,19 @@ class McpTool:
         if not parts and result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
         limit = ctx.services.config.tools.max_result_bytes
-        shown = [attrs.evolve(p, text=clamp(p.text, limit)) if p.text else p for p in parts]
+        shown = [_clamped(part, limit) for part in parts]
         details = McpResult(
             server=self.server.name, tool=self.tool.name, is_error=result.is_error, parts=shown
         )
         return ToolOutcome(
             ok=not result.is_error, output=clamp(text, limit), details=ToolDetails(mcp=details)
         )
+
+
+def _clamped(part: McpPart, limit: int) -> McpPart:
+    """``part`` with its text clamped like command output (the same part when it fits)."""
+    text = clamp(part.text, limit)
+    return part if text is part.text else attrs.evolve(part, text=text)
 
 
 def _part(block: Any) -> McpPart:

@@ -2,16 +2,20 @@
 
 Apart from `agentrio.engine.store.sqlite` so that module stays one reading; the store
 class takes these methods by inheriting `SqliteRules`, which reaches the connection
-only through the store's own `_run` and `_write` (one worker, one group commit).
+only through the store's own `_run` and `_write` (one worker, one group commit), and
+reads the rules, before every call they may cover, with the worker's `read_here` (on
+the Trio thread, never waiting: `agentrio.engine.store.sqlite_reader`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from agentrio.engine.store.sqlite_worker import SqliteWorker
 from agentrio.protocol.codec import structure, unstructure
 from agentrio.protocol.rules import AllowedRule
 
@@ -22,7 +26,11 @@ T = TypeVar("T")
 _ORDER = "ORDER BY added_at, id"
 
 
+@functools.lru_cache(maxsize=1024)
 def _rule(body: str) -> AllowedRule:
+    """A stored rule's body as the rule: parsed once per distinct body (rules are
+    frozen, so one object serves every read; the rules are read before every call
+    they may cover)."""
     return structure(json.loads(body), AllowedRule)
 
 
@@ -32,6 +40,9 @@ class _Worker(Protocol):
     async def _run(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T: ...
 
     async def _write(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T: ...
+
+    @property
+    def _worker(self) -> SqliteWorker: ...
 
 
 class SqliteRules:
@@ -52,7 +63,8 @@ class SqliteRules:
         def read(conn: sqlite3.Connection) -> list[str]:
             return [str(r["body"]) for r in conn.execute(f"SELECT body FROM rules {_ORDER}")]
 
-        return [_rule(body) for body in await self._run("list_rules", read)]
+        # Read before every call a rule may cover: on the Trio thread, never waiting.
+        return [_rule(body) for body in await self._worker.read_here("list_rules", read)]
 
     async def delete_rules(self: _Worker, rule_id: str) -> list[AllowedRule]:
         where, params = ("", ()) if rule_id == "all" else (" WHERE id = ?", (rule_id,))
