@@ -149,6 +149,26 @@ async def test_shutdown_keeps_running_tasks_resumable(
         assert [p.task_hash for p in pending] == [run.task_hash]
 
 
+async def test_a_task_started_once_shutdown_began_starts_cancelled_and_is_kept(
+    config: Config, autojump_clock: trio.testing.MockClock, wall_clock: Callable[[], float]
+) -> None:
+    """R53, R41: a start under way when shutdown began (a background job's follow-up,
+    started from a run's shielded end) is not missed by it: the run starts cancelled
+    with cause shutdown, its model is never called, it stays resumable, and the engine
+    closes instead of waiting on it for ever."""
+    model = HangingModel()
+    async with open_engine(config, model=model, clock=wall_clock) as engine:
+        await engine.shutdown()
+        run = await engine.start_task(SESSION, "started too late")
+        with trio.fail_after(5):
+            outcome = await run.wait_done()
+    assert (outcome.status, outcome.cause) == ("aborted", Cause.SHUTDOWN)
+    assert model.calls == 0
+    async with open_engine(config, model=HangingModel(), clock=wall_clock) as engine:
+        pending = await engine.pending_tasks(SESSION)
+        assert [p.task_hash for p in pending] == [run.task_hash]
+
+
 async def test_a_model_failure_keeps_the_task_resumable_and_runs_no_tool_twice(
     config: Config,
     autojump_clock: trio.testing.MockClock,
