@@ -14,7 +14,12 @@ refits the earlier part when the run's own turns have grown, counts the call's u
 estimate with what the provider reported. Each retry of a call (a rate limit, a server
 error, a timeout: `agentrio.engine.models.retry`) is announced by a ``retrying`` event
 before its wait. A context-length refusal compacts the whole
-earlier conversation, elides the run's own older tool results, and tries once more.
+earlier conversation, elides the run's own older tool results, and tries once more; a
+run that sees no earlier conversation (a sub-agent) tries again only when it had older
+results to elide.
+
+Every agent's model calls are made here, through its loop (`agentrio.engine.agent_loop`):
+a task's and an in-process sub-agent's alike.
 """
 
 from __future__ import annotations
@@ -80,22 +85,30 @@ class _SessionState(Protocol):
 
 
 class TaskRun(Protocol):
-    """What this module needs of a run (`agentrio.engine.runs.TaskRun` is one)."""
+    """What this module needs of a run: a task's (`agentrio.engine.runs.TaskRun`) or an
+    in-process sub-agent's (`agentrio.engine.tools.subagents`), whose ``stored`` is
+    None (it sees no earlier conversation)."""
 
     services: Services
     system: str
     messages: list[Message]
     context: list[Message]
     stored: StoredConversation | None
-    usage: TokenUsage
 
     @property
     def session_id(self) -> str: ...
 
     @property
-    def session(self) -> _SessionState: ...
+    def calibration(self) -> Calibration:
+        """The token estimate's calibration for its model (the session's, for a task)."""
+        ...
 
     def emit(self, kind: Any, **fields: Any) -> Any: ...
+
+    def count(self, used: TokenUsage) -> None:
+        """Add one model call's usage to the run's (and its session's, and for a
+        sub-agent its task's)."""
+        ...
 
 
 #: Most bytes of one message's text in the transcript given to the summariser.
@@ -145,7 +158,7 @@ def _room(run: TaskRun, tools: Sequence[ToolSpec] = ()) -> int:
     """Tokens left for the earlier conversation once the system prompt, the tools and
     the run's own messages are counted."""
     config = model_config(run.services, run.session_id)
-    own = run.session.calibration.tokens(estimate([*_head(run), *run.messages], tools))
+    own = run.calibration.tokens(estimate([*_head(run), *run.messages], tools))
     return max(0, budget(config) - own)
 
 
@@ -154,12 +167,12 @@ async def load_context(run: TaskRun, *, force: bool = False, reason: str = "budg
     summarise every earlier exchange (``/compact``, a context-length refusal)."""
     stored = await run.services.store.conversation(run.session_id, limit=WINDOW)
     run.stored = stored
-    fitted = fit(stored, budget=_room(run), calibration=run.session.calibration)
+    fitted = fit(stored, budget=_room(run), calibration=run.calibration)
     dropped = stored.exchanges if force else fitted.dropped
     if dropped:
         stored = await compact(run.services, run.session_id, stored, dropped, run=run)
         run.stored = stored
-        fitted = fit(stored, budget=_room(run), calibration=run.session.calibration)
+        fitted = fit(stored, budget=_room(run), calibration=run.calibration)
     if dropped or fitted.elided:
         run.emit(ev.Compacted, summarised=len(dropped), elided=fitted.elided, reason=reason)
     run.context = fitted.messages
@@ -239,9 +252,7 @@ def _transcript(summary: Summary | None, exchanges: Sequence[Exchange]) -> str:
 
 
 def _count(run: TaskRun, config: ModelConfig, reply: ModelReply) -> None:
-    used = usage_of(config, reply.usage)
-    run.usage = run.usage + used
-    run.session.usage = run.session.usage + used
+    run.count(usage_of(config, reply.usage))
 
 
 async def announce_retry(run: TaskRun, retry: Retrying) -> None:
@@ -272,7 +283,7 @@ async def call_model(
 ) -> ModelReply:
     """One model call of ``run`` (module docstring)."""
     config = model_config(run.services, run.session_id)
-    calibration = run.session.calibration
+    calibration = run.calibration
     if run.stored is not None:
         sent = calibration.tokens(estimate([*_head(run), *run.context, *run.messages], tools))
         if sent > budget(config):  # the run's own turns grew: refit the earlier part
@@ -287,11 +298,16 @@ async def call_model(
                 messages, tools, on_text=on_text, on_retry=partial(announce_retry, run)
             )
         except ContextLengthError:
-            if attempt or run.stored is None:
+            if attempt:
                 raise
             elided = _elide_own_results(run)
-            await load_context(run, force=bool(run.stored.exchanges), reason="context_length")
-            if elided and not run.stored.exchanges:
+            compacted = False  # announced by load_context, once
+            if run.stored is not None:
+                compacted = bool(run.stored.exchanges)
+                await load_context(run, force=compacted, reason="context_length")
+            elif not elided:  # nothing to take out: the same input would be refused
+                raise
+            if elided and not compacted:
                 run.emit(ev.Compacted, summarised=0, elided=elided, reason="context_length")
             continue
         _count(run, config, reply)

@@ -1,9 +1,10 @@
-"""One task's run: the agent loop and its single exit path.
+"""One task's run: its start, its turns and its single exit path.
 
 A run goes: write its row and online marker, say "started" (its cancel path now
 exists, R46/R50), wait for a session slot, then turns — model call, tool calls,
-results — until the model stops calling tools, the task parks on a question, fails,
-or is cancelled.
+results, the one loop every agent turns (`agentrio.engine.agent_loop`, configured by
+`TaskRun`'s side of it) — until the model stops calling tools, the task parks on a
+question, fails, or is cancelled.
 
 However it ends, `_finish` is the one place that decides what becomes of the task's
 pending record, from the outcome or the handle's `Cause` (R40, R41, R45):
@@ -37,12 +38,18 @@ from typing import Any, Literal, TypeVar
 import attrs
 import trio
 
-from agentrio.engine.compaction import call_model, load_context
-from agentrio.engine.conversation import StoredConversation, close_open_calls, exchange_json
+from agentrio.engine.agent_loop import Ending, Failed, Finished, Parked, Shape, turns
+from agentrio.engine.compaction import load_context
+from agentrio.engine.conversation import (
+    Calibration,
+    StoredConversation,
+    close_open_calls,
+    exchange_json,
+)
 from agentrio.engine.kept_questions import open_questions
 from agentrio.engine.markers import MARKER_TTL_S, keep_marker_alive
 from agentrio.engine.messages import CANCELED_REPLY, resume_message, resume_said
-from agentrio.engine.models.base import Message, ModelError, ToolCallRequest
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest
 from agentrio.engine.models.catalog import session_model
 from agentrio.engine.nursery_tasks import TaskHandle, cancel_scope
 from agentrio.engine.pending import AskRequest
@@ -117,25 +124,6 @@ class TaskOutcome:
     text: str = ""
     kept: bool = False  #: a ``failed`` task kept resumable (module docstring)
     stopped: StopReceipt | None = None  #: what a cancel or pause ended (`agentrio.engine.stops`)
-
-
-@attrs.frozen
-class _Finished:
-    text: str
-
-
-@attrs.frozen
-class _Parked:
-    questions: list[Question]
-
-
-@attrs.frozen
-class _Failed:
-    error: str
-    kept: bool = False  #: kept resumable, not ended (module docstring)
-
-
-_Ending = _Finished | _Parked | _Failed
 
 
 @attrs.define(eq=False)
@@ -220,6 +208,7 @@ class TaskRun:
             services=self.services,
             answered=self.previous_answers,
             calls=self.calls,
+            count_usage=self.count,
         )
 
     async def wait_done(self) -> TaskOutcome:
@@ -227,13 +216,52 @@ class TaskRun:
         assert self.outcome is not None
         return self.outcome
 
+    # What the agent loop asks of a task (`agentrio.engine.agent_loop.Agent`): it
+    # streams its text, announces and records each call, takes steers and reports
+    # between turns, and may park on a question.
+    shape = Shape(noun="task", streams=True, parks=True)
+
+    @property
+    def calibration(self) -> Calibration:
+        return self.session.calibration
+
+    def count(self, used: TokenUsage) -> None:
+        self.usage = self.usage + used
+        self.session.usage = self.session.usage + used
+
+    def take_input(self) -> bool:
+        """Add steers and background reports waiting (R26, R35); True if any."""
+        taken = bool(self.steers or self.reports)
+        while self.steers:
+            text = self.steers.popleft()
+            self.emit(ev.SteerInjected, text=text)
+            self.messages.append(Message(role="user", content=text))
+            self.record.append(f"user (steer): {text}")
+        while self.reports:
+            text = self.reports.popleft()
+            self.messages.append(Message(role="user", content=text))
+            self.record.append(f"report: {text}")
+        return taken
+
+    def replied(self, reply: ModelReply) -> None:
+        if reply.reasoning:
+            self.reasoning = reply.reasoning
+        if reply.text:
+            self.record.append(f"assistant: {reply.text}")
+
+    def calling(self, call: ToolCallRequest) -> None:
+        self.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
+
+    def result(self, call: ToolCallRequest, outcome: ToolOutcome) -> str:
+        return _record(self, call, outcome)
+
 
 async def execute_task(
     run: TaskRun, toolbox: Toolbox, *, task_status: trio.TaskStatus[None]
 ) -> None:
     """Run ``run`` inside its handle's scope (the supervisor entered it) to its end."""
     services = run.services
-    ending: _Ending | None = None
+    ending: Ending | None = None
     stored = False
     try:
         # Stored, alive and the session's latest task (R36) in one write (a resumed
@@ -267,10 +295,10 @@ async def execute_task(
                     run.queued = False
                     ending = await _turns(run, toolbox)
             except ModelError as exc:
-                ending = _Failed(f"model error: {exc}", kept=run.subagent_of is None)
+                ending = Failed(f"model error: {exc}", kept=run.subagent_of is None)
             except Exception as exc:
                 log.exception("task %s failed", run.task_hash)
-                ending = _Failed(f"internal error: {type(exc).__name__}: {exc}")
+                ending = Failed(f"internal error: {type(exc).__name__}: {exc}")
             finally:
                 cancel_scope(nursery.cancel_scope, Cause.SUPERSEDED)
     finally:
@@ -315,15 +343,17 @@ def resume_input(run: TaskRun, snapshot: Snapshot, answers: list[str] | None) ->
     return resume_message(snapshot, answers=None, reason="interrupted")
 
 
-async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
-    services = run.services
+async def _turns(run: TaskRun, toolbox: Toolbox) -> Ending:
+    """Set the run's first turn up -- a resumed run's saved questions asked first, its
+    prelude calls made, its first message, system prompt and the session's earlier
+    conversation -- and turn the agent loop (`agentrio.engine.agent_loop`) from there."""
     if run.resume_snapshot is not None:
         # Kept until answered: a run that stops while asking keeps the task exactly as
         # it was, questions and all (R13).
         snapshot = run.resume_snapshot
         answers = await ask_inline(run.tool_context(), snapshot.questions)
         if answers is None:
-            return _Parked(list(snapshot.questions))
+            return Parked(list(snapshot.questions))
         run.resume_snapshot = None
         run.input = resume_input(run, snapshot, answers)
         run.record.append(_user_line(run))
@@ -333,41 +363,7 @@ async def _turns(run: TaskRun, toolbox: Toolbox) -> _Ending:
     run.system = await task_prompt(run, toolbox.available(run.tool_context()))
     if run.subagent_of is None:  # a background sub-agent starts from its objective
         await load_context(run)
-    for _turn in range(services.config.max_turns):
-        _inject(run)
-        ctx = run.tool_context()
-        tools = toolbox.available(ctx)
-        streamed: list[str] = []
-
-        async def on_text(delta: str, streamed: list[str] = streamed) -> None:
-            streamed.append(delta)
-            run.emit(ev.Text, text=delta)
-
-        reply = await call_model(run, [tool.spec() for tool in tools], on_text=on_text)
-        if reply.text and not streamed:
-            run.emit(ev.Text, text=reply.text)
-        if reply.reasoning:
-            run.reasoning = reply.reasoning
-        run.messages.append(reply.to_message())  # provider items ride along (base.py)
-        if reply.text:
-            run.record.append(f"assistant: {reply.text}")
-        if not reply.tool_calls:
-            if run.steers or run.reports:  # a report that arrived just now: one more turn
-                continue
-            return _Finished(reply.text)
-        park: list[Question] | None = None
-        run.open_calls = list(reply.tool_calls)
-        for call in reply.tool_calls:
-            run.emit(ev.ToolCall, call_id=call.id, tool_name=call.name, args=call.args)
-            outcome = await toolbox.execute(ctx, call)
-            run.open_calls.remove(call)
-            if outcome.park is not None:
-                park = outcome.park
-                continue
-            _commit(run, call, outcome)
-        if park is not None:
-            return _Parked(park)
-    return _Failed(f"the task took more than {services.config.max_turns} turns")
+    return await turns(run, toolbox, max_turns=run.services.config.max_turns)
 
 
 async def _run_prelude(run: TaskRun) -> str:
@@ -385,25 +381,6 @@ async def _run_prelude(run: TaskRun) -> str:
         run.open_calls = []
         text = f"{text}\n\n{prelude.section(_record(run, call, outcome))}"
     return text
-
-
-def _inject(run: TaskRun) -> None:
-    """Add steers and background reports at the start of a turn (R26, R35)."""
-    while run.steers:
-        text = run.steers.popleft()
-        run.emit(ev.SteerInjected, text=text)
-        run.messages.append(Message(role="user", content=text))
-        run.record.append(f"user (steer): {text}")
-    while run.reports:
-        text = run.reports.popleft()
-        run.messages.append(Message(role="user", content=text))
-        run.record.append(f"report: {text}")
-
-
-def _commit(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> None:
-    """Record a finished call: event, message for the model, action record."""
-    content = _record(run, call, outcome)
-    run.messages.append(Message(role="tool", content=content, tool_call_id=call.id, name=call.name))
 
 
 def _record(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> str:
@@ -470,27 +447,27 @@ def _snapshot(run: TaskRun, questions: list[Question]) -> Snapshot:
     )
 
 
-async def _finish(run: TaskRun, ending: _Ending | None) -> None:
+async def _finish(run: TaskRun, ending: Ending | None) -> None:
     """The one exit path: record the outcome from ``ending`` or the handle's cause, in
     one store write (history or kept row, and the marker's deletion)."""
     try:
         match ending:
-            case _Finished(text):
+            case Finished(text):
                 # The turn loop recorded the final reply already.
                 await _end_in_history(run, "finished", "")
                 run.emit(ev.Done, text=text, usage=run.usage, session_usage=run.session.usage)
                 run.outcome = TaskOutcome(status="finished", text=text)
-            case _Parked(questions):
+            case Parked(questions):
                 ask_id = await _end_parked(run, questions)
                 run.emit(ev.Pending, questions=questions, ask_id=ask_id)
                 run.outcome = TaskOutcome(status="parked")
-            case _Failed(error, kept=True):
+            case Failed(error, kept=True):
                 run.last_error = error
                 snapshot = attrs.evolve(_snapshot(run, []), failure=error)
                 await _end_kept(run, _row(run, "interrupted", snapshot=snapshot_to_json(snapshot)))
                 run.emit(ev.Failed, error=error, kept=True)
                 run.outcome = TaskOutcome(status="failed", error=error, kept=True)
-            case _Failed(error):
+            case Failed(error):
                 run.last_error = error
                 await _end_in_history(run, "failed", f"error: {error}", note=f"[Failed: {error}]")
                 run.emit(ev.Failed, error=error)

@@ -462,6 +462,10 @@ class Compacted:
     summarised: int
     elided: int = 0
     reason: str = "budget"
+    #: The in-process sub-agent whose own input this was (R80; its older tool results
+    #: elided on a context-length refusal), ``sub-agent N/M: <objective>``; empty for
+    #: the task's own, and then left out of the JSON.
+    subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)
@@ -480,6 +484,9 @@ class Retrying:
     reason: str
     attempt: int
     delay_s: float
+    #: The in-process sub-agent whose model call this is (R80), ``sub-agent N/M:
+    #: <objective>``; empty for the task's own, and then left out of the JSON.
+    subagent: str = attrs.field(default="", metadata={"omit_if_default": True})
 
 
 @attrs.frozen(kw_only=True)

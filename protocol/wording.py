@@ -175,14 +175,23 @@ def agents_md_line(paths: Sequence[str]) -> str:
     return "≡ instructions read from " + ", ".join(paths)
 
 
-def compacted_line(summarised: int, elided: int) -> str:
-    """A ``compacted`` event as every front-end says it."""
+def compacted_line(summarised: int, elided: int, subagent: str = "") -> str:
+    """A ``compacted`` event as every front-end says it (an in-process sub-agent's
+    named first, `for_subagent`)."""
     parts = []
     if summarised:
         parts.append(f"{plural(summarised, 'earlier exchange')} summarised")
     if elided:
         parts.append(f"{plural(elided, 'older tool result')} left out")
-    return "⟲ conversation compacted: " + (", ".join(parts) or "nothing to fold")
+    return for_subagent(
+        subagent, "⟲ ", "conversation compacted: " + (", ".join(parts) or "nothing to fold")
+    )
+
+
+def for_subagent(subagent: str, mark: str, line: str) -> str:
+    """``mark line``, or ``mark [sub-agent N/M: <objective>] line`` when an in-process
+    sub-agent's model call is the one it is about (R80)."""
+    return f"{mark}[{subagent}] {line}" if subagent else f"{mark}{line}"
 
 
 def workdir_line(path: str) -> str:
@@ -197,12 +206,12 @@ def usage_line(input_tokens: int, cached: int, output_tokens: int, cost_usd: flo
     return f"tokens: {input_tokens} in{cached_part}, {output_tokens} out{cost}"
 
 
-def retrying_line(reason: str, delay_s: float) -> str:
+def retrying_line(reason: str, delay_s: float, subagent: str = "") -> str:
     """A ``retrying`` event as every front-end says it: ``↻ rate limited, retrying in
     4 s``, the wait rounded up to the second (never promising a retry sooner than it
     comes), ``<1 s`` under a second; a fallback to another model, which does not wait,
-    is its reason alone."""
+    is its reason alone. An in-process sub-agent's is named first (`for_subagent`)."""
     if delay_s <= 0:
-        return f"↻ {reason}"
+        return for_subagent(subagent, "↻ ", reason)
     shown = "<1" if delay_s < 1 else str(math.ceil(delay_s))
-    return f"↻ {reason}, retrying in {shown} s"
+    return for_subagent(subagent, "↻ ", f"{reason}, retrying in {shown} s")

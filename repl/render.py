@@ -301,10 +301,11 @@ def render_event(event: Event) -> list[Line]:
             return [
                 ("class:error", wording.ended_line("failed_kept" if kept else "failed", reason=why))
             ]
-        case Compacted(summarised=summarised, elided=elided):
-            return [("class:dim", wording.compacted_line(summarised, elided))]
-        case Retrying(reason=reason, delay_s=delay):
-            return [output_line("class:warn", wording.retrying_line(clip(reason), delay))]
+        case Compacted(summarised=summarised, elided=elided, subagent=who):
+            return [output_line("class:dim", wording.compacted_line(summarised, elided, clip(who)))]
+        case Retrying(reason=reason, delay_s=delay, subagent=who):
+            line = wording.retrying_line(clip(reason), delay, clip(who))
+            return [output_line("class:warn", line)]
         case AgentsMd(paths=paths):
             return [("class:dim", clip(wording.agents_md_line(paths)))]
         case Workdir(path=path):

@@ -25,7 +25,7 @@ from agentrio.engine.tools.in_flight import CallLedger, asked_only, asking
 from agentrio.protocol import events as ev
 from agentrio.protocol import wording
 from agentrio.protocol.causes import Cause
-from agentrio.protocol.events import Event, Question, ToolDetails
+from agentrio.protocol.events import Event, Question, TokenUsage, ToolDetails
 from agentrio.protocol.rules import AllowedRule, RuleOffer
 
 if TYPE_CHECKING:
@@ -134,6 +134,9 @@ class ToolContext:
     add_answers: Callable[[Sequence[QA]], None]
     #: The engine's parts; `ask` goes through its registry and password verifier.
     services: Services
+    #: Count a model call made for the task (an in-process sub-agent's, R80) in the
+    #: task's usage and its session's (issue 31 item 7).
+    count_usage: Callable[[TokenUsage], None]
     #: The task an in-process sub-agent works for (R80): its calls run inside that
     #: task's scope and their asks carry that task's hash and window. None otherwise.
     parent_task: str | None = None

@@ -1,8 +1,9 @@
 """The ``subagents`` tool: in-process sub-agents, run as children of the calling task (R80).
 
-The model gives several objectives at once; each gets a sub-agent -- a small agent
-loop (model call, tool calls, results) with its own conversation -- and they all run
-concurrently in a nursery opened *inside this tool call*, so inside the calling task's
+The model gives several objectives at once; each gets a sub-agent -- the agent loop
+every task turns (`agentrio.engine.agent_loop`: model call with its retries, tool
+calls, results), with its own conversation started from its objective -- and they all
+run concurrently in a nursery opened *inside this tool call*, so inside the calling task's
 cancel scope. That placement is the whole cancel story: a cancel, pause or abort of the
 parent (`agentrio.engine.nursery_tasks.TaskHandle.cancel`, with its `Cause`) cancels every
 sub-agent at once, and the parent's exit path reads that one cause. Nothing here keeps
@@ -24,12 +25,15 @@ A sub-agent works through a `ToolContext` derived from the parent's:
   parent and with it every sibling) and ``add_answers`` (answers join the parent's
   snapshot), and a fresh "allow this turn" set per sub-agent turn.
 
-A sub-agent emits no events of its own beyond the ``confirm`` of its calls: its tool
-calls are not the parent's, and their ids would clash with the parent's and each
-other's. What it did comes back in the result: when all have ended, one result holds
-a section per sub-agent (status, calls made, final answer), each clamped to an equal
-share of ``[tools] max_result_bytes`` so a verbose sub-agent cannot push its siblings
-out; the run clamps the whole once more like any result (R11, R24).
+A sub-agent emits few events of its own: the ``confirm`` of its calls, and the
+``retrying`` of its model calls and a ``compacted`` (its own older results elided on a
+context-length refusal), each labelled with it. Its tool calls are not the parent's,
+and their ids would clash with the parent's and each other's. Its model calls' usage
+counts in the parent task's (`ToolContext.count_usage`). What it did comes back in
+the result: when all have ended, one result holds a section per sub-agent (status,
+calls made, final answer), each clamped to an equal share of ``[tools]
+max_result_bytes`` so a verbose sub-agent cannot push its siblings out; the run clamps
+the whole once more like any result (R11, R24).
 
 A sub-agent that fails (model error, too many turns) fails alone; its siblings go on.
 """
@@ -38,11 +42,13 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
 
+from agentrio.engine.agent_loop import Failed, Finished, Shape, turns
+from agentrio.engine.conversation import Calibration, StoredConversation
 from agentrio.engine.messages import (
     SUBAGENT_CANNOT_PARK,
     SUBAGENTS_RESULT_HEADER,
@@ -50,17 +56,19 @@ from agentrio.engine.messages import (
     subagent_label,
     subagent_section,
 )
-from agentrio.engine.models.base import Message, ModelError, ToolCallRequest, ToolSpec
-from agentrio.engine.models.catalog import session_model
+from agentrio.engine.models.base import Message, ModelError, ModelReply, ToolCallRequest, ToolSpec
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.system_prompt import Surroundings, subagent_prompt, surroundings
 from agentrio.engine.tools.base import Reach, Services, ServiceTool, ToolContext, ToolOutcome
 from agentrio.engine.tools.registry import Toolbox
-from agentrio.protocol.events import SubagentEnd, ToolDetails
+from agentrio.engine.tools.workdir import Workdir
+from agentrio.protocol.events import Event, SubagentEnd, TokenUsage, ToolDetails
 
 __all__ = ["MAX_SUBAGENTS", "SubagentsTool"]
 
 log = logging.getLogger("agentrio.subagents")
+
+_E = TypeVar("_E", bound=Event)
 
 #: The most sub-agents one call may start: each is a concurrent model conversation.
 MAX_SUBAGENTS: Final = 8
@@ -138,61 +146,101 @@ class SubagentsTool(ServiceTool):
     async def _run_one(
         self, parent: ToolContext, place: Surroundings, label: str, objective: str
     ) -> SubagentEnd:
-        """One sub-agent's loop; a failure ends it alone. Cancellation is not caught:
-        it belongs to the parent's exit path. Its system prompt is a task's, told it is
-        this sub-agent (`agentrio.engine.system_prompt`), with the tools of its first
-        turn."""
-        messages = [Message(role="user", content=objective)]
-        calls: list[str] = []
-        workdir = parent.workdir.for_subagent()  # starts where the task is; moves alone
+        """One sub-agent through the agent loop; a failure ends it alone. Cancellation
+        is not caught: it belongs to the parent's exit path. Its system prompt is a
+        task's, told it is this sub-agent (`agentrio.engine.system_prompt`), with the
+        tools of its first turn."""
+        agent = _Subagent(
+            services=self._services,
+            parent=parent,
+            label=label,
+            workdir=parent.workdir.for_subagent(),  # starts where the task is; moves alone
+            messages=[Message(role="user", content=objective)],
+        )
+        agent.system = subagent_prompt(place, self._tools.available(agent.tool_context()), label)
         try:
-            for turn in range(self._services.config.max_turns):
-                ctx = attrs.evolve(
-                    parent,
-                    workdir=workdir,
-                    parent_task=parent.task_hash,
-                    subagent=label,
-                    turn=turn,
-                    allow_turn=set(),
-                )
-                tools = self._tools.available(ctx)
-                if turn == 0:
-                    system = subagent_prompt(place, tools, label)
-                    messages.insert(0, Message(role="system", content=system))
-                model = session_model(self._services.model, ctx.session_id)
-                reply = await model.complete(messages, [t.spec() for t in tools])
-                messages.append(reply.to_message())
-                if not reply.tool_calls:
-                    return SubagentEnd(
-                        label=label, status="finished", final=reply.text, calls=calls
-                    )
-                for request in reply.tool_calls:
-                    content = await self._call(ctx, request)
-                    calls.append(_call_line(request, content))
-                    messages.append(
-                        Message(
-                            role="tool",
-                            content=content,
-                            tool_call_id=request.id,
-                            name=request.name,
-                        )
-                    )
-            error = f"the sub-agent took more than {self._services.config.max_turns} turns"
+            ending = await turns(agent, self._tools, max_turns=self._services.config.max_turns)
         except ModelError as exc:
             error = f"model error: {exc}"
         except Exception as exc:
             log.exception("sub-agent %r of task %s failed", label, parent.task_hash)
             error = f"internal error: {type(exc).__name__}: {exc}"
-        return SubagentEnd(label=label, status="failed", error=error, calls=calls)
+        else:
+            if isinstance(ending, Finished):
+                return SubagentEnd(
+                    label=label, status="finished", final=ending.text, calls=agent.calls
+                )
+            error = ending.error if isinstance(ending, Failed) else SUBAGENT_CANNOT_PARK
+        return SubagentEnd(label=label, status="failed", error=error, calls=agent.calls)
 
-    async def _call(self, ctx: ToolContext, request: ToolCallRequest) -> str:
-        """One call of a sub-agent, as the text its model reads (clamped like a task's)."""
-        outcome = await self._tools.execute(ctx, request)
+
+@attrs.define(eq=False)
+class _Subagent:
+    """One in-process sub-agent as the agent loop sees it (`agentrio.engine.agent_loop.Agent`).
+
+    It starts from its objective alone (no earlier conversation: ``stored`` None),
+    streams nothing, and never parks its parent: a call that would is "not run". Its
+    events are its parent's, labelled (``retrying``, ``compacted``: the only ones the
+    loop emits for an agent that does not stream); its usage counts in its parent's.
+    """
+
+    services: Services
+    parent: ToolContext
+    label: str
+    workdir: Workdir
+    messages: list[Message]
+    system: str = ""
+    context: list[Message] = attrs.field(factory=list)
+    stored: StoredConversation | None = None
+    open_calls: list[ToolCallRequest] = attrs.field(factory=list)
+    calibration: Calibration = attrs.field(factory=Calibration)
+    #: A line per call made (`_call_line`), for the parent's result.
+    calls: list[str] = attrs.field(factory=list)
+    usage: TokenUsage = attrs.field(factory=TokenUsage)
+
+    shape = Shape(noun="sub-agent", streams=False, parks=False)
+
+    @property
+    def session_id(self) -> str:
+        return self.parent.session_id
+
+    def emit(self, kind: type[_E], **fields: Any) -> _E:
+        return self.parent.emit(kind, subagent=self.label, **fields)
+
+    def count(self, used: TokenUsage) -> None:
+        self.usage = self.usage + used
+        self.parent.count_usage(used)
+
+    def tool_context(self) -> ToolContext:
+        """The parent's context, as this sub-agent's (module docstring), for one turn."""
+        return attrs.evolve(
+            self.parent,
+            workdir=self.workdir,
+            parent_task=self.parent.task_hash,
+            subagent=self.label,
+            turn=sum(1 for message in self.messages if message.role == "assistant"),
+            allow_turn=set(),
+        )
+
+    def take_input(self) -> bool:
+        return False  # nobody steers a sub-agent
+
+    def replied(self, reply: ModelReply) -> None:
+        pass
+
+    def calling(self, call: ToolCallRequest) -> None:
+        pass
+
+    def result(self, call: ToolCallRequest, outcome: ToolOutcome) -> str:
+        """The call's result as its model reads it, clamped like a task's."""
         if outcome.park is not None:
-            return f"not run: {SUBAGENT_CANNOT_PARK}"
-        if outcome.skipped:
-            return f"not run: {outcome.skipped}"
-        return clamp(outcome.output, self._services.config.tools.max_result_bytes)
+            content = f"not run: {SUBAGENT_CANNOT_PARK}"
+        elif outcome.skipped:
+            content = f"not run: {outcome.skipped}"
+        else:
+            content = clamp(outcome.output, self.services.config.tools.max_result_bytes)
+        self.calls.append(_call_line(call, content))
+        return content
 
 
 def _objectives(args: dict[str, Any]) -> list[str]:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
 import pytest
 
 from agentrio.protocol.events import (
+    Compacted,
     LegFinished,
     LegReport,
     Retrying,
@@ -211,3 +213,23 @@ def test_a_retry_reads_as_its_reason_and_wait() -> None:
     assert render_event(fallback) == [("class:warn", "↻ gpt-5 failed, trying claude")]
     (hostile,) = render_event(Retrying(seq=1, at=0, reason="x\r\x1b[2K", attempt=1, delay_s=1))
     assert line_text(hostile) == "↻ x\\r\\x1b[2K, retrying in 1 s"
+
+
+def test_a_subagents_retry_and_compaction_name_the_subagent() -> None:
+    """Issue 31 (4, 6), R80: an in-process sub-agent's ``retrying`` and ``compacted``
+    events name it first; a hostile objective in its label cannot repaint the line."""
+    label = "sub-agent 1/2: look it up"
+    retry = Retrying(seq=1, at=0, reason="rate limited", attempt=1, delay_s=4, subagent=label)
+    assert render_event(retry) == [
+        ("class:warn", "↻ [sub-agent 1/2: look it up] rate limited, retrying in 4 s")
+    ]
+    compacted = Compacted(seq=1, at=0, summarised=0, elided=2, reason="context_length")
+    assert render_event(attrs.evolve(compacted, subagent=label)) == [
+        (
+            "class:dim",
+            "⟲ [sub-agent 1/2: look it up] conversation compacted: 2 older tool results left out",
+        )
+    ]
+    hostile = attrs.evolve(retry, subagent="sub-agent 1/1: x\r\x1b[2K")
+    (line,) = render_event(hostile)
+    assert line_text(line) == "↻ [sub-agent 1/1: x\\r\\x1b[2K] rate limited, retrying in 4 s"

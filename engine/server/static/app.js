@@ -307,18 +307,23 @@ function plural(count, word) {
 }
 
 /** A ``compacted`` event, in the words of protocol/wording.py ``compacted_line``. */
-function compactedLine(summarised, elided) {
+function compactedLine(summarised, elided, subagent = "") {
   const parts = [];
   if (summarised) parts.push(`${plural(summarised, "earlier exchange")} summarised`);
   if (elided) parts.push(`${plural(elided, "older tool result")} left out`);
-  return `⟲ conversation compacted: ${parts.join(", ") || "nothing to fold"}`;
+  return forSubagent(subagent, "⟲ ", `conversation compacted: ${parts.join(", ") || "nothing to fold"}`);
+}
+
+/** protocol/wording.py ``for_subagent``: an in-process sub-agent's line names it first. */
+function forSubagent(subagent, mark, line) {
+  return subagent ? `${mark}[${subagent}] ${line}` : `${mark}${line}`;
 }
 
 /** A ``retrying`` event, in the words of protocol/wording.py ``retrying_line``. */
-function retryingLine(reason, delaySeconds) {
-  if (delaySeconds <= 0) return `↻ ${reason}`;
+function retryingLine(reason, delaySeconds, subagent = "") {
+  if (delaySeconds <= 0) return forSubagent(subagent, "↻ ", reason);
   const shown = delaySeconds < 1 ? "<1" : String(Math.ceil(delaySeconds));
-  return `↻ ${reason}, retrying in ${shown} s`;
+  return forSubagent(subagent, "↻ ", `${reason}, retrying in ${shown} s`);
 }
 
 /** An ``agents_md`` event, in the words of protocol/wording.py ``agents_md_line``. */
@@ -1021,10 +1026,10 @@ class ChatView {
         refreshPending();
         break;
       case "compacted":
-        this.add(task, el("div", { class: "note", text: compactedLine(event.summarised, event.elided) }));
+        this.add(task, el("div", { class: "note", text: compactedLine(event.summarised, event.elided, event.subagent || "") }));
         break;
       case "retrying":
-        this.add(task, el("div", { class: "note warn retrying", text: retryingLine(event.reason, event.delay_s) }));
+        this.add(task, el("div", { class: "note warn retrying", text: retryingLine(event.reason, event.delay_s, event.subagent || "") }));
         break;
       case "agents_md":
         this.add(task, el("div", { class: "note", text: agentsMdLine(event.paths) }));

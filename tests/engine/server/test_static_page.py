@@ -107,7 +107,8 @@ def test_js_wording_is_the_python_wording() -> None:
 def test_js_retry_and_usage_lines_are_the_python_ones() -> None:
     """Issue 31 (6, 7): ``retryingLine`` and ``usageLine`` of app.js, run under node,
     give exactly ``retrying_line`` and ``usage_line``: the page and the REPL say "rate
-    limited, retrying in 4 s" and a task's tokens in the same words."""
+    limited, retrying in 4 s" (an in-process sub-agent's named first, and its
+    ``compacted`` line too) and a task's tokens in the same words."""
     delays = [0, 0.25, 0.999, 1, 3.2, 4, 29.5, 30]
     usages = [[120, 0, 7, 0], [1830, 1024, 96, 0.0031], [5, 0, 0, 12.5]]
     script = (
@@ -115,12 +116,20 @@ def test_js_retry_and_usage_lines_are_the_python_ones() -> None:
         + "\nconst [delays, usages] = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n"
         + "process.stdout.write(JSON.stringify({\n"
         + "  retrying: delays.map((d) => retryingLine('rate limited', d)),\n"
+        + "  sub: delays.map((d) => retryingLine('rate limited', d, 'sub-agent 1/2: x')),\n"
+        + "  compacted: [compactedLine(2, 1), compactedLine(0, 3, 'sub-agent 2/2: y')],\n"
         + "  usage: usages.map(([i, c, o, d]) => usageLine({input_tokens: i,"
         + " cached_input_tokens: c, output_tokens: o, cost_usd: d})),\n"
         + "}));\n"
     )
     got = run_node(script, [delays, usages])
     assert got["retrying"] == [wording.retrying_line("rate limited", d) for d in delays]
+    label = "sub-agent 1/2: x"
+    assert got["sub"] == [wording.retrying_line("rate limited", d, label) for d in delays]
+    assert got["compacted"] == [
+        wording.compacted_line(2, 1),
+        wording.compacted_line(0, 3, "sub-agent 2/2: y"),
+    ]
     assert got["usage"] == [wording.usage_line(*u) for u in usages]
 
 
