@@ -16,11 +16,12 @@ from typing import Any
 
 import attrs
 import pytest
+import trio
 
 from agentrio.engine.runs import TaskRun
 from agentrio.protocol import unstructure
 from agentrio.protocol.causes import Cause
-from agentrio.protocol.events import Canceled, Confirm
+from agentrio.protocol.events import Canceled, Confirm, ToolCall
 from agentrio.protocol.frames import (
     Accepted,
     AllowedList,
@@ -244,6 +245,22 @@ async def start_sleep_ws(conn: FrameConnection, session_id: str, request_id: str
     return accepted.task_hash
 
 
+async def tool_called(served: Served, session_id: str) -> None:
+    """Wait until the session's task has called its tool: a steer sent before its
+    first turn would be that turn's input (the builtin model answers it and ends)."""
+    with trio.fail_after(10):
+        while True:
+            with served.engine.session(session_id).hub.subscribe() as subscription:
+                while True:
+                    try:
+                        _, event = subscription.receive_nowait()
+                    except trio.WouldBlock:
+                        break
+                    if isinstance(event, ToolCall):
+                        return
+            await trio.sleep(0.01)
+
+
 def run_of(served: Served, session_id: str, task_hash: str) -> TaskRun:
     run = served.engine.find_run(task_hash, session_id)
     assert run is not None
@@ -278,6 +295,8 @@ async def test_steer_of_a_running_task_agrees(served: Served) -> None:
     async with served.connect() as conn:
         on_http = await start_sleep_http(served, "chat-steer-h")
         on_ws = await start_sleep_ws(conn, "chat-steer-w", "r")
+        for session_id in ("chat-steer-h", "chat-steer-w"):
+            await tool_called(served, session_id)
         body = {"input": "more", "session_id": "chat-steer-h", "pending_task": on_http}
         by_http = await over_http(served, "POST", "/v1/send", body)
         by_ws = await over_ws(conn, Steer(session_id="chat-steer-w", task_hash=on_ws, input="more"))
