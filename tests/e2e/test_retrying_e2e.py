@@ -1,7 +1,9 @@
 """A model that rate-limits or fails, end to end through the real daemon and aimock,
 in each dialect (issue 31 item 6): a 429 with ``Retry-After`` is one ``retrying``
-event and then the reply; a cancel during a 30 s back-off ends the task at once; a
-task whose model still fails is kept resumable, and its resume runs no tool twice.
+event and then the reply (also for an in-process sub-agent's call: one ``retrying``
+of the parent task, labelled with it); a cancel during a 30 s back-off ends the task at
+once; a task whose model still fails is kept resumable, and its resume runs no tool
+twice.
 
 aimock answers the first request of a fixture with its own 429 (``sequenceIndex`` 0,
 its ``Retry-After`` header) and the next with the reply, so the fault comes from a
@@ -37,7 +39,7 @@ def dialect(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def limited(words: str, retry_after_s: int, reply: str) -> list[dict[str, Any]]:
+def limited(words: str, retry_after_s: float, reply: str) -> list[dict[str, Any]]:
     """Fixtures: the first request with ``words`` is rate limited, the next answered."""
     return [
         {
@@ -184,3 +186,55 @@ async def test_a_task_whose_model_fails_is_kept_and_resumes_without_rerunning_a_
     assert last_user["content"].startswith("[Resumed Task — interrupted execution recovered]")
     assert "## Completed tool results" in last_user["content"]
     assert "## Interrupted calls" not in last_user["content"]
+
+
+def delegating(words: str, objective: str, retry_after_s: float) -> list[dict[str, Any]]:
+    """Fixtures: ``words`` hands ``objective`` to one in-process sub-agent; the
+    sub-agent's first model call is rate limited (aimock's 429 with ``Retry-After:
+    retry_after_s``), its second answered; the parent then answers with the result."""
+    return [
+        {
+            "match": {"userMessage": words, "hasToolResult": False},
+            "response": {
+                "reasoning": "One sub-agent counts.",
+                "toolCalls": [
+                    {
+                        "id": "call_sub",
+                        "name": "subagents",
+                        "arguments": {"objectives": [objective]},
+                    }
+                ],
+            },
+        },
+        {
+            "match": {"userMessage": words, "toolResultContains": "Forty-two"},
+            "response": {"content": "The sub-agent counted forty-two."},
+        },
+        *limited(objective, 0, "Forty-two stars."),
+    ]
+
+
+async def test_a_rate_limited_subagent_retries_once_and_its_task_finishes(
+    nursery: trio.Nursery, tmp_path: Path, dialect: str
+) -> None:
+    """Issue 31 (4, 6), R80: an in-process sub-agent's model call gets aimock's 429
+    (``Retry-After: 0``) and then its reply; the parent task shows exactly one
+    ``retrying`` event, labelled with the sub-agent and the provider's wait (not the
+    configured 60 s back-off: the header is honoured), and finishes with the
+    sub-agent's result in the parent's answer."""
+    fixtures = delegating("delegate the count", "count the stars", 0)
+    async with talking_daemon(
+        nursery, tmp_path, dialect, fixtures, retries=3, retry_base_s=60.0
+    ) as (aimock, _, conn):
+        run = Run(request_id="r", session_id="cli-sub429", input="delegate the count")
+        await conn.send(run)
+        frames = await until_done(conn, "r")
+    done = frames[-1]
+    assert isinstance(done, DoneFrame)
+    assert (done.status, done.error) == ("finished", "")
+    (retrying,) = events(frames, Retrying)
+    assert (retrying.reason, retrying.attempt, retrying.delay_s) == ("rate limited", 1, 0.0)
+    assert retrying.subagent == "sub-agent 1/1: count the stars"
+    assert "".join(t.text for t in events(frames, Text)) == "The sub-agent counted forty-two."
+    statuses = [entry["response"]["status"] for entry in await aimock.journal()]
+    assert statuses == [200, 429, 200, 200]
