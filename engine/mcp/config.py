@@ -18,6 +18,7 @@ import attrs
 __all__ = [
     "HEADERS_REFUSED",
     "NAME_PATTERN",
+    "PROTOCOLS",
     "McpServerConfig",
     "mcp_problems",
     "refused_mcp_keys",
@@ -26,6 +27,8 @@ __all__ = [
 #: What a server's name may be: it becomes part of its tools' names
 #: (``mcp__NAME__TOOL``), which models accept only in ``[A-Za-z0-9_-]``.
 NAME_PATTERN: Final = re.compile(r"^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$")
+#: The values of ``protocol``.
+PROTOCOLS: Final = ("handshake", "auto")
 #: Why a ``headers`` table is refused (a header usually carries a token).
 HEADERS_REFUSED: Final = (
     "header values never go in config.toml: name the environment variable holding each "
@@ -60,6 +63,12 @@ class McpServerConfig:
     restart_backoff_s: float = attrs.field(default=1.0, validator=attrs.validators.ge(0))
     #: Seconds one tool call may take; 0: no limit but the task's.
     call_timeout_s: float = attrs.field(default=0.0, validator=attrs.validators.ge(0))
+    #: How the protocol revision is agreed: ``"handshake"``, the ``initialize``
+    #: handshake (revisions up to 2025-11-25: a server asks by ``elicitation/create``
+    #: and says its tools changed by notification); ``"auto"``, the SDK's own default:
+    #: ``server/discover`` first, so a server that speaks 2026-07-28 is spoken to in
+    #: it (it asks through ``input_required`` results), the handshake otherwise.
+    protocol: str = attrs.field(default="handshake", validator=attrs.validators.in_(PROTOCOLS))
 
     @property
     def transport(self) -> str:

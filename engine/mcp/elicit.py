@@ -39,7 +39,7 @@ from agentrio.engine.tools.base import Refused, ToolContext
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.events import Question
 
-__all__ = ["Elicitation", "KeptForms", "McpCalls", "content_of", "questions_of"]
+__all__ = ["Elicitation", "KeptForms", "McpCalls", "answer_forms", "content_of", "questions_of"]
 
 #: The options of a yes/no field.
 YES_NO: Final = ["yes", "no"]
@@ -142,10 +142,21 @@ class McpCalls:
 
 
 async def _answer(call: Elicitation, params: Any, kept: KeptForms) -> Any:
-    from mcp_types import ElicitResult
+    """One ``elicitation/create`` request's answer (2025 protocol): its `ElicitResult`,
+    or an error."""
+    answered = await answer_forms(call, [params], kept)
+    return answered[0] if isinstance(answered, list) else answered
 
+
+async def answer_forms(call: Elicitation, forms: Sequence[Any], kept: KeptForms) -> Any:
+    """The person's answers to ``forms`` (each an elicitation's params), asked as one
+    ``ask_user`` ask whose questions are every form's in order: one `ElicitResult` per
+    form, or an error (``ErrorData``) when nobody answered -- the task parked
+    (``call.parked`` set, the call's scope cancelled), or the person stopped it, or an
+    answer does not fit its form. The engine never answers for the person."""
     ctx = call.ctx
-    questions = questions_of(call.server, params)
+    each = [questions_of(call.server, params) for params in forms]
+    questions = [question for asked in each for question in asked]
     answers = kept.take(ctx, questions)
     if answers is None and (ctx.origin == "cli-" or ctx.parent_task is not None):
         try:
@@ -161,13 +172,23 @@ async def _answer(call: Elicitation, params: Any, kept: KeptForms) -> Any:
         if call.scope is not None:  # the request is no longer wanted
             cancel_scope(call.scope, Cause.SUPERSEDED)
         return _error("the person answers later: the task parked")
+    results: list[Any] = []
+    for params, asked in zip(forms, each, strict=True):
+        mine, answers = answers[: len(asked)], answers[len(asked) :]
+        try:
+            results.append(_result_of(params, mine))
+        except ValueError as exc:  # a number field answered with words
+            return _error(f"an answer does not fit the form: {exc}")
+    return results
+
+
+def _result_of(params: Any, answers: list[str]) -> Any:
+    from mcp_types import ElicitResult
+
     if getattr(params, "mode", "form") == "url":
-        accepted = answers[0] == URL_OPTIONS[0]
+        accepted = bool(answers) and answers[0] == URL_OPTIONS[0]
         return ElicitResult(action="accept" if accepted else "decline")
-    try:
-        return ElicitResult(action="accept", content=content_of(params, answers))
-    except ValueError as exc:  # a number field answered with words
-        return _error(f"an answer does not fit the form: {exc}")
+    return ElicitResult(action="accept", content=content_of(params, answers))
 
 
 #: The choices of a URL elicitation (the person opens the address themselves).

@@ -163,7 +163,7 @@ class McpServers:
         config = state.config
         with trio.CancelScope(deadline=trio.current_time() + config.start_timeout_s) as scope:
             async with self._connected(state) as (connection, session):
-                await session.initialize()
+                await _agree(session, config.protocol)
                 state.tools_changed = trio.Event()  # the listing below covers earlier news
                 tools = await _list_tools(session)
                 scope.deadline = math.inf
@@ -275,6 +275,24 @@ def _ending_on_close(state: ServerState) -> Any:
         await trio.lowlevel.checkpoint()
 
     return handle
+
+
+async def _agree(session: ClientSession, protocol: str) -> None:
+    """Agree on the protocol revision: the ``initialize`` handshake, or (``"auto"``)
+    ``server/discover`` first, the handshake when the server refuses it or offers
+    no 2026 revision (what the SDK's own client does by default)."""
+    from mcp import MCPError
+    from pydantic import ValidationError
+
+    if protocol == "auto":
+        try:
+            await session.discover()
+        except (MCPError, RuntimeError, ValidationError) as exc:
+            log.info("MCP server/discover refused (%s): the handshake", describe(exc))
+            await session.initialize()
+    else:
+        await session.initialize()
+    log.info("MCP session at protocol %s", session.protocol_version)
 
 
 async def _list_tools(session: ClientSession) -> list[Any]:

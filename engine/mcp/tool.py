@@ -16,7 +16,9 @@
   model reads (clamped like command output) and typed `McpResult` details.
 - **Elicitation** (a server asking the person for input while a call runs) goes to
   the call it belongs to (`McpCalls`) and is asked like ``ask_user``
-  (`agentrio.engine.mcp.elicit`).
+  (`agentrio.engine.mcp.elicit`); in the 2026-07-28 protocol the call's own result
+  asks (``input_required``) and the call is retried with the answers
+  (`agentrio.engine.mcp.rounds`).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import attrs
 import trio
 
 from agentrio.engine.mcp.elicit import Elicitation, McpCalls
+from agentrio.engine.mcp.rounds import call_with_input
 from agentrio.engine.mcp.state import ServerState, describe
 from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.rules.kinds import McpToolSubject, mcp_tool_rule
@@ -135,8 +138,9 @@ class McpTool:
     async def _call(
         self, session: Any, ctx: ToolContext, call: ToolCallRequest, elicitation: Elicitation
     ) -> Any:
-        """``tools/call`` in this task; None when an elicitation parked the task (the
-        request was cancelled)."""
+        """``tools/call`` in this task, retried with the person's answers while the
+        server asks for input (2026-07-28, `agentrio.engine.mcp.rounds`); None when
+        an elicitation parked the task (the request was cancelled, or not retried)."""
 
         async def progress(done: float, total: float | None, message: str | None) -> None:
             ctx.emit(
@@ -149,14 +153,21 @@ class McpTool:
             )
 
         timeout = self.server.config.call_timeout_s or None
-        with trio.CancelScope() as scope:  # cancelled only when an elicitation parks
-            elicitation.scope = scope
+
+        async def send(responses: Any, state: str | None) -> Any:
             return await session.call_tool(
                 self.tool.name,
                 dict(call.args),
                 read_timeout_seconds=timeout,
                 progress_callback=progress,
+                input_responses=responses,
+                request_state=state,
+                allow_input_required=True,
             )
+
+        with trio.CancelScope() as scope:  # cancelled only when an elicitation parks
+            elicitation.scope = scope
+            return await call_with_input(send, elicitation, self.calls.kept)
         return None
 
     def _failure(self, exc: Exception) -> ToolOutcome:
