@@ -85,7 +85,8 @@ class ReportRouter:
         self._services = services
         self._tasks = tasks
         self._on_settled = on_settled
-        #: Serialises read-modify-write of pending rows (reports into a snapshot).
+        #: Serialises read-modify-write of pending rows (reports into a snapshot), and
+        #: routing a report against settling its job (`maybe_settle`).
         self._row_lock = trio.Lock()
         #: Set by the engine's shutdown: no follow-up starts any more.
         self.closing = False
@@ -163,11 +164,15 @@ class ReportRouter:
     async def maybe_settle(self, job: Job) -> None:
         """Settle ``job`` once all its legs' ends are recorded and its task does not run
         (R26)."""
-        if job.settled or not all(leg.recorded for leg in job.legs):
-            return
-        if job.task_hash in self._tasks.session(job.session_id).runs:
-            return  # the run's end hook settles it
-        job.settled = True
+        # Under the routing lock: a report being routed again as its run ends
+        # (`task_ended`) is counted in ``held`` only once ``deliver`` has read the store,
+        # and a settling decided in that gap ran no follow-up (the report lost, R26).
+        async with self._row_lock:
+            if job.settled or not all(leg.recorded for leg in job.legs):
+                return
+            if job.task_hash in self._tasks.session(job.session_id).runs:
+                return  # the run's end hook settles it
+            job.settled = True
         proposed = any(leg.proposals for leg in job.legs)
         if (job.held or proposed) and not job.cancelled and not self.closing:
             await self._start_followup(job)
