@@ -91,10 +91,10 @@ class BotFront:
         "keep": wording.STOP_KEEP,
     }
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path, extra: str = "") -> None:
         self.name = name
-        self.home, self.work = root / "home", root / "work"
-        self.work.mkdir(parents=True)
+        self.root, self.home, self.work = root, root / "home", root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
         self.home.mkdir()
         self.fake: FakeTelegram | FakeDiscord
         if name == "telegram":
@@ -114,7 +114,7 @@ class BotFront:
             )
             env = {"AGENTRIO_DISCORD_TOKEN": DISCORD_TOKEN}
             self._session = f"dc-{dm_channel(USER)}"
-        (self.home / "config.toml").write_text(config(self.work, table))
+        (self.home / "config.toml").write_text(config(self.work, table + extra))
         self.daemon = DaemonProcess(self.home, cwd=self.work)
         environment = {**os.environ, "AGENTRIO_HOME": str(self.home), **env}
         self.bot = Bot(self.home, name, environment)
@@ -125,6 +125,13 @@ class BotFront:
     def session(self) -> str:
         return self._session
 
+    def restart_daemon(self) -> None:
+        """Stop the daemon (SIGTERM) and start another on the same home; the bot
+        reconnects by itself (blocking: call it from a worker thread)."""
+        assert self.daemon.stop() == 0
+        self.daemon.close()
+        self.daemon = DaemonProcess(self.home, cwd=self.work)
+
     @asynccontextmanager
     async def open(self) -> AsyncIterator[BotFront]:
         yield self
@@ -132,18 +139,19 @@ class BotFront:
     async def say(self, text: str) -> None:
         self.fake.say(text)
 
-    def _new_confirm(self) -> Any:
+    def _new_confirm(self, title: str) -> Any:
         def fresh(message: Any) -> bool:
             return (
                 bool(message.buttons)
-                and "Allow run_command?" in message.plain
+                and title in message.plain
                 and message.message_id not in self.seen
             )
 
         return self.fake.find(fresh)
 
-    async def wait_confirm(self) -> None:
-        self.shown = await until(self._new_confirm, f"{self.name}: a confirmation")
+    async def wait_confirm(self, title: str = "Allow run_command?") -> None:
+        """Wait for a confirmation not seen before whose text holds ``title``."""
+        self.shown = await until(lambda: self._new_confirm(title), f"{self.name}: a confirmation")
         self.seen.add(self.shown.message_id)
 
     async def choose(self, decision: str, reason: str = "") -> None:
@@ -186,8 +194,8 @@ class ReplFront:
 
     def __init__(self, root: Path) -> None:
         self.name = "repl"
-        self.home, self.work = root / "home", root / "work"
-        self.work.mkdir(parents=True)
+        self.root, self.home, self.work = root, root / "home", root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
         self.home.mkdir()
         (self.home / "config.toml").write_text(config(self.work))
         self.daemon = DaemonProcess(self.home, cwd=self.work)
@@ -276,8 +284,8 @@ class WebFront:
 
     def __init__(self, root: Path, binary: str) -> None:
         self.name = "web"
-        self.home, self.work = root / "home", root / "work"
-        self.work.mkdir(parents=True)
+        self.root, self.home, self.work = root, root / "home", root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
         self.home.mkdir()
         (self.home / "config.toml").write_text(config(self.work))
         self.daemon = DaemonProcess(self.home, cwd=self.work)
