@@ -312,7 +312,9 @@ class Client:
     ) -> None:
         """Answer ask ``ask_id`` (or a subscribed session's ``confirm_hash``); ``rule``
         chooses one of a confirmation's ``offers`` by its kind (approve and remember
-        it). Raises `ClientError` ``gone`` when it is already answered or withdrawn."""
+        it). Raises `ClientError` ``gone`` when it is already answered or withdrawn;
+        ``forbidden`` for a ``password`` unless this client's ``hello`` names the REPL
+        (R7: the system password is the REPL's alone; the ask stays open)."""
         await self._call(
             Reply(
                 id=ask_id,

@@ -34,6 +34,7 @@ __all__ = [
     "CONTROL_FRAME_TYPES",
     "OMIT_DEFAULT",
     "PROTOCOL_VERSION",
+    "REPL_CLIENT",
     "SERVER_FRAME_TYPES",
     "Accepted",
     "Ack",
@@ -77,6 +78,7 @@ __all__ = [
     "Verify",
     "Welcome",
     "Withdrawn",
+    "names_repl",
 ]
 
 PROTOCOL_VERSION = 1
@@ -100,6 +102,17 @@ def done_status(cause: Cause) -> DoneStatus:
 
 
 # ---------------------------------------------------------------- client → daemon
+
+
+#: The ``hello`` ``client`` of the REPL (``agentrio-repl/<version>``): the one front-end
+#: whose replies may carry the system password of a restricted confirmation (R7).
+REPL_CLIENT: Final = "agentrio-repl"
+
+
+def names_repl(client: str) -> bool:
+    """Whether a ``hello``'s ``client`` names the REPL (`REPL_CLIENT`, alone or with a
+    ``/version``): only then does the daemon take a ``password`` in its replies (R7)."""
+    return client == REPL_CLIENT or client.startswith(REPL_CLIENT + "/")
 
 
 @attrs.frozen(kw_only=True)

@@ -25,6 +25,7 @@ __all__ = [
     "APPROVE",
     "DENY",
     "ESC_KEEP_RUNNING",
+    "PASSWORD_REPL_ONLY",
     "RESTRICTED_ELSEWHERE",
     "STOP_DISCARD",
     "STOP_KEEP",
@@ -85,6 +86,13 @@ STOP_KEEP: Final = "Stop, keep to resume"
 RESTRICTED_ELSEWHERE: Final = (
     "restricted path: the system password is asked only in the REPL; "
     "run this from the REPL (agentrio) instead"
+)
+#: Why the daemon refuses a reply carrying a ``password`` (R7) that did not come from
+#: the REPL (``POST …/confirm``, a connection whose ``hello`` names another client):
+#: the confirmation stays open, to be answered again without one.
+PASSWORD_REPL_ONLY: Final = (
+    "the system password is taken only from the REPL (agentrio): this reply was refused "
+    "and the confirmation is still open; answer it without a password, or from the REPL"
 )
 #: The harmless choice of the Esc popup.
 ESC_KEEP_RUNNING: Final = "Keep running"

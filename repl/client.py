@@ -33,7 +33,7 @@ import trio
 from agentrio import AuthRefused, Client, ClientError, Disconnected, connect
 from agentrio.connecting import LOCAL_URL
 from agentrio.protocol.errors import FrameDecodeError
-from agentrio.protocol.frames import ServerFrame
+from agentrio.protocol.frames import REPL_CLIENT, ServerFrame
 from agentrio.repl.daemon import DaemonStartError, Endpoint, StopNote, ensure_daemon, read_stopped
 from agentrio.repl.messages import (
     Connected,
@@ -63,7 +63,7 @@ __all__ = [
     "stopped_text",
 ]
 
-CLIENT_NAME: Final = "agentrio-repl/0.1.0"
+CLIENT_NAME: Final = f"{REPL_CLIENT}/0.1.0"
 #: Seconds an HTTP call of the REPL waits for the daemon.
 HTTP_TIMEOUT_S: Final = 10.0
 #: Seconds between reconnect attempts (the last one repeats).

@@ -343,7 +343,8 @@ async def pause(request: Request, ctx: ServerContext) -> Response:
 
 async def confirm(request: Request, ctx: ServerContext) -> Response:
     """Answer one ask of the session the path names (R8 B); 410 when it is already
-    resolved or gone, 404 when it belongs to another session."""
+    resolved or gone, 404 when it belongs to another session, 403 for a ``password``
+    (R7: the REPL's alone; the ask stays open)."""
     session_id = _session_id(request)
     confirm_hash = check_ask_id(request.path_params["confirm_hash"])
     body = await _read_body(request, ConfirmRequest)

@@ -45,7 +45,7 @@ import trio
 
 from agentrio.engine.compaction import compact_session
 from agentrio.engine.core import Engine
-from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, NotFound
+from agentrio.engine.errors import AlreadyResolved, BadRequest, Conflict, Forbidden, NotFound
 from agentrio.engine.ids import ORIGINS, check_session_id, check_task_hash
 from agentrio.engine.pending import Entry, Listener
 from agentrio.engine.recent import DEFAULT_RECENT, recent_exchanges
@@ -53,6 +53,7 @@ from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.cluster import Cluster
 from agentrio.engine.stops import STOP_WAIT_S
 from agentrio.protocol import events as ev
+from agentrio.protocol import wording
 from agentrio.protocol.asks import answer_of
 from agentrio.protocol.frames import (
     BackgroundCancel,
@@ -260,17 +261,30 @@ class Commands:
     # ------------------------------------------------------------------ asks
 
     async def reply(
-        self, frame: Reply, *, authorize: Authorize, sessions: Collection[str] = ()
+        self,
+        frame: Reply,
+        *,
+        authorize: Authorize,
+        sessions: Collection[str] = (),
+        password_ok: bool = False,
     ) -> None:
         """Answer one ask (R1, R8 B, R11). The id is checked first (`BadRequest`), then
         whether the ask is still open (`AlreadyResolved`), then the transport's
         ``authorize``; a reply to a parked question resumes its task (R37 applies).
+
+        A ``password`` (R7) is taken only where ``password_ok`` says the transport is
+        the REPL's (a connection whose ``hello`` names it); from anywhere else the reply
+        is refused (`Forbidden`, `wording.PASSWORD_REPL_ONLY`) before it touches the
+        ask, which stays open: the system password is never typed into a page, a chat
+        or a script, and nothing but the REPL may pass one to ``sudo -S -v``.
 
         An ask of a task on another daemon (issue 21) is answered there: one shown
         here through a listener after ``authorize``, any other only when it belongs
         to one of ``sessions`` (those the caller may answer unshown: the session an
         HTTP path names, the sessions a connection subscribed to)."""
         entry = self.engine.registry.get(check_ask_id(frame.id))
+        if frame.password is not None and not password_ok:
+            raise Forbidden(wording.PASSWORD_REPL_ONLY)
         if entry is None or entry.resolved:
             if self.cluster is None:
                 raise AlreadyResolved(f"ask {frame.id} is already resolved or gone")

@@ -24,8 +24,8 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
   script front-ends (never a window's asks). A ``reply`` is accepted only for an ask
   shown to this connection (by the listener that showed it), or for an ask of a
   session it ``subscribe``\\d to (R8 B) that is not a window's (the registry refuses
-  that, R78). A password check of a restricted confirmation answered here comes back
-  as ``verify`` (R7).
+  that, R78). A ``password`` (R7) is taken only from a REPL's connection (its
+  ``hello`` names it); its check comes back as ``verify``.
 - **commands.** Every other frame is decoded, authorized here (R46: only runs this
   connection started may be cancelled; R5/R8: only asks it was shown, or of sessions
   it subscribed to, may be answered) and handed to the command layer
@@ -38,12 +38,11 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
 - **close.** The connection's runs are cancelled with cause ``disconnected`` (R43)
   and its listeners closed, which fails its claimed asks (R6: never an approval).
 
-Sends are serialised by one lock. A subscriber (a ``subscribe``, or a run's or window's
-forwarder) that falls more than ``[server] subscriber_queue_bytes`` behind ends the
-connection with close code 4008 and the reason (`agentrio.engine.sessions.SlowConsumer`). Every
-close is time-boxed (`CLOSE_TIMEOUT_S`): a client that stopped reading cannot hold a
-connection, nor the daemon's shutdown (see `agentrio.engine.server.sockets`). A send to a socket
-that is gone raises `ConnectionGone`, which ends the connection quietly.
+Sends are serialised by one lock. A subscriber (a ``subscribe``, a run's or window's
+forwarder) more than ``[server] subscriber_queue_bytes`` behind ends the connection
+(4008, `agentrio.engine.sessions.SlowConsumer`). Every close is time-boxed
+(`CLOSE_TIMEOUT_S`: a client that stopped reading holds neither a connection nor the
+shutdown, `agentrio.engine.server.sockets`). A send to a gone socket raises `ConnectionGone`.
 """
 
 from __future__ import annotations
@@ -111,6 +110,7 @@ from agentrio.protocol.frames import (
     Run,
     Subscribe,
     Welcome,
+    names_repl,
 )
 from agentrio.protocol.frames import Withdrawn as WithdrawnFrame
 from agentrio.protocol.http import ResumeRequest
@@ -129,11 +129,9 @@ __all__ = [
 
 log = logging.getLogger("agentrio.server.ws")
 
-#: TCP WebSockets that may be open at once without having authenticated; more are
-#: refused before the upgrade (HTTP 403) until some authenticate or time out.
+#: Unauthenticated TCP WebSockets open at once; more are refused before the upgrade (403).
 MAX_UNAUTHENTICATED: Final = 32
-#: Longest wait for a close frame to go out; a client that stopped reading is not
-#: waited for longer (its socket is then aborted by the server, R53/R81).
+#: Longest wait for a close frame to go out (then the server aborts the socket, R53/R81).
 CLOSE_TIMEOUT_S: Final = 1.0
 
 
@@ -214,6 +212,7 @@ class Connection:
         self.id = f"conn_{secrets.token_hex(6)}"
         #: The front-end this is (its ``hello``'s ``client``): where its asks are shown.
         self.client = client or "client"
+        self.repl = names_repl(self.client)  # R7: only its replies may carry a password
         self.engine = engine
         self.commands = commands or Commands(engine)
         self._ws = websocket
@@ -298,8 +297,7 @@ class Connection:
         return request.window_hash in self.window_hashes
 
     async def _close(self, code: int, reason: str) -> None:
-        """Send a close frame, waiting at most `CLOSE_TIMEOUT_S` (a client that does
-        not read cannot take its close)."""
+        """Send a close frame within `CLOSE_TIMEOUT_S` (a client may not be reading)."""
         with trio.move_on_after(CLOSE_TIMEOUT_S):
             try:
                 await self._ws.close(code=code, reason=reason[:120])
@@ -409,7 +407,9 @@ class Connection:
             return listener
 
         try:
-            await self.commands.reply(frame, authorize=authorize, sessions=self.subscribed)
+            await self.commands.reply(
+                frame, authorize=authorize, sessions=self.subscribed, password_ok=self.repl
+            )
         except AlreadyResolved:
             self.shown.pop(frame.id, None)
             raise
