@@ -64,9 +64,13 @@ class AskLife:
     """The open asks' states (see the module doc). ``emit`` publishes an event into a
     session; ``clock`` is wall time for ``since``."""
 
-    def __init__(self, emit: Emit, clock: Callable[[], float]) -> None:
+    def __init__(
+        self, emit: Emit, clock: Callable[[], float], *, ack_wait_s: float = ACK_WAIT_S
+    ) -> None:
         self._emit = emit
         self._clock = clock
+        #: ``[server] ack_wait_s``: how long a shown ask may go unacknowledged.
+        self._ack_wait_s = ack_wait_s
         self._states: dict[str, _State] = {}
         #: Listener -> its front-end; weak, so a closed listener leaves by itself.
         self._frontends: weakref.WeakKeyDictionary[Listener, str] = weakref.WeakKeyDictionary()
@@ -149,18 +153,19 @@ class AskLife:
         }
 
     async def run_late(self, *, task_status: trio.TaskStatus[None]) -> None:
-        """Until cancelled: mark ``late`` each shown ask not acknowledged `ACK_WAIT_S`
-        after it was shown, with an event (the person sees that their front-end has
-        not drawn it)."""
+        """Until cancelled: mark ``late`` each shown ask not acknowledged
+        ``ack_wait_s`` (`ACK_WAIT_S` by default) after it was shown, with an event (the
+        person sees that their front-end has not drawn it)."""
         task_status.started()
         while True:
             now = trio.current_time()
             waiting = [s for s in self._states.values() if s.state == "shown" and not s.late]
-            due = [s for s in waiting if not s.acknowledged and now - s.shown_at >= ACK_WAIT_S]
+            wait_s = self._ack_wait_s
+            due = [s for s in waiting if not s.acknowledged and now - s.shown_at >= wait_s]
             for state in due:
                 state.late = True
                 self._event(state)
-            pending = [s.shown_at + ACK_WAIT_S for s in waiting if not s.acknowledged]
+            pending = [s.shown_at + wait_s for s in waiting if not s.acknowledged]
             pending = [deadline for deadline in pending if deadline > now]
             self._wakeup = trio.Event()
             with trio.move_on_at(min(pending, default=float("inf"))):

@@ -33,6 +33,7 @@ from agentrio.engine.sentinel_url import (
     SentinelTarget,
     parse_sentinel_url,
 )
+from agentrio.protocol.asks import ACK_WAIT_S
 from agentrio.protocol.codec import format_problem, install_strict_hooks
 from agentrio.protocol.frontends import DiscordConfig, TelegramConfig, token_key_refused
 
@@ -98,6 +99,9 @@ class ServerConfig:
     #: shown on (a reloaded web page) while it waits for another one; then it is
     #: denied (R79). 0 denies at once. ``cli-`` questions never wait (R6, R43).
     listener_grace_s: float = attrs.field(default=30.0, validator=attrs.validators.ge(0))
+    #: Seconds a front-end may take to acknowledge an ask it was shown before the ask
+    #: says it is not acknowledged yet (``late``, issue 34, R97).
+    ack_wait_s: float = attrs.field(default=ACK_WAIT_S, validator=attrs.validators.gt(0))
 
 
 @attrs.frozen(kw_only=True)

@@ -109,7 +109,8 @@ class Engine:
 
             self.mcp = McpServers.for_engine(services, self.toolbox)
         #: Every open ask's state, told by the registry (issue 34, ``ask_state``).
-        self.ask_life = AskLife(session_emitter(self.session), services.clock)
+        wait_s = self.config.server.ack_wait_s
+        self.ask_life = AskLife(session_emitter(self.session), services.clock, ack_wait_s=wait_s)
         self.registry.observe = self.ask_life.changed
         self._by_connection: dict[str, set[TaskRun]] = {}
         #: Who started each recent run, kept after it ends so front-ends can route
