@@ -176,6 +176,7 @@ class Client:
         allow_all: bool = False,
         on_ask: Rule | None = None,
         cwd: str | os.PathLike[str] | None = None,
+        share_asks: bool = False,
     ) -> RunHandle:
         """Start a task; returns once it is ``accepted`` (its hash is known, so it can
         be cancelled). Raises `StartFailed` when the daemon refused to start it.
@@ -190,7 +191,11 @@ class Client:
         session's working directory first (R86). By default (None) it is where this
         script is: the process's working directory, or the session's directory as this
         connection last knew it (`default_cwd`), as the REPL sends its own; ``""``
-        sends none, so the session's stays."""
+        sends none, so the session's stays.
+
+        ``share_asks``: the task's asks go first to the session's other listeners (a
+        ``listen`` of its prefix, a subscriber, a REPL window open on it), and reach
+        this connection only when none of them can take one (R99, ``agentrio exec``)."""
         request_id = self._new_id("r")
         frame = Run(
             request_id=request_id,
@@ -199,6 +204,7 @@ class Client:
             window_hash=window_hash,
             allow_all=allow_all,
             cwd=self._cwd_for(session_id, cwd) or "",
+            share_asks=share_asks,
         )
         return await self._start(frame, on_ask)
 

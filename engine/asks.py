@@ -12,6 +12,10 @@ opt out of them:
   (`agentrio.engine.pending.Listener.own_window`) may take, count for, or answer it; a prefix
   listener (``listen("cli-")``, ``listen("")``), a session subscriber and an HTTP
   caller never can, whatever their prefix or match says.
+* **Shared asks (R99).** An ask of a task started with ``share_asks`` (``agentrio
+  exec``) is no windowed one: any listener of its session may take it (a ``listen``
+  prefix, a subscriber, a REPL window open on the session), and its own window takes
+  it only when none of them can -- or when the one that had it went away.
 * **Grace (R79).** A ``chat-``/``tg-``/``dc-`` ask whose listener goes away waits a
   grace for another matching listener (a reloaded web page) before it fails closed.
   ``cli-`` asks fail at once (R6, R43: the window's runs are cancelled anyway), as do
@@ -60,6 +64,9 @@ class AskRequest(Asked):
     frame carries no window hash, R78)."""
 
     window_hash: str = ""
+    #: Its window takes it only when no other listener can (R99): the window of an
+    #: ``agentrio exec``, whose policy answers what nobody else is there to.
+    shared: bool = False
 
     @property
     def origin(self) -> str:
@@ -69,8 +76,8 @@ class AskRequest(Asked):
     @property
     def windowed(self) -> bool:
         """A ``cli-`` ask of a task a REPL window started: only the listener owning
-        ``window_hash`` may take or answer it (R78)."""
-        return bool(self.window_hash) and self.origin == "cli-"
+        ``window_hash`` may take or answer it (R78). A shared one is not (R99)."""
+        return bool(self.window_hash) and self.origin == "cli-" and not self.shared
 
     @property
     def has_grace(self) -> bool:

@@ -20,17 +20,15 @@ Semantics worth knowing before using it:
   snapshot waits in the store); the caller of `resolve` resumes the task. If its
   claimer disconnects it goes back to the pool, since nothing waits on it.
 * **Passive listeners (R8 B).** An event subscriber counts for `has_listener` but
-  never picks; it answers through HTTP (``resolve(..., by=None)``).
-* **Answered elsewhere.** A claimer whose entry is resolved by someone else or failed
-  is told with a `Withdrawn` notice too.
-* **Windows (R78) and grace (R79)**: see `agentrio.engine.asks`.
+  never picks; it answers through HTTP (``resolve(..., by=None)``). A claimer whose
+  entry is resolved by someone else or failed is told with a `Withdrawn` notice.
+* **Windows (R78), shared asks (R99) and grace (R79)**: see `agentrio.engine.asks`.
 * **Other daemons (issue 21).** A proxy `Listener` stands for a front-end of another
   daemon (`agentrio.engine.server.peer_asks`); its notices go there by `Listener.post`.
 * **Life (issue 34).** Each change of an entry is told to ``observe``.
 
-Everything is synchronous except `PendingRegistry.ask`, `Listener.next_notice` and
-`PendingRegistry.run_graces`; the registry starts no tasks of its own (its owner runs
-`run_graces`, the loop that ends graces).
+Everything is synchronous but `PendingRegistry.ask`, `Listener.next_notice` and
+`PendingRegistry.run_graces` (the loop that ends graces, which its owner runs).
 """
 
 from __future__ import annotations
@@ -184,6 +182,9 @@ class Listener:
             return False
         if request.windowed and (self.passive or request.window_hash not in self._windows):
             return False
+        if request.shared and request.window_hash in self._windows:  # R99: the last resort
+            others = self._registry.listeners()
+            return not any(it is not self and it.accepts(request) for it in others)
         return self.match is None or self.match(request)
 
     async def next_notice(self) -> Notice:
@@ -422,10 +423,8 @@ class PendingRegistry:
         """Tell the listener that answered ``entry`` (already resolved) how the
         system-password check went (R7: the REPL shows a ``verify`` frame). Nothing
         happens when it was answered over HTTP or its listener is gone."""
-        claimer = entry.claimed_by
-        if claimer is not None and not claimer.closed:
-            claimer._notices.append(Verified(entry.id, ok, error))
-            claimer._wakeup.set()
+        if entry.claimed_by is not None:
+            entry.claimed_by.post(Verified(entry.id, ok, error))
 
     def fail(self, entry_id: str, error: str) -> None:
         """Resolve the entry with an error: its producer raises `AskFailed(error)`,
@@ -499,9 +498,8 @@ class PendingRegistry:
         claimer = entry.claimed_by
         if claimer is not None:
             claimer._claimed.discard(entry.id)
-            if claimer is not skip and not claimer.closed:
-                claimer._notices.append(Withdrawn(entry.id, notify))
-                claimer._wakeup.set()
+            if claimer is not skip:
+                claimer.post(Withdrawn(entry.id, notify))
         task, entry._task = entry._task, None
         if task is not None:
             trio.lowlevel.reschedule(task)
@@ -544,7 +542,7 @@ class PendingRegistry:
         claimed = [entry for entry in self._entries.values() if entry.id in listener._claimed]
         released: list[Entry] = []
         for entry in claimed:
-            if entry.parked or self._starts_grace(entry, reason):
+            if entry.parked or self._falls_back(entry) or self._starts_grace(entry, reason):
                 entry.claimed_by = None
                 released.append(entry)
             else:
@@ -570,6 +568,12 @@ class PendingRegistry:
         for window_hash in listener._windows:
             if self._window_owners.get(window_hash) is listener:
                 del self._window_owners[window_hash]
+        for entry in filter(self._falls_back, self._unclaimed.values()):  # R99: its turn?
+            self._window_owners[entry.request.window_hash]._wakeup.set()
+
+    def _falls_back(self, entry: Entry) -> bool:
+        """Shared, its window open: back to it, not failed, when its listener leaves (R99)."""
+        return entry.request.shared and self.window_open(entry.request.window_hash)
 
     def _starts_grace(self, entry: Entry, reason: str) -> bool:
         """Start ``entry``'s grace (R79) if its origin has one; False: fail it now."""

@@ -94,10 +94,13 @@ _E = TypeVar("_E", bound=ev.Event)
 @attrs.frozen
 class RunOrigin:
     """Who started a run: the connection (for cancel rights and disconnects, R43, R46)
-    and the REPL window (asks route only to it, R5). Empty for HTTP-started runs."""
+    and the REPL window (asks route only to it, R5). Empty for HTTP-started runs.
+    ``share_asks``: the window takes its asks only when no other listener of the
+    session can (R99, ``agentrio exec``)."""
 
     connection_id: str = ""
     window_hash: str = ""
+    share_asks: bool = False
 
 
 @attrs.frozen
@@ -197,6 +200,7 @@ class TaskRun:
             task_hash=self.task_hash,
             origin=self.session.origin,
             window_hash=self.origin.window_hash,
+            share_asks=self.origin.share_asks,
             allow_all=self.allow_all,
             subagent_of=self.subagent_of,
             turn=sum(1 for message in self.messages if message.role == "assistant"),

@@ -146,7 +146,9 @@ class Run:
     """Start a task. ``window_hash`` binds the task's asks to this window (R5).
     ``cwd`` (an absolute path, or one relative to the session's directory) becomes the
     session's working directory before the task starts (R86; the REPL sends its own);
-    empty: the session's directory stays (the configured default for a new session)."""
+    empty: the session's directory stays (the configured default for a new session).
+    ``share_asks``: the task's asks go first to the session's other listeners, and to
+    this connection only when none can take them (R99; ``agentrio exec`` sends it)."""
 
     TYPE: ClassVar[str] = "run"
     request_id: str
@@ -155,6 +157,7 @@ class Run:
     window_hash: str = ""
     allow_all: bool = False
     cwd: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    share_asks: bool = attrs.field(default=False, metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)

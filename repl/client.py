@@ -118,13 +118,15 @@ def connect_endpoint(
     *,
     on_frame: Callable[[ServerFrame], None] | None = None,
     on_unreadable: Callable[[FrameDecodeError], None] | None = None,
+    client_name: str = CLIENT_NAME,
 ) -> AbstractAsyncContextManager[Client]:
     """`agentrio.connect` to the daemon `ensure_daemon` found: over its Unix socket
-    when it has one, else TCP (the REPL's and ``agentrio exec``'s one way in)."""
+    when it has one, else TCP (the REPL's and ``agentrio exec``'s one way in).
+    ``client_name`` is the front-end's name its asks are said to be shown on."""
     return connect(
         LOCAL_URL if endpoint.socket else endpoint.http_base,
         endpoint.token,
-        client_name=CLIENT_NAME,
+        client_name=client_name,
         unix_socket=endpoint.socket or None,
         http=http,
         on_frame=on_frame,

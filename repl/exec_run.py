@@ -11,9 +11,11 @@ to stderr, so ``agentrio exec "…" > answer.txt`` keeps only the answer. With
 (`agentrio.protocol.codec`): an ``event`` frame per event, then the run's ``done``
 frame, always last.
 
-Nobody is there to answer an ask: `agentrio.repl.exec_asks` denies every confirmation
-an ``--allow REGEX`` does not cover, and declines questions and secrets, each with a
-reason the model reads.
+Its asks go first to whoever else listens to the session (a REPL window open on it,
+a ``listen`` script, a subscriber: ``share_asks``, R99), whose answers count as its
+own; an ask nobody else can take `agentrio.repl.exec_asks` answers: it denies every
+confirmation an ``--allow REGEX`` does not cover, and declines questions and secrets,
+each with a reason the model reads.
 
 The exit status says how the task ended (`EXIT_CODES`, also in ``--help``). The first
 SIGINT (Ctrl-C) or SIGTERM cancels the task (cause ``user_canceled``: its commands are
@@ -56,7 +58,7 @@ from agentrio.repl.cli import SESSION_ID, add_home_option, add_session_option
 from agentrio.repl.client import HTTP_TIMEOUT_S, connect_endpoint, no_trust_roots
 from agentrio.repl.commands import new_session_id
 from agentrio.repl.daemon import DaemonStartError, ensure_daemon
-from agentrio.repl.exec_asks import ExecAsks
+from agentrio.repl.exec_asks import EXEC_CLIENT, ExecAsks
 from agentrio.repl.launch import agentrio_command
 from agentrio.repl.messages import Status
 from agentrio.repl.render import line_text, render_done_status, render_event
@@ -111,8 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
         description=(
             "Run one task without the REPL and exit: its text goes to stdout, notes "
             "(tool calls, asks answered, how it ended) to stderr. Starts a daemon when "
-            "none answers. Every confirmation is denied unless an --allow pattern "
-            "covers it; questions and secrets are declined."
+            "none answers. Its asks go to another front-end listening to the session "
+            "(agentrio --session ID, a listen script) when one is there; else every "
+            "confirmation is denied unless an --allow pattern covers it, and questions "
+            "and secrets are declined."
         ),
         epilog=f"Exit status: {codes}.",
     )
@@ -202,7 +206,7 @@ class _Exec:
     _out: _Output | None = None
 
     async def main(self) -> int:
-        out = self._out = _Output(json=self.json, on_closed=self._stdout_closed)
+        out = self._out = _Output(json=self.json, on_closed=self._stdout_closed, asks=self.asks)
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._watch, signals, nursery.cancel_scope)
@@ -257,7 +261,7 @@ class _Exec:
                 await out.note(f"agentrio exec: {exc}")
                 return EXIT_USAGE
             try:
-                async with connect_endpoint(endpoint, http) as client:
+                async with connect_endpoint(endpoint, http, client_name=EXEC_CLIENT) as client:
                     self.starting = True
                     run = await client.run(
                         self.session_id,
@@ -265,6 +269,7 @@ class _Exec:
                         window_hash=new_window_hash(),
                         on_ask=self._decide,
                         cwd="",  # the session's directory, as before the client's default
+                        share_asks=True,  # another front-end there answers (R99)
                     )
                     self.run = run
                     if self.signum is not None:
@@ -294,8 +299,12 @@ class _Output:
     """stdout and stderr, written off the Trio thread (a slow pipe must not stall the
     connection's reader), in the order things happened."""
 
-    def __init__(self, *, json: bool, on_closed: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self, *, json: bool, on_closed: Callable[[], Awaitable[None]], asks: ExecAsks
+    ) -> None:
         self.json = json
+        #: What another front-end answered is noted and counted there.
+        self._asks = asks
         #: Called once when stdout's reader went away (``| head -1``).
         self._on_closed = on_closed
         self._stdout_closed = False
@@ -352,6 +361,9 @@ class _Output:
     async def events(self, run: RunHandle) -> None:
         """Show each of the run's events as it arrives, until its last."""
         async for event in run.events():
+            heard = self._asks.heard(event)
+            if heard is not None:
+                await self.ask_note(f"agentrio exec: {heard}")
             if self.json:
                 frame = EventFrame(session_id=run.session_id, task_hash=run.task_hash, event=event)
                 await self._stdout(dumps(frame) + "\n")

@@ -21,11 +21,12 @@ A connection is one reader loop plus the tasks it starts in its own nursery:
   connection sent in ``run``/``pending`` (`agentrio.engine.pending.Listener.own_window`): the
   registry gives a window's asks to it and to no other listener. They arrive as
   ``ask`` frames, withdrawals as ``withdrawn``. ``listen {prefix}`` adds listeners for
-  script front-ends (never a window's asks). A ``reply`` is accepted only for an ask
-  shown to this connection (by the listener that showed it), or for an ask of a
-  session it ``subscribe``\\d to (R8 B) that is not a window's (the registry refuses
-  that, R78). A ``password`` (R7) is taken only from a REPL's connection (its
-  ``hello`` names it); its check comes back as ``verify``.
+  script front-ends (never a window's asks). A ``share_asks`` run's asks (R99) go to
+  its session's other listeners, its own window taking those none can. A ``reply``
+  is accepted only for an ask shown to this connection (by the listener that showed
+  it), or for an ask of a session it ``subscribe``\\d to (R8 B) that is not a
+  window's (the registry refuses that, R78). A ``password`` (R7) is taken only from
+  a REPL's connection (its ``hello`` names it); its check comes back as ``verify``.
 - **commands.** Every other frame is decoded, authorized here (R46: only runs this
   connection started may be cancelled; R5/R8: only asks it was shown, or of sessions
   it subscribed to, may be answered) and handed to the command layer
@@ -58,14 +59,7 @@ from agentrio.engine.core import Engine
 from agentrio.engine.errors import AgentrioError, AlreadyResolved, BadRequest, Forbidden
 from agentrio.engine.ids import check_session_id, check_task_hash
 from agentrio.engine.nursery_tasks import cancel_scope
-from agentrio.engine.pending import (
-    AskRequest,
-    Entry,
-    Listener,
-    Offered,
-    Verified,
-    Withdrawn,
-)
+from agentrio.engine.pending import AskRequest, Entry, Listener, Offered, Verified, Withdrawn
 from agentrio.engine.runs import RunOrigin, TaskRun
 from agentrio.engine.server.auth import origin_allowed
 from agentrio.engine.server.cluster import attached_events, listeners_changed
@@ -236,6 +230,8 @@ class Connection:
         self.adopted: set[str] = set()
         #: Sessions whose window-routed events this connection forwards.
         self._watched: set[str] = set()
+        #: Sessions it sent ``open_window`` for (a REPL's): it takes their shared asks.
+        self.opened: set[str] = set()
         self._nursery: trio.Nursery | None = None
 
     # ------------------------------------------------------------------ sending
@@ -294,7 +290,9 @@ class Connection:
                 log.info("connection %s closed; %d run(s) cancelled", self.id, cancelled)
 
     def _started_here(self, request: AskRequest) -> bool:
-        return request.window_hash in self.window_hashes
+        """Its windows' asks, and the shared ones of sessions it opened a window on (R99)."""
+        opened = request.shared and request.session_id in self.opened
+        return opened or request.window_hash in self.window_hashes
 
     async def _close(self, code: int, reason: str) -> None:
         """Send a close frame within `CLOSE_TIMEOUT_S` (a client may not be reading)."""
@@ -446,7 +444,8 @@ class Connection:
         assert self._window_listener is not None
         self._window_listener.own_window(window)  # R78: Forbidden if open elsewhere
         self.window_hashes.add(window)
-        origin = RunOrigin(connection_id=self.id, window_hash=window)
+        shared = isinstance(frame, Run) and frame.share_asks
+        origin = RunOrigin(connection_id=self.id, window_hash=window, share_asks=shared)
         await self._watch(session.id)
         with session.hub.subscribe(replay=False) as subscription:
             try:
@@ -513,6 +512,7 @@ class Connection:
         assert self._window_listener is not None
         self._window_listener.own_window(window)  # Forbidden if open elsewhere
         self.window_hashes.add(window)
+        self.opened.add(session_id)
         registry = self.engine.registry
         self.adopted.update(self.engine.background.adopt(session_id, window, registry.window_open))
         await self._watch(session_id)

@@ -115,6 +115,9 @@ class ToolContext:
     origin: str
     #: The REPL window the task was started from; asks go only there (R5).
     window_hash: str
+    #: ... unless its asks are shared: offered to the session's other listeners first
+    #: (R99, ``agentrio exec``), that window taking only those nobody else can.
+    share_asks: bool
     #: The task runs with every confirmation given in advance.
     allow_all: bool
     #: The leg this task works for when it is a background sub-agent (R30), else None.
@@ -171,8 +174,7 @@ class ToolContext:
         confirmation touching a restricted path: the system password is asked unless
         cached, and checked here (R7). ``subagent`` labels who asks (default: this
         context's in-process sub-agent, R80). ``offers``: rules offered as choices of
-        their own (R92, one per kind); one picked is kept here, as offered, stamped
-        with the answer's time. ``details``: the call's effect, typed (a diff, issue 32).
+        their own (R92; one picked is kept, stamped). ``details``: its effect (issue 32).
 
         In order: a background leg never asks (R30) and nobody listening (R4) refuse;
         the ask is registered and announced to event followers (``confirm`` or
@@ -190,6 +192,7 @@ class ToolContext:
             session_id=self.session_id,
             task_hash=self.task_hash,
             window_hash=self.window_hash,
+            shared=self.share_asks,
             tool_name=tool_name,
             tool_args=dict(tool_args or {}),
             questions=list(questions),

@@ -1,7 +1,7 @@
 """Issue 31 item 8: how ``agentrio exec`` answers asks with nobody there (the rule of
 ``--allow REGEX``: the whole command, fully matched, in the real directory exec runs
-in), and the exit status of each ending. The runs themselves, through the real
-daemon, are tests/e2e/test_exec.py."""
+in), what another front-end answered for it (R99), and the exit status of each
+ending. The runs themselves, through the real daemon, are tests/e2e/test_exec.py."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentrio.handles import Decision
-from agentrio.protocol.events import Question
+from agentrio.protocol.events import AskState, Confirm, Question
 from agentrio.protocol.frames import Ask, DoneFrame, DoneStatus
 from agentrio.repl.exec_asks import NO_PASSWORD, NO_QUESTIONS, NO_SECRETS, NOT_ALLOWED, ExecAsks
 from agentrio.repl.exec_run import exit_code
@@ -131,3 +131,50 @@ def test_exit_codes(status: DoneStatus, refused: int, signum: int | None, code: 
     signal (a daemon shutdown pauses it) is a failure to the script."""
     done = DoneFrame(request_id="r1", task_hash="t" * 32, status=status)
     assert exit_code(done, refused=refused, signum=signum) == code
+
+
+def test_what_another_front_end_answered_is_noted_once_and_counted(here: str) -> None:
+    """R99: exec's task's ask shown on the REPL (shown, then acknowledged: one note)
+    and denied there counts as refused, as exec's own denial would; an approval
+    there refuses nothing; what exec itself showed and answered is not repeated."""
+    asks = ExecAsks.of([], here)
+    seen = [
+        Confirm(seq=1, at=0, confirm_hash="c1", tool_name="run_command", args={"command": "ls"}),
+        Confirm(
+            seq=2,
+            at=0,
+            confirm_hash="c2",
+            tool_name="run_command",
+            args={"command": "rm x", "cwd": here},
+        ),
+    ]
+    assert [asks.heard(event) for event in seen] == [None, None]
+    states = [
+        AskState(seq=3, at=0, ask_id="c1", state="shown", frontend="agentrio-repl/0.1.0"),
+        AskState(
+            seq=4,
+            at=0,
+            ask_id="c1",
+            state="shown",
+            frontend="agentrio-repl/0.1.0",
+            acknowledged=True,
+        ),
+        AskState(
+            seq=5,
+            at=0,
+            ask_id="c1",
+            state="answered",
+            frontend="agentrio-repl/0.1.0",
+            answer="approved",
+        ),
+        AskState(seq=6, at=0, ask_id="c2", state="shown", frontend="agentrio-exec/0.1.0"),
+        AskState(seq=7, at=0, ask_id="c2", state="answered", frontend="http", answer="denied"),
+    ]
+    assert [asks.heard(event) for event in states] == [
+        "asked on agentrio-repl/0.1.0, waiting for its answer: run_command",
+        None,
+        "approved on agentrio-repl/0.1.0: run_command",
+        None,
+        f"denied on http: rm x (in {here})",
+    ]
+    assert asks.refused == 1
