@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from agentrio.engine.cli import main
+from agentrio.engine.startup_gc import hold_collector
+
+hold_collector()  # before the engine's modules are imported (bench B7)
+
+from agentrio.engine.cli import main  # noqa: E402
 
 __all__: list[str] = []
 

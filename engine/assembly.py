@@ -23,6 +23,7 @@ from agentrio.engine.config import Config
 from agentrio.engine.core import Engine
 from agentrio.engine.models.base import Model
 from agentrio.engine.pending import PendingRegistry
+from agentrio.engine.startup_gc import release_collector
 from agentrio.engine.store.base import Store
 from agentrio.engine.tools.base import Services
 from agentrio.engine.tools.sudo import PasswordVerifier, SudoVerifier
@@ -45,6 +46,7 @@ def freeze_startup_heap() -> None:
     (a later engine in the same process, as in the tests, freezes nothing more)."""
     if gc.get_freeze_count() == 0:
         gc.freeze()
+    release_collector()  # a daemon's start held it until now (`agentrio.engine.startup_gc`)
 
 
 def _cancel_reason(engine: Engine, request: AskRequest) -> str:

@@ -18,6 +18,7 @@ import attrs
 from agentrio.engine.config import DEFAULT_PORT, default_home, load_config, locate_error
 from agentrio.engine.errors import ConfigError
 from agentrio.engine.extras import EXTRAS, missing_for, missing_message
+from agentrio.engine.startup_gc import hold_collector, release_collector
 
 __all__ = ["build_parser", "main"]
 
@@ -123,9 +124,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Set, not just passed: anything the daemon starts must share the home.
         os.environ["AGENTRIO_HOME"] = str(home)
     if args.command == "doctor":
+        release_collector()  # held by ``python -m agentrio.engine`` for a daemon only
         from agentrio.engine.doctor import main as doctor
 
         return doctor(home)
+    hold_collector()  # until the engine runs (`agentrio.engine.startup_gc`, bench B7)
+    try:
+        return _daemon(args, home)
+    finally:
+        release_collector()
+
+
+def _daemon(args: argparse.Namespace, home: Path | None) -> int:
+    """``agentrio daemon``: refuse an unsafe home or a bad config in one line (exit 2),
+    else serve until stopped."""
     from agentrio.engine.server.lifecycle import run_daemon
     from agentrio.engine.server.ownership import refuse_unsafe_home
 
