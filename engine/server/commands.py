@@ -272,18 +272,20 @@ class Commands:
         whether the ask is still open (`AlreadyResolved`), then the transport's
         ``authorize``; a reply to a parked question resumes its task (R37 applies).
 
-        A ``password`` (R7) is taken only where ``password_ok`` says the transport is
-        the REPL's (a connection whose ``hello`` names it); from anywhere else the reply
-        is refused (`Forbidden`, `wording.PASSWORD_REPL_ONLY`) before it touches the
-        ask, which stays open: the system password is never typed into a page, a chat
-        or a script, and nothing but the REPL may pass one to ``sudo -S -v``.
+        A confirmation's ``password`` (R7) is taken only where ``password_ok`` says the
+        transport is the REPL's (a connection whose ``hello`` names it; a ``secret``
+        ask's value may still come as ``password``, as older clients sent it); from
+        anywhere else the reply is refused (`Forbidden`, `wording.PASSWORD_REPL_ONLY`)
+        before it touches the ask, which stays open: the system password is never typed
+        into a page, a chat or a script, and only the REPL passes one to ``sudo -S -v``.
 
         An ask of a task on another daemon (issue 21) is answered there: one shown
         here through a listener after ``authorize``, any other only when it belongs
         to one of ``sessions`` (those the caller may answer unshown: the session an
         HTTP path names, the sessions a connection subscribed to)."""
         entry = self.engine.registry.get(check_ask_id(frame.id))
-        if frame.password is not None and not password_ok:
+        confirming = entry is None or entry.request.kind == "tool_confirm"  # not a secret
+        if frame.password is not None and confirming and not password_ok:
             raise Forbidden(wording.PASSWORD_REPL_ONLY)
         if entry is None or entry.resolved:
             if self.cluster is None:
