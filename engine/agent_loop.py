@@ -171,4 +171,5 @@ async def _calls(
         agent.messages.append(
             Message(role="tool", content=content, tool_call_id=call.id, name=call.name)
         )
+        await ctx.calls.settled(call)  # recorded: no longer in flight in the store either
     return park

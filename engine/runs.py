@@ -275,6 +275,7 @@ async def execute_task(
             _row(run, "running"), marker_expires_at=services.clock() + MARKER_TTL_S, latest=True
         )
         stored = True
+        run.calls.journal = partial(_journal, run)  # issue 34 item 5: calls in flight, durably
         task_status.started()
         run.emit(
             ev.TaskStarted,
@@ -384,6 +385,7 @@ async def _run_prelude(run: TaskRun) -> str:
         outcome = await run_tool(prelude.tool, ctx, call)
         run.open_calls = []
         text = f"{text}\n\n{prelude.section(_record(run, call, outcome))}"
+        await ctx.calls.settled(call)
     return text
 
 
@@ -411,6 +413,16 @@ def _record(run: TaskRun, call: ToolCallRequest, outcome: ToolOutcome) -> str:
     )
     run.record.append(f"tool {call.name} {json.dumps(call.args, ensure_ascii=False)}: {content}")
     return content
+
+
+async def _journal(run: TaskRun) -> None:
+    """Write the running task's row with its snapshot as of now: completed calls, and
+    the open ones as interrupted (`agentrio.engine.tools.in_flight`), so a daemon killed
+    from here on leaves it resumable knowing what was in flight. Shielded: a write
+    abandoned by a stop could land after the exit path's and bring back an ended task."""
+    row = _row(run, "running", snapshot=snapshot_to_json(_snapshot(run, [])))
+    with trio.CancelScope(shield=True):
+        await run.services.store.put_task(row)
 
 
 def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **extra: Any) -> TaskRow:

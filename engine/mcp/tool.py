@@ -38,6 +38,7 @@ from agentrio.engine.models.base import ToolCallRequest, ToolSpec
 from agentrio.engine.rules.kinds import McpToolSubject, mcp_tool_rule
 from agentrio.engine.snapshot import clamp
 from agentrio.engine.tools.base import Reach, ToolContext, ToolOutcome
+from agentrio.engine.tools.in_flight import again_details
 from agentrio.protocol import events as ev
 from agentrio.protocol.events import McpPart, McpResult, ToolDetails
 
@@ -106,16 +107,19 @@ class McpTool:
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         server = self.server
         subject = McpToolSubject(tool=self.name, cwd=f"mcp:{server.name}")
-        if await ctx.rules.covering(subject) is None:
+        again = ctx.calls.met_again(call) is not None  # issue 34: no rule lets it through
+        if again or await ctx.rules.covering(subject) is None:
             await ctx.ask(
                 "tool_confirm",
                 tool_name=self.name,
                 tool_args=confirm_args(server.name, self.tool, call.args),
                 offers=[mcp_tool_rule(subject, at=0.0)],
+                details=again_details() if again else None,
             )
         session = server.session
         if server.state != "ready" or session is None:
             return ToolOutcome(ok=False, output=f"MCP server {server.name} is not ready")
+        await ctx.calls.effect()
         async with self._in_flight(ctx, call) as elicitation:
             try:
                 result = await self._call(session, ctx, call, elicitation)

@@ -160,12 +160,13 @@ class BackgroundCommandTool:
             return ToolOutcome(ok=False, output=f"not run: {exc}; no command was started")
         approved: list[CommandPlan] = []
         refused: list[str] = []
+        again = ctx.calls.met_again(call) is not None  # issue 34: each command asks
         for command in commands:
             args: dict[str, Any] = {"command": command}
             if cwd is not None:
                 args["cwd"] = cwd
             one = ToolCallRequest(id=call.id, name=self.name, args=args)
-            plan = await self._confirmer.plan(ctx, one, command, where)
+            plan = await self._confirmer.plan(ctx, one, command, where, again=again)
             if isinstance(plan, CommandPlan):
                 approved.append(plan)
             else:
@@ -174,6 +175,7 @@ class BackgroundCommandTool:
             return ToolOutcome(
                 ok=False, output="", skipped="no command was started:\n" + "\n".join(refused)
             )
+        await ctx.calls.effect()
         started = await self._legs.start_legs(
             ctx,
             "cmd",

@@ -59,6 +59,7 @@ from agentrio.engine.tools.file_reach import (
     resolve_target,
     write_refusal,
 )
+from agentrio.engine.tools.in_flight import again_details
 from agentrio.engine.tools.workdir import WorkdirError, real_workdir
 from agentrio.protocol.events import FileChange, ToolDetails
 
@@ -155,7 +156,9 @@ class _FileWriteTool(ServiceTool):
 
     reach = Reach(unasked=False, in_subagents=True, in_legs=False)  # every write asks
 
-    async def change(self, ctx: ToolContext, path: str, new_text: NewText) -> ToolOutcome:
+    async def change(
+        self, ctx: ToolContext, call: ToolCallRequest, path: str, new_text: NewText
+    ) -> ToolOutcome:
         try:
             base = await real_workdir(None, ctx.workdir.path)
         except WorkdirError as exc:
@@ -171,16 +174,19 @@ class _FileWriteTool(ServiceTool):
             return ToolOutcome(ok=False, output="", skipped=str(exc))
         change = planned.change
         subject = EditSubject(path=change.path, cwd=change.rule_dir)
-        if await ctx.rules.covering(subject) is None:
+        again = ctx.calls.met_again(call) is not None  # issue 34: no rule lets it through
+        if again or await ctx.rules.covering(subject) is None:
             # The reply's remember/allow_turn mean nothing here: only the offered
             # edits rule is remembered (the front-ends offer no other choice).
+            details = ToolDetails(change=change)
             await ctx.ask(
                 "tool_confirm",
                 tool_name=self.name,
                 tool_args={"path": change.path},
-                details=ToolDetails(change=change),
+                details=again_details(details) if again else details,
                 offers=[edits_rule(change.rule_dir, at=services.clock())],
             )
+        await ctx.calls.effect()
         why = await trio.to_thread.run_sync(apply, planned.proposal)
         if why:
             return ToolOutcome(
@@ -216,7 +222,7 @@ class WriteFileTool(_FileWriteTool):
 
     async def execute(self, ctx: ToolContext, call: ToolCallRequest) -> ToolOutcome:
         path, content = string_arg(call, "path"), string_arg(call, "content")
-        return await self.change(ctx, path, lambda old: content)
+        return await self.change(ctx, call, path, lambda old: content)
 
 
 class EditFileTool(_FileWriteTool):
@@ -267,4 +273,4 @@ class EditFileTool(_FileWriteTool):
                 )
             return old.replace(old_string, new_string)
 
-        return await self.change(ctx, path, replaced)
+        return await self.change(ctx, call, path, replaced)

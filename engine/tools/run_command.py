@@ -218,6 +218,8 @@ class RunCommandTool(ServiceTool):
         plan = await self.plan(ctx, call, command, where)
         if isinstance(plan, ToolOutcome):
             return plan
+        if not plan.sandboxed:  # read-only in the sandbox: nothing to record
+            await ctx.calls.effect()
         try:
             result = await run_watched(
                 ctx.emit,
@@ -240,10 +242,17 @@ class RunCommandTool(ServiceTool):
         return ToolOutcome(ok=ok, output=format_command_result(result))
 
     async def plan(
-        self, ctx: ToolContext, call: ToolCallRequest, command: str | list[str], cwd: str
+        self,
+        ctx: ToolContext,
+        call: ToolCallRequest,
+        command: str | list[str],
+        cwd: str,
+        *,
+        again: bool = False,
     ) -> CommandPlan | ToolOutcome:
         """How ``command`` may run in the real directory ``cwd`` (see the module
-        docstring), or the denial to report."""
+        docstring), or the denial to report. ``again``: the call that asks for it was
+        met again (when ``call`` is one command of it, `background_command`)."""
         services = self._services
         verdict = await judge(services, command, cwd)
         approved = CommandPlan(command=command, argv=verdict.argv, sandboxed=False)
@@ -252,7 +261,7 @@ class RunCommandTool(ServiceTool):
         subject = CommandSubject(
             command=command, argv=verdict.argv, cwd=cwd, restricted=verdict.restricted
         )
-        again = ctx.calls.met_again(call) is not None  # it may have partly run: ask
+        again = again or ctx.calls.met_again(call) is not None  # may have partly run: ask
         if not again and await self._allowed_unasked(ctx, subject, verdict):
             return approved
         if ctx.subagent_of is not None:

@@ -52,6 +52,7 @@ from agentrio.engine.tools.base import (
     ToolContext,
     ToolOutcome,
 )
+from agentrio.engine.tools.in_flight import again_details
 from agentrio.engine.tools.run_command import (
     CommandPlan,
     format_command_result,
@@ -185,9 +186,11 @@ class RunCommandsTool(ServiceTool):
             proposals.append(Proposal(proposal.command, where))
             verdicts.append(await judge(self._services, proposal.command, where))
         restricted = any(verdict.restricted for verdict in verdicts)
-        denial = await self._confirm(ctx, proposals, restricted=restricted)
+        again = ctx.calls.met_again(call) is not None  # issue 34: it may have partly run
+        denial = await self._confirm(ctx, proposals, restricted=restricted, again=again)
         if denial is not None:
             return denial
+        await ctx.calls.effect()
         plans = [
             CommandPlan(command=proposal.command, argv=verdict.argv, sandboxed=False)
             for proposal, verdict in zip(proposals, verdicts, strict=True)
@@ -195,10 +198,10 @@ class RunCommandsTool(ServiceTool):
         return await self._run_all(proposals, plans)
 
     async def _confirm(
-        self, ctx: ToolContext, proposals: Sequence[Proposal], *, restricted: bool
+        self, ctx: ToolContext, proposals: Sequence[Proposal], *, restricted: bool, again: bool
     ) -> ToolOutcome | None:
-        """Ask once; None when the person approved, else the outcome that says why
-        nothing ran."""
+        """Ask once (saying the list may have partly run when it was met ``again``);
+        None when the person approved, else the outcome that says why nothing ran."""
         # Shown: the arguments written afresh from the very list that will run (the
         # call's own arguments read back to it, so the two are equal).
         try:
@@ -208,6 +211,7 @@ class RunCommandsTool(ServiceTool):
                 tool_args=proposal_args(proposals),
                 restricted=restricted,
                 subagent=self._proposed_by,
+                details=again_details() if again else None,
             )
         except Refused as refused:
             return _none_run(refused.reason)

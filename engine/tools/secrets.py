@@ -19,6 +19,7 @@ from agentrio.engine.tools.base import (
     declined,
     string_arg,
 )
+from agentrio.engine.tools.in_flight import again_details
 from agentrio.protocol.events import Question
 
 __all__ = ["StoreSecretTool"]
@@ -48,16 +49,19 @@ class StoreSecretTool(ServiceTool):
         key = string_arg(call, "key").strip()
         if not SECRET_KEY.fullmatch(key):
             raise ValueError("argument 'key' must be 1-64 of [A-Za-z0-9_.-]")
+        again = ctx.calls.met_again(call) is not None  # issue 34: asked anyway, said so
         reply = await ctx.ask(
             "secret",
             tool_name=self.name,
             tool_args={"key": key},
             questions=[Question(text=f"Value for the secret {key!r}", secret=True)],
+            details=again_details() if again else None,
         )
         if reply.approve is False:
             return ToolOutcome(ok=False, output="", skipped=declined(reply.reason))
         value = reply.password or (reply.answers[0] if reply.answers else "")
         if not value:
             return ToolOutcome(ok=False, output="", skipped="no value was entered")
+        await ctx.calls.effect()
         await self._services.store.put_secret(ctx.session_id, key, value)
         return ToolOutcome(output=f"stored the secret {key}")  # never its length
