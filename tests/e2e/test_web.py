@@ -562,11 +562,15 @@ async def test_resumed_task_shows_the_persons_words(page: Page, daemon: Daemon) 
 
     await page.navigate(daemon.base_url + "/")
     await page.wait_for("document.getElementById('stream-status').textContent === 'live'", "live")
-    await page.wait_present(in_task(again, ".user-text"), "the replayed resumed task")
-    said = await page.evaluate(
-        "[...document.querySelectorAll('#log .user-text')].map((n) => n.textContent)"
+    # A resume keeps the task's hash here (``again`` is ``sleeper``): its block has a
+    # user line as soon as the replay reaches its first start, and "resumed" only
+    # once the replay reaches the resume, so wait for the replay's whole log.
+    said = "[...document.querySelectorAll('#log .user-text')].map((n) => n.textContent)"
+    expected = ["ask: Which? | a, b", "b", "run: sleep 30", "resumed"]
+    await page.wait_for(
+        f"JSON.stringify({said}) === {json.dumps(json.dumps(expected, separators=(',', ':')))}",
+        f"the replayed log saying {expected}",
     )
-    assert said == ["ask: Which? | a, b", "b", "run: sleep 30", "resumed"]
     await page.wait_present(cancel, "the resumed sleep's confirmation, after the reload")
     await page.click(cancel)
     await wait_state(page, again, "canceled")
