@@ -3,15 +3,18 @@
 Issue 32 section 3. Both sides call ``echo`` of ``@modelcontextprotocol/server-everything``
 (from node_modules), each on its own process of it, in alternating batches in one run:
 
-* **agentrio**: the call as a task's turn makes it -- ``Toolbox.execute`` with the
-  run's `ToolContext`: the tool offered, the home's rule store read for a covering
-  ``mcp_tool`` rule (one is kept, so nobody is asked), the request over agentrio's own
-  stdio transport with a progress callback, the result turned into text and typed
-  details;
+* **agentrio**: the call as a task's turn makes it -- announced (the ``tool_call``
+  event), ``Toolbox.execute`` with the run's `ToolContext` (the tool offered, the
+  home's rules looked up for a covering ``mcp_tool`` rule -- one is kept, so nobody is
+  asked --, the request over agentrio's own stdio transport with a progress callback,
+  the result turned into text and typed details), then recorded (the ``tool_result``
+  event, the completed call, the action record);
 * **direct**: ``mcp.ClientSession.call_tool`` over the SDK's ``stdio_client``.
 
-Target: agentrio's median ≤ 1.3× the direct one. The rule lookup alone (the home's
-rules read from the store, as every call that would otherwise ask does) is timed too.
+Target: agentrio's median ≤ 1.3× the direct one. Timed alone too: the rule lookup (the
+in-memory rules and the store's change check, as every call that would otherwise ask
+makes it), the announcing and recording of a call, and agentrio's own MCP session
+called bare (the transport and the server, without agentrio's tool around it).
 """
 
 from __future__ import annotations
@@ -42,7 +45,13 @@ async def _measure(
 ) -> dict[str, list[int]]:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    samples: dict[str, list[int]] = {"agentrio": [], "direct": [], "rule": []}
+    samples: dict[str, list[int]] = {
+        "agentrio": [],
+        "direct": [],
+        "rule": [],
+        "bookkeeping": [],
+        "session": [],
+    }
     server = McpServerConfig(command="node", args=[str(SERVER)])
     config = Config(home=str(home), mcp={"every": server})
     params = StdioServerParameters(command="node", args=[str(SERVER)])
@@ -64,9 +73,23 @@ async def _measure(
 
         async def through_agentrio(index: int) -> None:
             call = ToolCallRequest(id=f"c{index}", name=TOOL, args={"message": f"m{index}"})
+            task.calling(call)
             outcome = await engine.toolbox.execute(ctx, call)
             assert outcome.ok, outcome
-            assert f"m{index}" in outcome.output
+            assert f"m{index}" in task.result(call, outcome)
+
+        first = ToolCallRequest(id="c", name=TOOL, args={"message": "m"})
+        done = await engine.toolbox.execute(ctx, first)  # an outcome to record again
+
+        async def bookkeeping(index: int) -> None:
+            call = ToolCallRequest(id=f"b{index}", name=TOOL, args={"message": f"m{index}"})
+            task.calling(call)
+            task.result(call, done)
+            await trio.lowlevel.checkpoint()
+
+        async def bare_session(index: int) -> None:
+            result = await session.call_tool("echo", {"message": f"m{index}"})
+            assert f"m{index}" in result.content[0].text
 
         async def straight(index: int) -> None:
             result = await direct.call_tool("echo", {"message": f"m{index}"})
@@ -77,7 +100,15 @@ async def _measure(
         async def rule_lookup(index: int) -> None:
             assert await RuleBook(engine.store).covering(subject) is not None
 
-        kinds = (("agentrio", through_agentrio), ("direct", straight), ("rule", rule_lookup))
+        session = engine.mcp.states["every"].session
+        assert session is not None
+        kinds = (
+            ("agentrio", through_agentrio),
+            ("direct", straight),
+            ("rule", rule_lookup),
+            ("bookkeeping", bookkeeping),
+            ("session", bare_session),
+        )
 
         async def one_batch(n: int, keep: bool) -> None:
             for key, call in kinds:
@@ -120,6 +151,15 @@ def run(args: BenchArgs) -> BenchResult:
     )
     rule = Stats.of_ns(samples["rule"])
     result.add("of which the rule lookup alone p50", f"{rule.p50:.3f} ms")
+    books = Stats.of_ns(samples["bookkeeping"])
+    result.add("of which announcing and recording the call p50", f"{books.p50:.3f} ms")
+    bare = Stats.of_ns(samples["session"])
+    result.add(
+        "agentrio's MCP session alone p50",
+        f"{bare.p50:.3f} ms",
+        f"direct SDK {direct.p50:.3f} ms",
+        f"{bare.p50 / direct.p50:.2f}×",
+    )
     result.notes.append(
         f"{ours.n} calls of each kind in alternating batches of {batch}; echo of "
         f"server-everything, one node process per side; Python {sys.version.split()[0]}"

@@ -18,7 +18,8 @@ its ``requestState`` said what it needed) and gets the kept answers. A request t
 client cannot fulfil (sampling, roots: agentrio declares neither capability), or a
 form nobody answered, ends the call as the tool's error; the engine never answers
 for the person. A result carrying only ``requestState`` is retried after a short
-back-off, as the SDK's own client does.
+back-off, as the SDK's own client does. (This module imports the SDK: it is imported
+only once a server's tools are registered.)
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 
 import trio
+from mcp import MCPError
+from mcp_types import INVALID_REQUEST, ElicitRequest, ErrorData, InputRequiredResult
 
 from agentrio.engine.mcp.elicit import Elicitation, KeptForms, answer_forms
 
@@ -45,9 +48,6 @@ async def call_with_input(
 ) -> Any:
     """``send(input_responses, request_state)`` until the server's result is not an
     ``InputRequiredResult`` (module docstring); None when the task parked instead."""
-    from mcp import MCPError
-    from mcp_types import ErrorData, InputRequiredResult
-
     delay = STATE_ONLY_DELAY_S[0]
     result = await send(None, None)
     for _ in range(MAX_ROUNDS):
@@ -71,8 +71,6 @@ async def call_with_input(
 async def _answer_round(call: Elicitation, requests: Mapping[str, Any], kept: KeptForms) -> Any:
     """One round's responses, keyed as ``requests``; an ``ErrorData`` for a request
     that is not an elicitation, or when the person did not answer."""
-    from mcp_types import INVALID_REQUEST, ElicitRequest, ErrorData
-
     others = [req.method for req in requests.values() if not isinstance(req, ElicitRequest)]
     if others:
         return ErrorData(code=INVALID_REQUEST, message=f"agentrio does not answer {others[0]}")

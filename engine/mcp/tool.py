@@ -24,8 +24,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import attrs
@@ -120,7 +118,8 @@ class McpTool:
         if server.state != "ready" or session is None:
             return ToolOutcome(ok=False, output=f"MCP server {server.name} is not ready")
         await ctx.calls.effect()
-        async with self._in_flight(ctx, call) as elicitation:
+        elicitation = Elicitation(ctx=ctx, server=server.name, tool=self.tool.name)
+        with self.calls.track(server.name, elicitation):
             try:
                 result = await self._call(session, ctx, call, elicitation)
             except Exception as exc:  # the server's failure is the call's result
@@ -130,14 +129,6 @@ class McpTool:
         if result is None:
             return ToolOutcome(ok=False, output=f"MCP server {server.name} did not answer")
         return self._outcome(ctx, result)
-
-    @asynccontextmanager
-    async def _in_flight(
-        self, ctx: ToolContext, call: ToolCallRequest
-    ) -> AsyncIterator[Elicitation]:
-        elicitation = Elicitation(ctx=ctx, server=self.server.name, tool=self.tool.name)
-        with self.calls.track(self.server.name, elicitation):
-            yield elicitation
 
     async def _call(
         self, session: Any, ctx: ToolContext, call: ToolCallRequest, elicitation: Elicitation

@@ -4,8 +4,10 @@ Rules belong to the home, not to a session: a person who said "always allow `npm
 …` in ~/proj" means it for the next REPL window and after the daemon restarts too.
 The store holds them (SQLite's ``rules`` table, Redis's ``rules`` hash), so every
 daemon sharing a store sees one set, and a rule forgotten on one daemon stops covering
-on all of them at once: `RuleBook.covering` reads the store each time it is asked (a
-confirmation is rare; a stale cache that still allows would not be).
+on all of them at once: `RuleBook.covering` asks the store each time. The SQLite store
+answers from the rules it keeps in memory unless they may have changed -- written by
+it, or by any other connection to the file (`agentrio.engine.store.sqlite_rules`) --
+so a stale rule never allows; the Redis store reads its ``rules`` hash each time.
 """
 
 from __future__ import annotations

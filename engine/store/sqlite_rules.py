@@ -2,9 +2,25 @@
 
 Apart from `agentrio.engine.store.sqlite` so that module stays one reading; the store
 class takes these methods by inheriting `SqliteRules`, which reaches the connection
-only through the store's own `_run` and `_write` (one worker, one group commit), and
-reads the rules, before every call they may cover, with the worker's `read_here` (on
-the Trio thread, never waiting: `agentrio.engine.store.sqlite_reader`).
+only through the store's own `_run` and `_write` (one worker, one group commit).
+
+**The rules are read before every call they may cover** (every MCP call, every
+command that would otherwise ask), so they are kept in memory (`RuleCache`) and the
+table is read again only when it may have changed:
+
+* a rule written or forgotten by this store (``put_rule``, ``delete_rules``, whichever
+  connection of the daemon asked for it) empties the cache once it is committed;
+* a commit by any other connection -- another process on the same file -- changes the
+  ``PRAGMA data_version`` of the connection that reads it, which every lookup asks
+  (on the Trio thread, with no checkpoint: it reads SQLite's shared-memory WAL index,
+  never the disk, and never waits, `agentrio.engine.store.sqlite_reader`). A changed
+  version, or one that cannot be asked at once (the reader not open yet or busy, an
+  in-memory store), reads the table again, as every lookup once did.
+
+So a rule forgotten anywhere stops covering at the next lookup, as when every lookup
+read the table; a lookup that finds nothing changed costs one pragma. A version from
+one connection is never compared with another's (the cache keeps which connection
+answered).
 """
 
 from __future__ import annotations
@@ -15,6 +31,7 @@ import sqlite3
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
+from agentrio.engine.store.sqlite_reader import rules_stamp
 from agentrio.engine.store.sqlite_worker import SqliteWorker
 from agentrio.protocol.codec import structure, unstructure
 from agentrio.protocol.rules import AllowedRule
@@ -57,14 +74,29 @@ class SqliteRules:
                 (rule.id, rule.kind, rule.added_at, body),
             )
 
-        await self._write("put_rule", put)
+        try:
+            await self._write("put_rule", put)
+        finally:
+            self._worker.rules.clear()
 
     async def list_rules(self: _Worker) -> list[AllowedRule]:
-        def read(conn: sqlite3.Connection) -> list[str]:
-            return [str(r["body"]) for r in conn.execute(f"SELECT body FROM rules {_ORDER}")]
+        cache = self._worker.rules
+        # Nothing changed: the rules kept, with no checkpoint (the call this lookup
+        # gates checkpoints next).
+        kept = cache.get(self._worker.read_now("list_rules", rules_stamp))
+        if kept is not None:
+            return kept
 
-        # Read before every call a rule may cover: on the Trio thread, never waiting.
-        return [_rule(body) for body in await self._worker.read_here("list_rules", read)]
+        def read(conn: sqlite3.Connection) -> tuple[tuple[int, int], list[str]]:
+            # The version first, in the same call: a commit after it only makes the
+            # next lookup read again.
+            stamp = rules_stamp(conn)
+            return stamp, [str(r["body"]) for r in conn.execute(f"SELECT body FROM rules {_ORDER}")]
+
+        stamp, bodies = await self._worker.read_here("list_rules", read)
+        rules = [_rule(body) for body in bodies]
+        cache.keep(stamp, rules)
+        return rules
 
     async def delete_rules(self: _Worker, rule_id: str) -> list[AllowedRule]:
         where, params = ("", ()) if rule_id == "all" else (" WHERE id = ?", (rule_id,))
@@ -74,4 +106,7 @@ class SqliteRules:
             conn.execute(f"DELETE FROM rules{where}", params)
             return [str(r["body"]) for r in rows]
 
-        return [_rule(body) for body in await self._write("delete_rules", delete)]
+        try:
+            return [_rule(body) for body in await self._write("delete_rules", delete)]
+        finally:
+            self._worker.rules.clear()

@@ -23,7 +23,7 @@ import outcome
 import trio
 
 from agentrio.engine.store.base import StoreError, StoreFull
-from agentrio.engine.store.sqlite_reader import TrioReader
+from agentrio.engine.store.sqlite_reader import RuleCache, TrioReader
 
 __all__ = ["MAX_BATCH", "SqliteWorker", "store_error"]
 
@@ -106,6 +106,8 @@ class SqliteWorker:
         self._batch_running = False
         self.inline = inline
         self._reader = TrioReader(self._path)
+        #: The rules table as last read (`agentrio.engine.store.sqlite_rules`).
+        self.rules = RuleCache()
         #: Writes committed since the connection was opened, and the batches they took.
         self.writes = 0
         self.batches = 0
@@ -128,6 +130,17 @@ class SqliteWorker:
             return await self.run(op, fn)
         try:
             return await self._reader.read(fn, partial(self.run, op))
+        except sqlite3.Error as exc:
+            raise store_error(op, exc) from None
+
+    def read_now(self, op: str, fn: Callable[[sqlite3.Connection], T]) -> T | None:
+        """A tiny read on the Trio thread with no checkpoint: ``fn`` of the connection
+        that never waits (inline: the one connection); None when it cannot answer at
+        once (not open yet, busy). Only for a check whose caller checkpoints next."""
+        try:
+            if self.inline:
+                return None if self._conn is None else fn(self._conn)
+            return self._reader.read_now(fn)
         except sqlite3.Error as exc:
             raise store_error(op, exc) from None
 
