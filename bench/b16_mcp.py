@@ -8,7 +8,9 @@ Issue 32 section 3. Both sides call ``echo`` of ``@modelcontextprotocol/server-e
   home's rules looked up for a covering ``mcp_tool`` rule -- one is kept, so nobody is
   asked --, the request over agentrio's own stdio transport with a progress callback,
   the result turned into text and typed details), then recorded (the ``tool_result``
-  event, the completed call, the action record);
+  event, the completed call, the action record) and settled -- before the request and
+  after its result the task's row is journaled with the calls in flight (issue 34
+  item 5: two store writes a call, each committed before it goes on);
 * **direct**: ``mcp.ClientSession.call_tool`` over the SDK's ``stdio_client``.
 
 Target: agentrio's median ≤ 1.3× the direct one. Timed alone too: the rule lookup (the
@@ -51,6 +53,7 @@ async def _measure(
         "rule": [],
         "bookkeeping": [],
         "session": [],
+        "journal": [],
     }
     server = McpServerConfig(command="node", args=[str(SERVER)])
     config = Config(home=str(home), mcp={"every": server})
@@ -77,6 +80,7 @@ async def _measure(
             outcome = await engine.toolbox.execute(ctx, call)
             assert outcome.ok, outcome
             assert f"m{index}" in task.result(call, outcome)
+            await ctx.calls.settled(call)  # as the agent loop does once it is recorded
 
         first = ToolCallRequest(id="c", name=TOOL, args={"message": "m"})
         done = await engine.toolbox.execute(ctx, first)  # an outcome to record again
@@ -119,8 +123,19 @@ async def _measure(
                         samples[key].append(time.perf_counter_ns() - t0)
 
         await one_batch(50, keep=False)  # warm-up
+        journal = ctx.calls.journal
+        assert journal is not None
+
+        async def journal_write(index: int) -> None:
+            await journal()
+
+        kinds = (*kinds, ("journal", journal_write))
         with profiling(profile):
             for _ in range(rounds):
+                # The task's record holds one round's calls, as a task of that many
+                # calls would: each call's journal writes the task's row with them.
+                task.completed.clear()
+                task.record.clear()
                 await one_batch(batch, keep=True)
     return samples
 
@@ -153,6 +168,10 @@ def run(args: BenchArgs) -> BenchResult:
     result.add("of which the rule lookup alone p50", f"{rule.p50:.3f} ms")
     books = Stats.of_ns(samples["bookkeeping"])
     result.add("of which announcing and recording the call p50", f"{books.p50:.3f} ms")
+    written = Stats.of_ns(samples["journal"])
+    result.add(
+        "of which one journal write of the task's row (two a call) p50", f"{written.p50:.3f} ms"
+    )
     bare = Stats.of_ns(samples["session"])
     result.add(
         "agentrio's MCP session alone p50",
