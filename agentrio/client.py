@@ -53,7 +53,7 @@ from agentrio.handles import (
     as_decision,
 )
 from agentrio.inbox import Inbox, Limits
-from agentrio.protocol.asks import answer_fields
+from agentrio.protocol.asks import Ack, AskInfo, OpenAsks, answer_fields
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import decode, unstructure
 from agentrio.protocol.errors import FrameDecodeError
@@ -340,6 +340,12 @@ class Client:
         d = as_decision(decision)
         await self._call(Reply(id=ask_id, **answer_fields(d)))
 
+    async def acknowledge(self, ask_id: str) -> None:
+        """``ack``: this front-end has put ask ``ask_id`` where its person sees it
+        (issue 34): the ask's state says acknowledged, by this client's name. An ask
+        already gone is acknowledged with nothing to record."""
+        await self._call(Ack(id=ask_id))
+
     # ------------------------------------------------------------------ queries
 
     async def pending(self, session_id: str = "", *, origin: str = "") -> list[PendingTaskInfo]:
@@ -472,6 +478,11 @@ class Client:
     async def drop(self, session_id: str, task_hash: str) -> None:
         """Delete a pending task (``not_found``; ``conflict`` while it runs)."""
         await self._http("DELETE", f"/v1/session/{session_id}/task/{task_hash}")
+
+    async def open_asks(self, session_id: str) -> list[AskInfo]:
+        """``GET …/asks``: the session's open asks and their state (issue 34)."""
+        reply = await self._http("GET", f"/v1/session/{session_id}/asks")
+        return list(decode(reply.content, OpenAsks).asks)
 
     async def health(self) -> Health:
         reply = await self._http("GET", "/v1/health")

@@ -27,7 +27,7 @@ from agentrio.protocol.asks import ACK_WAIT_S, Answer, AskInfo, AskStateName
 if TYPE_CHECKING:
     from agentrio.engine.pending import Entry, Listener
 
-__all__ = ["AskLife", "answer_word", "session_emitter"]
+__all__ = ["AskLife", "answer_word", "frontend_name", "session_emitter"]
 
 #: The withdrawal reasons that mean the task stopped (R3).
 _TASK_STOPPED: Final = frozenset({TASK_CANCELED, TASK_PAUSED})
@@ -36,6 +36,14 @@ HTTP_FRONTEND: Final = "http"
 
 #: ``emit(session_id, task_hash, **fields)``: one ``ask_state`` event of a session.
 Emit = Callable[..., Any]
+
+
+def frontend_name(client: str) -> str:
+    """The front-end a ``hello``'s ``client`` names, as asks' states say it:
+    ``agentrio-repl/0.1.0`` is ``repl``, ``agentrio-telegram/1`` ``telegram``; a name
+    without that form (``web``, a script's own) stays as it is."""
+    name = client.split("/", 1)[0]
+    return name.removeprefix("agentrio-") or client
 
 
 def answer_word(kind: str, answer: Answer) -> str:
@@ -54,6 +62,8 @@ class _State:
     entry: Entry
     state: AskStateName = "waiting"
     frontend: str = ""
+    #: The daemon the front-end is connected to, when not this one (a cluster, issue 21).
+    daemon: str = ""
     acknowledged: bool = False
     late: bool = False
     since: float = 0.0
@@ -72,13 +82,21 @@ class AskLife:
         #: ``[server] ack_wait_s``: how long a shown ask may go unacknowledged.
         self._ack_wait_s = ack_wait_s
         self._states: dict[str, _State] = {}
-        #: Listener -> its front-end; weak, so a closed listener leaves by itself.
-        self._frontends: weakref.WeakKeyDictionary[Listener, str] = weakref.WeakKeyDictionary()
+        #: Listener -> its front-end and daemon ("" here); weak, so a closed listener
+        #: leaves by itself.
+        self._frontends: weakref.WeakKeyDictionary[Listener, tuple[str, str]] = (
+            weakref.WeakKeyDictionary()
+        )
         self._wakeup = trio.Event()
 
-    def name(self, listener: Listener, frontend: str) -> None:
-        """Asks ``listener`` takes are shown on ``frontend`` (a ``hello``'s client)."""
-        self._frontends[listener] = frontend
+    def name(self, listener: Listener, client: str, *, daemon: str = "") -> None:
+        """Asks ``listener`` takes are shown on the front-end ``client`` names (a
+        ``hello``'s client), connected to ``daemon`` (a peer's listener's proxy)."""
+        self._frontends[listener] = (frontend_name(client), daemon)
+
+    def frontend_of(self, listener: Listener) -> str:
+        """The front-end ``listener`` shows asks on, as `name` was told ("" unknown)."""
+        return self._frontends.get(listener, ("", ""))[0]
 
     def changed(self, entry: Entry, change: str, *, by: Listener | None, reason: str) -> None:
         """The registry's report: ``change`` is ``waiting``, ``shown`` (claimed by
@@ -88,16 +106,12 @@ class AskLife:
         state = self._states.setdefault(entry.id, _State(entry=entry))
         state.since = self._clock()
         if change == "waiting":
-            state.state, state.frontend, state.acknowledged, state.late = (
-                "waiting",
-                "",
-                False,
-                False,
-            )
+            state.state, state.acknowledged, state.late = "waiting", False, False
+            state.frontend = state.daemon = ""
             self._event(state)
         elif change == "shown":
             state.state, state.acknowledged, state.late = "shown", False, False
-            state.frontend = self._frontend(by) if by is not None else ""
+            state.frontend, state.daemon = self._frontend(by) if by is not None else ("", "")
             state.shown_at = trio.current_time()
             self._wakeup.set()
             self._event(state)
@@ -105,19 +119,19 @@ class AskLife:
             del self._states[entry.id]
             self._ended(state, change, by, reason)
 
-    def acknowledge(self, entry: Entry, frontend: str) -> None:
-        """``frontend`` drew ``entry`` (an ``ack`` frame, a bot's sent message): shown
+    def acknowledge(self, entry: Entry, client: str, *, daemon: str = "") -> None:
+        """The front-end ``client`` names drew ``entry`` (an ``ack`` frame or HTTP
+        call, a bot's sent message), connected to ``daemon`` ("" this one): shown
         there, acknowledged. Idempotent; a second front-end's ack (a subscriber's page
-        beside the REPL) makes it the one named."""
+        beside a bot) makes it the one named."""
+        frontend = frontend_name(client)
         state = self._states.get(entry.id)
-        if state is None or (state.acknowledged and state.frontend == frontend):
+        if state is None or (
+            state.acknowledged and (state.frontend, state.daemon) == (frontend, daemon)
+        ):
             return
-        state.state, state.frontend, state.acknowledged, state.late = (
-            "shown",
-            frontend,
-            True,
-            False,
-        )
+        state.state, state.acknowledged, state.late = "shown", True, False
+        state.frontend, state.daemon = frontend, daemon
         state.since = self._clock()
         self._event(state)
 
@@ -132,6 +146,7 @@ class AskLife:
                 tool_name=state.entry.request.tool_name,
                 state=state.state,
                 frontend=state.frontend,
+                daemon=state.daemon,
                 acknowledged=state.acknowledged,
                 late=state.late,
                 since=state.since,
@@ -174,9 +189,9 @@ class AskLife:
     def _ended(self, state: _State, change: str, by: Listener | None, reason: str) -> None:
         entry = state.entry
         if change == "answered" and entry.reply is not None:
-            frontend = self._frontend(by) if by is not None else HTTP_FRONTEND
+            frontend, daemon = self._frontend(by) if by is not None else (HTTP_FRONTEND, "")
             answer = answer_word(entry.request.kind, entry.reply)
-            self._tell(entry, state="answered", frontend=frontend, answer=answer)
+            self._tell(entry, state="answered", frontend=frontend, daemon=daemon, answer=answer)
             return
         why = "task_stopped" if reason in _TASK_STOPPED else "superseded"
         if change == "failed":
@@ -188,6 +203,7 @@ class AskLife:
             state.entry,
             state=state.state,
             frontend=state.frontend,
+            daemon=state.daemon,
             acknowledged=state.acknowledged,
             late=state.late,
         )
@@ -195,8 +211,8 @@ class AskLife:
     def _tell(self, entry: Entry, **fields: Any) -> None:
         self._emit(entry.request.session_id, entry.request.task_hash, ask_id=entry.id, **fields)
 
-    def _frontend(self, listener: Listener) -> str:
-        return self._frontends.get(listener, "")
+    def _frontend(self, listener: Listener) -> tuple[str, str]:
+        return self._frontends.get(listener, ("", ""))
 
 
 def session_emitter(session_of: Callable[[str], Any]) -> Emit:

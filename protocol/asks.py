@@ -26,6 +26,7 @@ from agentrio.protocol.rules import RuleOffer
 __all__ = [
     "ACK_WAIT_S",
     "Ack",
+    "AckRequest",
     "Answer",
     "AskInfo",
     "AskKind",
@@ -157,6 +158,14 @@ class Ack:
 
 
 @attrs.frozen(kw_only=True)
+class AckRequest:
+    """``POST /v1/session/{id}/ack/{confirm_hash}``: the front-end ``frontend`` (the
+    page says ``web``) has drawn the ask (issue 34); the body may be empty."""
+
+    frontend: str = "http"
+
+
+@attrs.frozen(kw_only=True)
 class AskInfo:
     """One open ask and its state: ``frontend`` it is shown on (the client name of its
     ``hello``: ``repl``, ``web``, ``telegram``, …), whether that front-end
@@ -170,6 +179,9 @@ class AskInfo:
     tool_name: str = ""
     state: AskStateName
     frontend: str = ""
+    #: The daemon whose front-end it is shown on, when not the one answering (a
+    #: cluster: a listener connected to another daemon, its ``statistics.cluster.daemon``).
+    daemon: str = attrs.field(default="", metadata=_OMIT)
     acknowledged: bool = False
     late: bool = False
     since: float

@@ -18,6 +18,9 @@ What travels:
 - `AskShown`, `AskGone`, `AskVerified` (to the listener's daemon): an ask of a task
   running on the sender was claimed by, withdrawn from, or password-checked for one
   listener of the receiver (R1-R7 across daemons).
+- `AckAsk` (to the ask's daemon, or broadcast like `AnswerAsk`): a front-end of the
+  sender drew an ask of a task running on the receiver (issue 34), which marks it
+  acknowledged; nothing answers it (a lost one leaves the ask ``late``, nothing more).
 - `AnswerAsk` (to the ask's daemon, or broadcast when the answering daemon does not
   know which one runs it): one reply to one ask; answered by `PeerAnswer`.
 - `Control` (broadcast): cancel, pause or steer a task that runs on some other
@@ -39,6 +42,7 @@ from agentrio.protocol.legacy import upgrade_peer
 
 __all__ = [
     "PEER_MESSAGE_TYPES",
+    "AckAsk",
     "AnswerAsk",
     "AskGone",
     "AskShown",
@@ -64,6 +68,8 @@ class PeerListener:
     prefix: str
     passive: bool = False
     session_id: str = ""
+    #: The front-end it belongs to (its ``hello``'s client, issue 34), for asks' states.
+    client: str = attrs.field(default="", metadata=OMIT_DEFAULT)
 
 
 @attrs.frozen(kw_only=True)
@@ -126,6 +132,20 @@ class AskVerified:
 
 
 @attrs.frozen(kw_only=True)
+class AckAsk:
+    """Front-end ``client`` of the sender drew the ask ``id`` (issue 34): shown through
+    the receiver's proxy of listener ``listener`` of the sender, or (``listener``
+    empty: the page over HTTP, a subscriber) an ask of one of ``sessions``."""
+
+    TYPE: ClassVar[str] = "ack_ask"
+    sender: str
+    id: str
+    client: str
+    listener: str = attrs.field(default="", metadata=OMIT_DEFAULT)
+    sessions: list[str] = attrs.field(factory=list, metadata=OMIT_DEFAULT)
+
+
+@attrs.frozen(kw_only=True)
 class AnswerAsk:
     """``reply`` to the ask ``reply.id``, through the receiver's proxy of listener
     ``listener`` of the sender (the one it was shown through), or through none
@@ -171,12 +191,30 @@ class PeerAnswer:
 
 
 PeerMessage = (
-    Heartbeat | Goodbye | AskShown | AskGone | AskVerified | AnswerAsk | Control | PeerAnswer
+    Heartbeat
+    | Goodbye
+    | AskShown
+    | AskGone
+    | AskVerified
+    | AckAsk
+    | AnswerAsk
+    | Control
+    | PeerAnswer
 )
 
 PEER_MESSAGE_TYPES: Final[dict[str, type[Any]]] = {
     cls.TYPE: cls
-    for cls in (Heartbeat, Goodbye, AskShown, AskGone, AskVerified, AnswerAsk, Control, PeerAnswer)
+    for cls in (
+        Heartbeat,
+        Goodbye,
+        AskShown,
+        AskGone,
+        AskVerified,
+        AckAsk,
+        AnswerAsk,
+        Control,
+        PeerAnswer,
+    )
 }
 
 

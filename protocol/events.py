@@ -290,6 +290,8 @@ class AskState:
     ask_id: str
     state: Literal["waiting", "shown", "answered", "withdrawn"]
     frontend: str = attrs.field(default="", metadata=_OMIT)
+    #: The daemon that front-end is connected to, when not the task's (a cluster).
+    daemon: str = attrs.field(default="", metadata=_OMIT)
     acknowledged: bool = attrs.field(default=False, metadata=_OMIT)
     late: bool = attrs.field(default=False, metadata=_OMIT)
     answer: str = attrs.field(default="", metadata=_OMIT)

@@ -6,7 +6,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from agentrio.protocol.asks import Answer, OpenAsks
+from agentrio.protocol.asks import AckRequest, Answer, OpenAsks
 from agentrio.protocol.events import Question
 from agentrio.protocol.frames import (
     AllowedRule,
@@ -19,6 +19,7 @@ from agentrio.protocol.stops import StopReceipt
 
 __all__ = [
     "BODY_TYPES",
+    "AckRequest",
     "AllowedRules",
     "CancelResult",
     "Compaction",
@@ -301,6 +302,7 @@ class ErrorBody:
 
 
 BODY_TYPES: tuple[type[Any], ...] = (
+    AckRequest,
     OpenAsks,
     Compaction,
     ModelRequest,

@@ -418,11 +418,22 @@ class ChatFrontend:
         for page in pages[:-1]:
             await self.send(shown.chat, page)
         message = await self.send(shown.chat, shown.text, buttons)
+        await self._acknowledge(shown.ask.id)
         if shown.token != token:  # it moved on to its next question meanwhile
             return  # (this message's buttons answer "no longer open")
         shown.message = message
         if shown.closed_text is not None:  # answered meanwhile: take the buttons away
             await self._edit_ask(shown, shown.closed_text)
+
+    async def _acknowledge(self, ask_id: str) -> None:
+        """The platform took the ask's message: tell the daemon it is shown here
+        (issue 34). A dropped connection only leaves the ask unacknowledged."""
+        if self.client is None:
+            return
+        try:
+            await self.client.acknowledge(ask_id)
+        except ClientError as exc:
+            log.info("ask %s: not acknowledged: %s", ask_id, exc)
 
     async def answer_question(self, shown: ShownAsk, answer: str) -> None:
         shown.answers.append(answer)

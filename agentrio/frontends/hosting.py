@@ -80,7 +80,7 @@ async def run_core(
     front = ChatFrontend(
         settings,
         platform,
-        connect=lambda: agentrio.connect(home=home),
+        connect=lambda: agentrio.connect(home=home, client_name=f"agentrio-{name}/1"),
         sessions=SessionBook(settings.prefix, home / "frontends" / f"{name}.json"),
     )
     async with send, receive:

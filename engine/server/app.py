@@ -43,7 +43,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentrio.engine.errors import AgentrioError, BadRequest, NotFound
+from agentrio.engine.errors import AgentrioError, BadRequest, Forbidden, NotFound
 from agentrio.engine.ids import check_session_id, check_task_hash
 from agentrio.engine.pending import Entry
 from agentrio.engine.recent import DEFAULT_RECENT
@@ -52,7 +52,7 @@ from agentrio.engine.server.commands import check_ask_id
 from agentrio.engine.server.context import ServerContext
 from agentrio.engine.server.ws_limits import note_stream
 from agentrio.engine.store.base import Store, StoreError
-from agentrio.protocol.asks import OpenAsks, answer_fields
+from agentrio.protocol.asks import AckRequest, OpenAsks, answer_fields
 from agentrio.protocol.causes import Cause
 from agentrio.protocol.codec import MAX_MESSAGE_BYTES, decode, dumps
 from agentrio.protocol.errors import ErrorCode, FrameDecodeError
@@ -341,20 +341,41 @@ async def pause(request: Request, ctx: ServerContext) -> Response:
     return json_response(await ctx.commands.cancel(frame, receipt=True))
 
 
-async def confirm(request: Request, ctx: ServerContext) -> Response:
-    """Answer one ask of the session the path names (R8 B); 410 when it is already
-    resolved or gone, 404 when it belongs to another session, 403 for a ``password``
-    (R7: the REPL's alone; the ask stays open)."""
+def _path_ask(request: Request, *, windowed: bool = True) -> tuple[str, Callable[[Entry], None]]:
+    """The ask id a ``…/{confirm_hash}`` path names, and the check that an entry is of
+    the session it names (404 otherwise; 403 for a REPL window's unless ``windowed``)."""
     session_id = _session_id(request)
     confirm_hash = check_ask_id(request.path_params["confirm_hash"])
-    body = await _read_body(request, ConfirmRequest)
 
     def authorize(entry: Entry) -> None:
         if entry.request.session_id != session_id:
             raise NotFound(f"no confirmation {confirm_hash} in session {session_id}")
+        if entry.request.windowed and not windowed:
+            raise Forbidden(f"ask {confirm_hash} belongs to a REPL window")
 
+    return confirm_hash, authorize
+
+
+async def confirm(request: Request, ctx: ServerContext) -> Response:
+    """Answer one ask of the session the path names (R8 B); 410 when it is already
+    resolved or gone, 404 when it belongs to another session, 403 for a ``password``
+    (R7: the REPL's alone; the ask stays open)."""
+    confirm_hash, authorize = _path_ask(request)
+    body = await _read_body(request, ConfirmRequest)
     await ctx.commands.reply(
-        _reply_of(confirm_hash, body), authorize=authorize, sessions=(session_id,)
+        _reply_of(confirm_hash, body), authorize=authorize, sessions=(_session_id(request),)
+    )
+    return json_response({})
+
+
+async def acknowledge(request: Request, ctx: ServerContext) -> Response:
+    """``POST …/ack/{confirm_hash}``: a front-end over HTTP (the page) drew the ask
+    (issue 34, R97); 404 when it belongs to another session, 403 for a REPL window's.
+    An ask already gone answers 200 with nothing to record, as the ``ack`` frame."""
+    confirm_hash, authorize = _path_ask(request, windowed=False)
+    body = await _read_body(request, AckRequest)
+    await ctx.commands.acknowledge(
+        confirm_hash, body.frontend, authorize=authorize, sessions=(_session_id(request),)
     )
     return json_response({})
 
@@ -531,6 +552,7 @@ def create_app(ctx: ServerContext) -> Starlette:
         Route(session + "/confirm/{confirm_hash}", _endpoint(confirm), methods=["POST"]),
         Route(session + "/events", _endpoint(events), methods=["GET"]),
         Route(session + "/asks", _endpoint(open_asks), methods=["GET"]),
+        Route(session + "/ack/{confirm_hash}", _endpoint(acknowledge), methods=["POST"]),
         Route(session + "/task", _endpoint(pending_tasks), methods=["GET"]),
         Route(session + "/task/history", _endpoint(history), methods=["GET"]),
         Route(session + "/recent", _endpoint(recent), methods=["GET"]),

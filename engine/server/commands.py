@@ -22,6 +22,7 @@ report any error (HTTP status + body, or an ``error`` frame).
 | `steer` | (``POST /v1/send`` + ``pending_task``) | ``steer`` | — |
 | `cancel` | ``POST …/cancel/{h}``, ``…/pause/{h}`` | ``cancel`` | `CancelResult` |
 | `reply` | ``POST …/confirm/{id}`` | ``reply`` | — |
+| `acknowledge` | ``POST …/ack/{id}`` | ``ack`` | — |
 | `pending` | ``GET …/task``, ``GET /v1/pending?origin=`` | ``list_pending`` | `PendingTasks` |
 | `legs` | ``GET …/legs`` | ``list_legs`` | `Legs` |
 | `cancel_leg` | ``POST …/legs/{leg}/cancel`` | ``background_cancel`` | `LegCancelResult` |
@@ -298,6 +299,23 @@ class Commands:
             return
         by = authorize(entry)
         await self.engine.answer(frame.id, answer_of(frame), by=by)
+
+    async def acknowledge(
+        self, ask_id: str, client: str, *, authorize: Authorize, sessions: Collection[str] = ()
+    ) -> None:
+        """Front-end ``client`` drew ask ``ask_id`` (issue 34, R97): its state says so.
+        ``authorize`` is `reply`'s (raising for an ask the caller may not answer). An
+        ask gone leaves nothing to record; one of a task on another daemon is
+        acknowledged there: through the listener it was shown by here, or by session
+        (one of ``sessions``, as `reply`)."""
+        entry = self.engine.registry.get(check_ask_id(ask_id))
+        if entry is not None and not entry.resolved:
+            authorize(entry)
+            self.engine.ask_life.acknowledge(entry, client)
+        elif self.cluster is not None:
+            shown = self.cluster.asks.shown(ask_id)
+            via = authorize(shown) if shown is not None else None
+            await self.cluster.asks.acknowledge(ask_id, client, via=via, sessions=sessions)
 
     # ------------------------------------------------------------------ queries
 

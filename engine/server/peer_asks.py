@@ -15,6 +15,9 @@ part in it as **proxies**:
 - a proxy's notices are sent to its daemon (`AskShown`, `AskGone`, `AskVerified`),
   which hands them to the real listener through `Listener.post` (`_on_shown`…); the
   entry shown there is a stand-in, never in that daemon's registry;
+- a front-end's acknowledgement that it drew an ask (issue 34) travels back as
+  `AckAsk`, and the task's daemon marks the ask acknowledged by that front-end *of
+  the sending daemon* (``daemon`` in its state) when the proxy holds it;
 - an answer travels back as `AnswerAsk` to the task's daemon, which resolves the
   entry *by the proxy* (a connection answers only what it was shown) or, for an HTTP
   caller or a subscriber, by nobody, and says how it went (`PeerAnswer`).
@@ -42,6 +45,7 @@ from agentrio.engine.server.ask_frames import ask_frame, request_of_ask
 from agentrio.engine.server.peers import Peers
 from agentrio.protocol.asks import answer_of
 from agentrio.protocol.cluster import (
+    AckAsk,
     AnswerAsk,
     AskGone,
     AskShown,
@@ -84,6 +88,7 @@ class PeerAsks:
         peers.handle(AskGone, self._on_message)
         peers.handle(AskVerified, self._on_message)
         peers.handle(AnswerAsk, self._on_message)
+        peers.handle(AckAsk, self._on_message)
 
     async def run(self, *, task_status: trio.TaskStatus[PeerAsks]) -> None:
         """Own the proxies' pumps until cancelled; then close every proxy."""
@@ -124,6 +129,7 @@ class PeerAsks:
                 prefix=listener.prefix,
                 passive=listener.passive,
                 session_id=listener.session_id,
+                client=self._engine.ask_life.frontend_of(listener),
             )
             for listener in self._registry.listeners()
             if listener.match is None and not listener.closed and listener.id not in self._proxy_ids
@@ -173,6 +179,24 @@ class PeerAsks:
         if not found.ok:
             raise error_of(found.code, found.message)
 
+    async def acknowledge(
+        self, ask_id: str, client: str, *, via: Listener | None, sessions: Collection[str]
+    ) -> None:
+        """Front-end ``client`` drew an ask not in our registry: tell the daemon whose
+        task asks (`AckAsk`). ``via``, the listener it was shown through here, names
+        it to its daemon; without one (HTTP, a subscriber) every peer is told, for an
+        ask of one of ``sessions``. Nothing is awaited back: an ack lost leaves the ask
+        ``late``, never decides it."""
+        shown = self._shown.get(ask_id)
+        me = self._peers.id
+        if shown is not None and via is not None and shown.listener is via:
+            message = AckAsk(sender=me, id=ask_id, client=client, listener=via.id)
+            await self._peers.send(shown.owner, message)
+        elif sessions:
+            message = AckAsk(sender=me, id=ask_id, client=client, sessions=sorted(sessions))
+            for daemon in self._peers.alive:
+                await self._peers.send(daemon, message)
+
     def _drop_shown(self, ask_id: str) -> _Shown | None:
         shown = self._shown.pop(ask_id, None)
         if shown is not None:
@@ -196,6 +220,7 @@ class PeerAsks:
             proxy = self._registry.listen(
                 advertised.prefix, passive=advertised.passive, session_id=advertised.session_id
             )
+            self._engine.ask_life.name(proxy, advertised.client, daemon=daemon)
             self._proxies[(daemon, listener_id)] = proxy
             self._proxy_ids.add(proxy.id)
             if not proxy.passive:
@@ -257,6 +282,22 @@ class PeerAsks:
                     listener.post(Verified(ask_id, ok, error))
             case AnswerAsk():
                 await self._on_answer(message)
+            case AckAsk():
+                self._on_ack(message)
+
+    def _on_ack(self, message: AckAsk) -> None:
+        """A peer's front-end drew one of our asks: through our proxy of its listener
+        that holds the ask, or an ask of a session it names (no REPL window's)."""
+        entry = self._registry.get(message.id)
+        if entry is None or entry.resolved:
+            return
+        if message.listener:
+            proxy = self._proxies.get((message.sender, message.listener))
+            if proxy is None or entry.claimed_by is not proxy:
+                return
+        elif entry.request.windowed or entry.request.session_id not in message.sessions:
+            return
+        self._engine.ask_life.acknowledge(entry, message.client, daemon=message.sender)
 
     def _local_listener(self, listener_id: str) -> Listener | None:
         for listener in self._registry.listeners():

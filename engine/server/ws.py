@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from functools import partial
 from typing import Any, Final
 
 import trio
@@ -370,7 +371,7 @@ class Connection:
                 await self._reply(frame)
                 return ack(frame)
             case Ack():
-                self._acknowledge(frame)
+                await self._acknowledge(frame)
                 return ack(frame)
             case Listen(prefix=prefix):
                 if prefix not in self.listen_prefixes:
@@ -394,36 +395,35 @@ class Connection:
                 return await answer_command(self.commands, frame, connection_id=self.id)
         return None
 
+    def _authorize(self, entry: Entry, *, windowed: bool = True) -> Listener | None:
+        """The listener that showed ``entry`` here (R5), or None for an ask of a session
+        this connection subscribed to (R8 B; a REPL window's only if ``windowed``)."""
+        listener = self.shown.get(entry.id)
+        if listener is None and (
+            entry.request.session_id not in self.subscribed
+            or (entry.request.windowed and not windowed)
+        ):
+            raise Forbidden(f"ask {entry.id} was not shown to this connection")
+        return listener
+
     async def _reply(self, frame: Reply) -> None:
-        """``reply``: this connection may answer an ask it was shown (through the
-        listener that showed it, R5) or one of a session it subscribed to (R8 B)."""
-
-        def authorize(entry: Entry) -> Listener | None:
-            listener = self.shown.get(entry.id)
-            if listener is None and entry.request.session_id not in self.subscribed:
-                raise Forbidden(f"ask {entry.id} was not shown to this connection")
-            return listener
-
+        """``reply``: an ask this connection was shown or may answer (`_authorize`)."""
         try:
             await self.commands.reply(
-                frame, authorize=authorize, sessions=self.subscribed, password_ok=self.repl
+                frame, authorize=self._authorize, sessions=self.subscribed, password_ok=self.repl
             )
         except AlreadyResolved:
             self.shown.pop(frame.id, None)
             raise
         self.shown.pop(frame.id, None)
 
-    def _acknowledge(self, frame: Ack) -> None:
-        """``ack``: this connection drew ask ``id`` (R97), one it may answer; one gone
-        (or of a task on another daemon) leaves nothing to record."""
-        entry = self.engine.registry.get(frame.id)
-        if entry is None:
-            return
-        if frame.id not in self.shown and (
-            entry.request.session_id not in self.subscribed or entry.request.windowed
-        ):
-            raise Forbidden(f"ask {frame.id} was not shown to this connection")
-        self.engine.ask_life.acknowledge(entry, self.client)
+    async def _acknowledge(self, frame: Ack) -> None:
+        """``ack``: this connection drew ask ``id`` (R97), one it may answer (never a
+        REPL window's it was not shown)."""
+        authorize = partial(self._authorize, windowed=False)
+        await self.commands.acknowledge(
+            frame.id, self.client, authorize=authorize, sessions=self.subscribed
+        )
 
     # ------------------------------------------------------------------ tasks
 

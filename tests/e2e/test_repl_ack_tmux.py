@@ -148,11 +148,7 @@ def test_a_frozen_repl_s_ask_is_late_then_acknowledged(frozen_home: Path, tmp_pa
         wait_for(lambda: _feed(fifo), "the task's cat to open the FIFO")
         wait_for(lambda: any(a["late"] for a in _asks(frozen_home)), "the ask to be late")
         (ask,) = _asks(frozen_home)
-        assert (ask["state"], ask["frontend"].split("/")[0], ask["acknowledged"]) == (
-            "shown",
-            "agentrio-repl",
-            False,
-        )
+        assert (ask["state"], ask["frontend"], ask["acknowledged"]) == ("shown", "repl", False)
         assert ask["tool_name"] == "run_command"
         assert "1 shown but not acknowledged yet" in _status(frozen_home)
         assert not target.exists()

@@ -9,7 +9,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from agentrio.engine.ask_life import AskLife, answer_word
+from agentrio.engine.ask_life import AskLife, answer_word, frontend_name
 from agentrio.engine.asks import TASK_CANCELED
 from agentrio.engine.pending import AskReply, Offered, PendingRegistry
 from agentrio.protocol.asks import ACK_WAIT_S, Answer
@@ -137,3 +137,12 @@ def test_answer_words_never_carry_the_answer() -> None:
     assert answer_word("secret", Answer(answers=["hunter2"])) == "answered"
     assert answer_word("ask_user", Answer(approve=False)) == "declined"
     assert answer_word("ask_user", Answer(stop=Cause.USER_CANCELED)) == "stopped"
+
+
+def test_frontend_names() -> None:
+    """R97: an ask's state names the front-end as docs/protocol.md says: a ``hello``'s
+    client without ``agentrio-`` and a version; any other name as it is."""
+    assert [
+        frontend_name(client)
+        for client in ("agentrio-repl/0.1.0", "agentrio-telegram/1", "agentrio-client/1", "web")
+    ] == ["repl", "telegram", "client", "web"]

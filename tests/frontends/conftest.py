@@ -13,6 +13,9 @@ from typing import TypeVar
 import pytest
 import trio
 
+import agentrio
+from agentrio.protocol.asks import AskInfo
+from agentrio.protocol.events import AskState
 from agentrio.testing import DaemonProcess
 from tests.frontends.fake_telegram import FakeTelegram
 
@@ -152,3 +155,25 @@ async def eventually(predicate: Callable[[], T], *, seconds: float = 20.0, what:
                 return value
             await trio.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what or predicate}")
+
+
+async def acknowledged_by(home: Path, session_id: str, frontend: str) -> AskInfo:
+    """Wait until the session's one open ask is acknowledged, and check that
+    ``frontend`` did it, in ``GET …/asks`` and in the ask's ``ask_state`` event (the
+    session's replay holds it by then). Issue 34 (R97)."""
+    async with agentrio.connect(home=home) as client:
+        with trio.fail_after(20):
+            while True:
+                asks = await client.open_asks(session_id)
+                if len(asks) == 1 and asks[0].acknowledged:
+                    break
+                await trio.sleep(0.05)
+            (info,) = asks
+            assert (info.state, info.frontend, info.daemon) == ("shown", frontend, "")
+            subscription = await client.subscribe(session_id)
+            while True:
+                frame = await subscription.receive()
+                event = frame.event
+                if isinstance(event, AskState) and event.ask_id == info.id and event.acknowledged:
+                    assert (event.state, event.frontend) == ("shown", frontend)
+                    return info

@@ -16,7 +16,7 @@ import trio
 from agentrio import connect
 from agentrio.protocol import wording
 from agentrio.testing import DaemonProcess
-from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, eventually
+from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, acknowledged_by, eventually
 from tests.frontends.fake_discord import FakeDiscord, Sent, dm_channel
 
 TOKEN = "TEST.DISCORD.TOKEN"
@@ -95,6 +95,21 @@ async def test_message_task_confirm_approve_result(
     assert fake.answered[press][0] == 6  # a deferred update: no notice
     assert not fake.messages()[-1].buttons
     assert "✓ approved" in (fake.with_text("Allow run_command?") or confirm).plain
+
+
+async def test_the_bot_acknowledges_the_confirmation_it_sent(
+    fake: FakeDiscord, bot: Bot, bot_home: Path, tmp_path: Path
+) -> None:
+    """R97 (issue 34): once Discord took the confirmation's message, the ask is shown
+    on ``discord`` and acknowledged (``GET …/asks``, the ``ask_state`` event); the
+    acknowledgement decides nothing: the command runs only once approved."""
+    target = tmp_path / "acked-by-discord"
+    fake.say(f"run: touch {target}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    await acknowledged_by(bot_home, f"dc-{dm_channel(USER)}", "discord")
+    assert not target.exists()
+    fake.press(confirm, "Approve")
+    await eventually(target.exists, what="the file")
 
 
 async def test_hostile_command_is_shown_escaped(fake: FakeDiscord, bot: Bot) -> None:

@@ -14,7 +14,7 @@ import trio
 
 from agentrio import connect
 from agentrio.protocol import wording
-from tests.frontends.conftest import STRANGER, Bot, Daemon, eventually
+from tests.frontends.conftest import STRANGER, USER, Bot, Daemon, acknowledged_by, eventually
 from tests.frontends.fake_telegram import FakeTelegram, Sent
 
 #: The real directory a command runs in when none is named (the daemon's, the tests').
@@ -48,6 +48,21 @@ async def test_message_task_confirm_approve_result(
     await eventually(lambda: fake.with_text("✓ run_command"), what="the result")
     assert not fake.messages()[-1].buttons
     assert "✓ approved" in (fake.with_text("Allow run_command?") or confirm).plain
+
+
+async def test_the_bot_acknowledges_the_confirmation_it_sent(
+    fake: FakeTelegram, bot: Bot, bot_home: Path, tmp_path: Path
+) -> None:
+    """R97 (issue 34): once the Bot API took the confirmation's message, the ask is
+    shown on ``telegram`` and acknowledged (``GET …/asks``, the ``ask_state`` event);
+    the acknowledgement decides nothing: the command runs only once approved."""
+    target = tmp_path / "acked-by-telegram"
+    fake.say(f"run: touch {target}")
+    confirm = await eventually(lambda: _open_ask(fake, "Allow run_command?"), what="confirm")
+    await acknowledged_by(bot_home, f"tg-{USER}", "telegram")
+    assert not target.exists()
+    fake.press(confirm, "Approve")
+    await eventually(target.exists, what="the file")
 
 
 async def test_hostile_command_is_shown_escaped(fake: FakeTelegram, bot: Bot) -> None:

@@ -306,6 +306,40 @@ function plural(count, word) {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
+/** What a stop ended (a CancelResult's ``stopped``), in the words of protocol/wording.py
+ * ``stop_receipt_line`` (issue 34 item 4). */
+function stopReceiptLine(receipt) {
+  const parts = [];
+  const legs = receipt.legs ?? [];
+  if (legs.length) parts.push(`${plural(legs.length, "background leg")} (${legs.map((leg) => leg.leg_id).join(", ")})`);
+  if (receipt.subagents?.length) parts.push(plural(receipt.subagents.length, "sub-agent"));
+  if (receipt.mcp_calls?.length) parts.push(plural(receipt.mcp_calls.length, "MCP call"));
+  if (receipt.asks_withdrawn?.length) parts.push(`${plural(receipt.asks_withdrawn.length, "ask")} withdrawn`);
+  if (receipt.process_groups?.length) parts.push(plural(receipt.process_groups.length, "process group"));
+  let line = parts.length ? `■ ended with it: ${parts.join(", ")}` : "■ nothing else was running";
+  if (receipt.left_running?.length) line += `; left running: ${receipt.left_running.map((leg) => leg.leg_id).join(", ")}`;
+  if (receipt.still_alive?.length) return `${line} — still alive: process group ${receipt.still_alive.join(", ")}`;
+  return parts.length ? `${line} — nothing left running` : line;
+}
+
+/** The card of a stop's receipt: its line, and what it ended, one item each (the
+ * process groups of each leg, the sub-agents by label, the asks by id). */
+function stopReceiptCard(receipt) {
+  const items = [
+    ...(receipt.legs ?? []).map((leg) => `${leg.leg_id} ${leg.kind} ${leg.status}: ${leg.label}` +
+      (leg.process_groups?.length ? ` (process groups ${leg.process_groups.join(", ")})` : "")),
+    ...(receipt.subagents ?? []).map((label) => `sub-agent ${label}`),
+    ...(receipt.mcp_calls ?? []).map((name) => `MCP call ${name}`),
+    ...(receipt.asks_withdrawn ?? []).map((id) => `ask ${short(id)} withdrawn`),
+    ...(receipt.process_groups?.length ? [`process groups ${receipt.process_groups.join(", ")}`] : []),
+    `${plural(receipt.still_alive?.length ?? 0, "process group")} alive afterwards`,
+  ];
+  const bad = receipt.still_alive?.length ? " bad" : "";
+  return el("div", { class: `stop-receipt${bad}` },
+    el("div", { class: "stop-receipt-line", text: stopReceiptLine(receipt) }),
+    el("ul", {}, ...items.map((text) => el("li", { text }))));
+}
+
 /** A ``compacted`` event, in the words of protocol/wording.py ``compacted_line``. */
 function compactedLine(summarised, elided, subagent = "") {
   const parts = [];
@@ -664,6 +698,13 @@ function refused(used) {
 }
 
 /** One JSON call to the daemon. A 401 signs out (the token is wrong or gone). */
+// Issue 34 (R97): the card of an ask is drawn, so tell the daemon: the ask's state says
+// "shown on web, acknowledged". A REPL window's ask (403) or one gone is not this page's
+// to acknowledge, and nothing else depends on it: failures are ignored.
+function acknowledge(sessionId, confirmHash) {
+  api("POST", `${sessionPath(sessionId)}/ack/${confirmHash}`, { frontend: "web" }).catch(() => {});
+}
+
 async function api(method, path, body) {
   const used = token();
   const headers = { Authorization: `Bearer ${used}` };
@@ -947,7 +988,9 @@ class ChatView {
 
   async stop(task, how) {
     try {
-      await api("POST", `${sessionPath(this.sessionId)}/${how}/${task.hash}`);
+      const result = await api("POST", `${sessionPath(this.sessionId)}/${how}/${task.hash}`);
+      // Issue 34 item 4: what the stop ended, once it has (left out when nothing was).
+      if (result?.stopped) this.add(task, stopReceiptCard(result.stopped));
     } catch (error) {
       const what = how === "pause" ? STOP_KEEP : STOP_DISCARD;
       this.add(task, el("div", { class: "note error", text: `${what} failed: ${error.message}` }));
@@ -1010,9 +1053,11 @@ class ChatView {
         break;
       case "confirm":
         this.add(task, confirmCard(this.sessionId, hash, event));
+        acknowledge(this.sessionId, event.confirm_hash);
         break;
       case "secret_ask":
         this.add(task, secretCard(this.sessionId, event));
+        acknowledge(this.sessionId, event.confirm_hash);
         break;
       case "ask_state":
         // Issue 34: say so when the front-end the ask was shown on has not drawn it.

@@ -153,3 +153,66 @@ async def test_a_listener_gone_is_a_withdrawal_not_a_deny(served: Served, tmp_pa
     (skipped,) = [e for e in events if isinstance(e, ToolSkipped)]
     assert skipped.reason.startswith("the confirmation was withdrawn before anyone decided")
     assert "denied" not in skipped.reason
+
+
+async def test_the_http_ack_of_the_page(served: Served, tmp_path: Path) -> None:
+    """R97, R78, R8 B: ``POST …/ack/{confirm_hash}`` (the page's form of ``ack``) marks a
+    ``chat-`` ask shown on the front-end its body names; another session's path is 404
+    and a REPL window's ask 403, each leaving the ask unacknowledged; an ask already
+    gone is 200 with nothing to record. Client names lose ``agentrio-`` and a version."""
+    target, window_target = tmp_path / "page", tmp_path / "window"
+    async with (
+        open_frame_connection(served.ws_url, served.token, client="sse") as page,
+        open_frame_connection(served.ws_url, served.token, client="agentrio-repl/0.1.0") as window,
+    ):
+        await page.send(Subscribe(session_id="chat-http-ack", request_id="s"))
+        await receive_type(page, Ok)
+        response = await served.http.post(
+            "/v1/send", json={"input": f"run: touch {target}", "session_id": "chat-http-ack"}
+        )
+        task_hash = decode(response.content, SendStarted).task_hash
+        while True:
+            frame = await receive_type(page, EventFrame)
+            assert isinstance(frame, EventFrame)
+            if isinstance(frame.event, AskState):
+                break
+        ask_id = frame.event.ask_id
+        await window.send(
+            Run(request_id="r", session_id="cli-http-ack", input=f"run: touch {window_target}")
+        )
+        window_ask = await receive_type(window, Ask)
+        assert isinstance(window_ask, Ask)
+        (shown,) = (await open_asks(served, "cli-http-ack")).asks
+        assert (shown.frontend, shown.acknowledged) == ("repl", False)
+        refused = await served.http.post(
+            f"/v1/session/cli-http-ack/ack/{window_ask.id}", json={"frontend": "web"}
+        )
+        assert refused.status_code == 403, refused.text
+        assert not (await open_asks(served, "cli-http-ack")).asks[0].acknowledged
+        elsewhere = await served.http.post(f"/v1/session/chat-other/ack/{ask_id}")
+        assert elsewhere.status_code == 404, elsewhere.text
+        assert not (await open_asks(served, "chat-http-ack")).asks[0].acknowledged
+        acked = await served.http.post(
+            f"/v1/session/chat-http-ack/ack/{ask_id}", json={"frontend": "web"}
+        )
+        assert acked.status_code == 200, acked.text
+        (info,) = (await open_asks(served, "chat-http-ack")).asks
+        assert (info.state, info.frontend, info.daemon, info.acknowledged) == (
+            "shown",
+            "web",
+            "",
+            True,
+        )
+        await window.send(Reply(id=window_ask.id, approve=False, reason="no"))
+        await receive_until_done(window, "r")
+        answered = await served.http.post(
+            f"/v1/session/chat-http-ack/confirm/{ask_id}", json={"approve": False}
+        )
+        assert answered.status_code == 200
+        run = served.engine.find_run(task_hash, "chat-http-ack")
+        if run is not None:
+            await run.wait_done()
+        gone = await served.http.post(f"/v1/session/chat-http-ack/ack/{ask_id}")
+        assert gone.status_code == 200, gone.text
+    assert not target.exists()
+    assert not window_target.exists()
