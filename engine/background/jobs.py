@@ -155,6 +155,9 @@ class Job:
     path: Path
     created_at: float
     updated_at: float
+    #: The starting task's asks were the session's (R99, ``agentrio exec``): so are its
+    #: follow-up's, whose starting window may long be closed.
+    share_asks: bool = False
     legs: list[Leg] = attrs.field(factory=list)
     #: Reports pushed into a live run's ``reports`` and not yet known to be read.
     in_flight: list[tuple[TaskRun, str]] = attrs.field(factory=list)

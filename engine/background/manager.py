@@ -267,6 +267,7 @@ class BackgroundManager:
             objective=objective.strip(),
             next=next_step.strip(),
             window_hash=ctx.window_hash,
+            share_asks=ctx.share_asks,
             path=job_path(self._services.config.home_path, ctx.session_id, job_id),
             created_at=now,
             updated_at=now,

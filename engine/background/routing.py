@@ -193,7 +193,7 @@ class ReportRouter:
             followup = await self._tasks.start_task(
                 job.session_id,
                 text,
-                origin=RunOrigin(window_hash=job.window_hash),
+                origin=RunOrigin(window_hash=job.window_hash, share_asks=job.share_asks),
                 objective=job.objective or "background group finished",
                 prelude=self._offer(job),
             )

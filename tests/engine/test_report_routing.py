@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
 import trio
 import trio.testing
 
@@ -36,23 +37,29 @@ class _Tasks:
         self.runs: dict[str, Any] = {}
         self.hub = SimpleNamespace(emit=lambda *args, **kwargs: None)
         self.started: list[str] = []
+        self.origins: list[Any] = []
 
     def session(self, session_id: str) -> Any:
         return SimpleNamespace(runs=self.runs, hub=self.hub)
 
     async def start_task(self, session_id: str, text: str, **kwargs: Any) -> Any:
         self.started.append(text)
+        self.origins.append(kwargs.get("origin"))
         return SimpleNamespace(task_hash="f" * 32)
 
 
+@pytest.mark.parametrize("share_asks", [False, True])
 async def test_a_report_routed_again_as_its_run_ends_makes_the_followup(
-    tmp_path: Path,
+    tmp_path: Path, share_asks: bool
 ) -> None:
     """R26: a leg's report reached its task as the task finished (pushed into the run,
     never read). The run's end takes it back and routes it again; while that routing
     waits on the store, the leg's end (recorded) tries to settle the job. The settling
     waits for the routing, so the job settles holding the report and its follow-up
-    runs once with it, instead of settling with nothing held and dropping the report."""
+    runs once with it, instead of settling with nothing held and dropping the report.
+
+    R99: the follow-up of a task whose asks were the session's (``agentrio exec``)
+    shares its asks too: its starting window may be long closed."""
     store = _GatedStore()
     tasks = _Tasks()
     services = cast(Services, SimpleNamespace(store=store, clock=lambda: 0.0))
@@ -64,6 +71,7 @@ async def test_a_report_routed_again_as_its_run_ends_makes_the_followup(
         objective="echo in the background",
         next="say it finished",
         window_hash="w",
+        share_asks=share_asks,
         path=tmp_path / "job_1.json",
         created_at=0.0,
         updated_at=0.0,
@@ -98,3 +106,4 @@ async def test_a_report_routed_again_as_its_run_ends_makes_the_followup(
     assert tasks.started[0].startswith("[Resumed Task — background group finished]")
     assert "hi" in tasks.started[0]
     assert job.followup_task == "f" * 32
+    assert (tasks.origins[0].window_hash, tasks.origins[0].share_asks) == ("w", share_asks)
