@@ -435,8 +435,8 @@ class Client:
         as `run`: by default where this script is, `default_cwd`; ``""`` sends none),
         steer a running one, or resume a pending one (which keep their directory: no
         ``cwd`` is sent with ``pending_task``)."""
-        if pending_task is not None:  # the daemon refuses a cwd with it
-            where = None if cwd is None else os.fspath(cwd)
+        if pending_task is not None:  # the daemon refuses a cwd with it ("": none)
+            where = None if cwd is None else os.fspath(cwd) or None
         else:
             where = self._cwd_for(session_id, cwd)
         body = SendRequest(

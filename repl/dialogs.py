@@ -60,7 +60,7 @@ from agentrio.protocol.frames import Ask
 from agentrio.protocol.wording import confirm_title
 from agentrio.repl.commands import APPROVING, ConfirmChoice, confirm_choices
 from agentrio.repl.forms import QuestionDialog
-from agentrio.repl.hints import confirm_hint
+from agentrio.repl.hints import confirm_hint, typed_note
 from agentrio.repl.menus import (
     Menu,
     PopupDialog,
@@ -226,7 +226,12 @@ class ConfirmDialog:
             accept_handler=self._reason_entered,
         )
         self.choices = confirm_choices(ask)
-        self.menu = Menu([label for _, label, _ in self.choices], self._picked, enabled=self._armed)
+        self.menu = Menu(
+            [label for _, label, _ in self.choices],
+            self._picked,
+            enabled=self._armed,
+            on_typed=self._typed,  # issue 34 item 3: typing decides nothing
+        )
         self.command = CommandView(
             confirm_lines(ask.tool_args, _change(ask), _interrupted(ask)), _command_rows
         )
@@ -348,6 +353,9 @@ class ConfirmDialog:
             return True
         self._on_answer(ConfirmChoice.DENY, buffer.text.strip(), None, "")
         return True
+
+    def _typed(self, text: str, ended: bool) -> None:
+        self.error = typed_note(text, ended=ended)
 
     def _picked(self, picked: list[int]) -> None:
         if not self.armed:

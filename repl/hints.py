@@ -12,12 +12,25 @@ from typing import Final
 from agentrio.protocol import wording
 from agentrio.protocol.events import Question
 
-__all__ = ["ARMING", "confirm_hint", "popup_hint", "question_hint"]
+__all__ = ["ARMING", "NOT_AN_ANSWER", "confirm_hint", "popup_hint", "question_hint", "typed_note"]
 
 #: Shown while a confirmation or question is not armed yet (R77).
 ARMING: Final = "(arming… what you type still goes to the input line)"
 #: The keys every confirmation and question share once armed.
 _STOP: Final = f"Esc: stop menu · Ctrl+C: {wording.STOP_DISCARD.lower()}"
+
+
+#: What a confirmation says of text typed at it (issue 34 item 3): it decides nothing.
+NOT_AN_ANSWER: Final = "typing is not an answer: nothing was chosen or sent"
+
+
+def typed_note(text: str, *, ended: bool) -> str:
+    """The confirmation's note on text typed at its choices (`agentrio.repl.menus.Menu`):
+    while it is typed, and once its Enter ended it; the person still has to choose."""
+    shown = text if len(text) <= 60 else text[:59] + "…"
+    if not ended:
+        return f"{NOT_AN_ANSWER} · typed: {shown} · Enter ends it"
+    return f"{NOT_AN_ANSWER} ({shown!r}) · choose with ↑↓ Enter or a digit"
 
 
 def _digits(count: int) -> str:

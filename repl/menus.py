@@ -101,7 +101,14 @@ def leave_line_keys(menu: Menu, leave: Callable[[], None]) -> KeyBindings:
 
 class Menu:
     """A vertical list of choices. ``on_done`` gets ``[index]`` (single) or the sorted
-    checked indexes (``multi``, Enter confirms)."""
+    checked indexes (``multi``, Enter confirms).
+
+    ``on_typed`` makes it a confirmation's menu, where nothing but a choice decides
+    (issue 34 item 3, R98): Space picks nothing, and a printable key that is not an
+    entry's digit starts *typed text* -- a message typed at the dialog ("do NOT run
+    that") -- which takes every key up to its Enter (digits, Space and Enter
+    included), picks nothing and is sent nowhere; ``on_typed(text, ended)`` lets the
+    dialog say so. Backspace edits it, Up/Down leave it."""
 
     def __init__(
         self,
@@ -111,31 +118,42 @@ class Menu:
         multi: bool = False,
         on_escape: Callable[[], None] | None = None,
         enabled: Callable[[], bool] | None = None,
+        on_typed: Callable[[str, bool], None] | None = None,
     ) -> None:
         self.choices = list(choices)
         self.selected = 0
         self.checked: set[int] = set()
         self.multi = multi
         self._on_done = on_done
+        self._on_typed = on_typed
+        #: Text typed at a confirmation's menu, up to its Enter (None: not typing).
+        self.typed: str | None = None
         kb = KeyBindings()
 
         @kb.add("up")
         @kb.add("s-tab")
         def _up(event: KeyPressEvent) -> None:
+            self.typed = None
             self.selected = (self.selected - 1) % len(self.choices)
 
         @kb.add("down")
         @kb.add("tab")
         def _down(event: KeyPressEvent) -> None:
+            self.typed = None
             self.selected = (self.selected + 1) % len(self.choices)
 
         @kb.add("enter")
         def _enter(event: KeyPressEvent) -> None:
-            self._done(self.selected)
+            if self.typed is not None:
+                self._type("", ended=True)
+            else:
+                self._done(self.selected)
 
         @kb.add(" ")
         def _space(event: KeyPressEvent) -> None:
-            if self.multi:
+            if self._on_typed is not None:
+                self._type(" ")
+            elif self.multi:
                 self.checked ^= {self.selected}
             else:
                 self._done(self.selected)
@@ -144,11 +162,17 @@ class Menu:
 
             @kb.add(str(digit))
             def _digit(event: KeyPressEvent, index: int = digit - 1) -> None:
+                if self.typed is not None:
+                    self._type(event.data)
+                    return
                 self.selected = index
                 if self.multi:
                     self.checked ^= {index}
                 else:
                     self._done(index)
+
+        if on_typed is not None:
+            self._typing_keys(kb)
 
         if on_escape is not None:
             escape = on_escape
@@ -164,8 +188,27 @@ class Menu:
         )
         self.window = Window(self.control, dont_extend_height=True)
 
+    def _typing_keys(self, kb: KeyBindings) -> None:
+        """A confirmation's typed text: any printable key starts or goes on with it."""
+
+        @kb.add("<any>")
+        def _typing(event: KeyPressEvent) -> None:
+            if event.data.isprintable():
+                self._type(event.data)
+
+        @kb.add("backspace", filter=Condition(lambda: self.typed is not None))
+        def _erase(event: KeyPressEvent) -> None:
+            self._type("", erase=True)
+
     def _done(self, index: int) -> None:
         self._on_done(sorted(self.checked) if self.multi else [index])
+
+    def _type(self, text: str, *, ended: bool = False, erase: bool = False) -> None:
+        """Typed text goes on (or ends, at its Enter): it decides nothing."""
+        typed = (self.typed or "")[:-1] if erase else (self.typed or "") + text
+        self.typed = None if ended else typed
+        if self._on_typed is not None:
+            self._on_typed(typed, ended)
 
     def _fragments(self) -> StyleAndTextTuples:
         out: StyleAndTextTuples = []
