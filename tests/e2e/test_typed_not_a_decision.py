@@ -14,7 +14,7 @@ The race a sleep-timed version of the REPL test lost 1 in 5 runs: keys typed whi
 dialog was being drawn went to the input line (a steer) and keys typed after it was
 armed went to its choices, where the first Space used to pick the highlighted
 Approve. Here every step waits on what the front-end shows: the dialog armed (its
-hint), the ask acknowledged by the REPL (``GET …/asks``), the typed message
+hint), the ask acknowledged by the front-end (``GET …/asks``), the typed message
 handled (the REPL's note, the page's cleared input, the bot's "sent to the running
 task") -- never on time.
 """
@@ -69,13 +69,12 @@ async def _open_asks(ui: Front, session: str) -> OpenAsks:
 
 
 async def _drawn(ui: Front, session: str) -> tuple[str, str]:
-    """The session's open ask (its id and state) once its front-end drew it: the REPL
-    acknowledges its dialog (``ack``); the page's and the bots' acknowledgements are
-    another change's, so for them the confirmation on screen is the evidence."""
+    """The session's open ask (its id and state) once its front-end acknowledged drawing
+    it (``ack``, R97)."""
     with trio.fail_after(DEADLINE_S):
         while True:
             asks = (await _open_asks(ui, session)).asks
-            if asks and (asks[0].acknowledged or not isinstance(ui, ReplFront)):
+            if asks and asks[0].acknowledged:
                 return asks[0].id, asks[0].state
             await trio.sleep(0.05)
 
