@@ -123,3 +123,32 @@ async def test_a_message_typed_at_an_open_confirmation_never_approves(front: Fro
         record = await _record(client, session, task)
         assert f"not run: denied by the user: {REASON}" in record
     assert not target.exists()
+
+
+@pytest.mark.parametrize("front", ["web"], indirect=True, scope="module")
+async def test_a_page_reloaded_at_an_open_confirmation_decides_nothing(front: Front) -> None:
+    """R98, R79: the page reloaded while its confirmation is open comes back to the same
+    ask, still open and undecided (nothing ran meanwhile); the person's deny then is
+    what decides, on disk and in the tool result."""
+    assert isinstance(front, WebFront)
+    target = front.work / "reloaded-made"
+    async with front.open() as ui, connect(home=front.home) as client:
+        session = ui.session()
+        before = await _tasks(client, session)
+        await ui.say(f"run: touch {target}")
+        await ui.wait_confirm()
+        drawn = await _drawn(ui, session)
+        assert front.page is not None
+        await front.page.navigate(front.daemon.info.base_url + "/")
+        await front.page.wait_for(
+            "document.getElementById('stream-status').textContent === 'live'", "live again"
+        )
+        await ui.wait_confirm()  # the same confirmation, drawn again by the reloaded page
+        still = (await _open_asks(ui, session)).asks
+        assert [a.id for a in still] == [drawn[0]]
+        assert not target.exists()
+        await ui.choose("deny", REASON)
+        task, status = await _settled(client, session, before)
+        assert status == "finished"
+        assert f"not run: denied by the user: {REASON}" in await _record(client, session, task)
+    assert not target.exists()

@@ -36,7 +36,8 @@ async def test_a_bot_gone_past_its_grace_is_recorded_as_withdrawn(
         response = await served.http.post(
             "/v1/send", json={"input": f"run: touch {target}", "session_id": "chat-timeout"}
         )
-        task_hash = decode(response.content, SendStarted).task_hash
+        started: SendStarted = decode(response.content, SendStarted)
+        task_hash = started.task_hash
         ask = await receive_type(bot, Ask)
         assert isinstance(ask, Ask)
     run = served.engine.find_run(task_hash, "chat-timeout")
@@ -50,7 +51,8 @@ async def test_a_bot_gone_past_its_grace_is_recorded_as_withdrawn(
     (skipped,) = [e for e in events if isinstance(e, ToolSkipped)]
     assert skipped.reason.startswith(WITHDRAWN)
     got = await served.http.get(f"/v1/session/chat-timeout/task/{task_hash}/history")
-    record = decode(got.content, HistoryRecord).content
+    kept: HistoryRecord = decode(got.content, HistoryRecord)
+    record = kept.content
     assert f"not run: {WITHDRAWN}" in record
     assert "denied" not in record
 
