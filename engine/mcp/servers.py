@@ -127,12 +127,18 @@ class McpServers:
         return iter(self.states.values())
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Supervise every server until cancelled; ``started`` at once."""
+        """Supervise every server until cancelled; ``started`` at once.
+
+        The SDK is imported in a worker thread first: that import takes a second on a
+        quiet machine and many under load, and on the Trio thread it held the daemon
+        back from serving (and from writing ``daemon.json``) all that time. A stop
+        during it abandons the thread (an import has no effect to undo)."""
         await trio.to_thread.run_sync(_make_dir, self._home / "mcp")
+        task_status.started()
+        await trio.to_thread.run_sync(_import_sdk, abandon_on_cancel=True)
         async with trio.open_nursery() as nursery:
             for state in self.states.values():
                 nursery.start_soon(self._supervise, state)
-            task_status.started()
 
     async def _supervise(self, state: ServerState) -> None:
         config = state.config
@@ -275,6 +281,16 @@ def _ending_on_close(state: ServerState) -> Any:
         await trio.lowlevel.checkpoint()
 
     return handle
+
+
+def _import_sdk() -> None:
+    """Import what connecting to servers and calling their tools uses (worker thread)."""
+    import mcp
+    import mcp.client.streamable_http
+    import mcp.shared.message  # noqa: F401
+    import mcp_types  # noqa: F401
+
+    import agentrio.engine.mcp.tool  # noqa: F401
 
 
 async def _agree(session: ClientSession, protocol: str) -> None:

@@ -340,3 +340,39 @@ async def test_a_streamable_http_server_gets_its_headers_from_the_environment(
         os.environ.pop("MCP_TEST_HEADER", None)
         process.kill()
         await process.wait()
+
+
+async def test_the_engine_serves_while_the_sdk_is_imported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 §3: servers start in the background and never delay the daemon. The
+    SDK's import (a second quiet, many under load) runs in a worker thread: held there,
+    the engine is open, its Trio thread runs and no server has started; let go, the
+    servers start. (An import on the Trio thread kept a loaded daemon from writing
+    daemon.json within the tests' 15 s.)"""
+    import threading
+
+    import trio.testing
+
+    from agentrio.engine.mcp import servers as servers_module
+
+    gate, imported = threading.Event(), threading.Event()
+
+    def held_import() -> None:
+        gate.wait(30)
+        imported.set()
+
+    monkeypatch.setattr(servers_module, "_import_sdk", held_import)
+    server = McpServerConfig(command="sh", args=["-c", "sleep 300"], max_restarts=0)
+    config = Config(home=str(tmp_path), mcp={"mute": server})
+    with trio.fail_after(30):
+        async with open_engine(config) as engine:
+            assert engine.mcp is not None
+            await trio.testing.wait_all_tasks_blocked()  # the Trio thread runs meanwhile
+            assert not imported.is_set()
+            assert [info.pid for info in engine.mcp.infos()] == [None]
+            gate.set()
+            state = await engine.mcp.wait_state("mute", "starting")
+            while state.pid is None:
+                await trio.sleep(0.01)
+            assert imported.is_set()
