@@ -43,6 +43,7 @@ from prompt_toolkit.renderer import print_formatted_text as write_formatted_text
 from prompt_toolkit.shortcuts import print_formatted_text
 
 from agentrio.protocol.frames import Ack, Ask
+from agentrio.repl.anchor import SafeEraseRenderer
 from agentrio.repl.commands import ConfirmChoice
 from agentrio.repl.dialogs import ConfirmDialog, PopupDialog, QuestionDialog, focus
 from agentrio.repl.key_bindings import load_repl_bindings
@@ -83,29 +84,9 @@ def write_lines(output: Output, lines: list[Line]) -> None:
 
 
 def erase_live_area(app: Application[None]) -> None:
-    """Erase what the app drew (prompt, dialog, toolbar) and put the cursor where it began.
-
-    prompt_toolkit's ``renderer.erase()`` erases down from the area's first cell; when
-    that cell is the screen's top-left (a REPL started in a fresh terminal), tmux and
-    some terminals take it as a clear screen and push the area — a stale ``>`` and
-    toolbar — into the scrollback above the lines printed next. So the first row is
-    erased on its own and the rest from the row below (a drawn area has at least the
-    input row and the toolbar row)."""
-    renderer = app.renderer
-    if renderer.last_rendered_screen is None:
-        renderer.erase()
-        return
-    output = app.output
-    output.cursor_backward(renderer._cursor_pos.x)
-    output.cursor_up(renderer._cursor_pos.y)
-    output.erase_end_of_line()
-    output.cursor_down(1)
-    output.erase_down()
-    output.cursor_up(1)
-    output.reset_attributes()
-    output.enable_autowrap()
-    output.flush()
-    renderer.reset(leave_alternate_screen=True)
+    """Erase what the app drew (prompt, dialog, toolbar) and put the cursor where it
+    began, never scrolling the screen into the scrollback (`SafeEraseRenderer`)."""
+    app.renderer.erase()
 
 
 class ReplApp:
@@ -144,6 +125,7 @@ class ReplApp:
             mouse_support=False,
             erase_when_done=False,
         )
+        self.application.renderer = SafeEraseRenderer.of(self.application)
         # Esc must act at once, not wait half a second for a possible escape sequence,
         # yet Esc then Enter (Alt+Enter) must still arrive as one key.
         self.application.ttimeoutlen = 0.05

@@ -33,6 +33,7 @@ from prompt_toolkit.layout.processors import BeforeInput
 from prompt_toolkit.styles import Style
 from prompt_toolkit.widgets import Frame, SearchToolbar
 
+from agentrio.repl.anchor import DialogAnchor
 from agentrio.repl.commands import complete_command
 from agentrio.repl.render import clip, line_fragments, output_line
 from agentrio.repl.state import ReplState
@@ -93,6 +94,9 @@ STYLE = Style.from_dict(
         "toolbar.warn": "bg:#303030 #d7af00",
         "toolbar.busy": "bg:#303030 #87afd7",
         "prompt": "bold #5f87d7",
+        # Where typing goes in a dialog's line (agentrio.repl.anchor: the terminal's
+        # own cursor rests at the live area's first cell while a dialog is open).
+        "drawn-cursor": "reverse",
     }
 )
 
@@ -190,4 +194,5 @@ def make_layout(
             make_toolbar(state),
         ]
     )
-    return Layout(body, focused_element=input_window)
+    # While a dialog is open: drawn at the bottom, the cursor on its first row (issue 33 item 7).
+    return Layout(DialogAnchor(body, lambda: dialog() is not None), focused_element=input_window)
