@@ -63,7 +63,7 @@ from agentrio.engine.snapshot import (
     make_snapshot,
     snapshot_to_json,
 )
-from agentrio.engine.store.base import HistoryRow, TaskRow
+from agentrio.engine.store.base import HistoryRow, StoreError, TaskRow
 from agentrio.engine.system_prompt import task_prompt
 from agentrio.engine.tools.ask_user import ask_inline
 from agentrio.engine.tools.base import Services, Tool, ToolContext, ToolOutcome, run_tool
@@ -419,10 +419,22 @@ async def _journal(run: TaskRun) -> None:
     """Write the running task's row with its snapshot as of now: completed calls, and
     the open ones as interrupted (`agentrio.engine.tools.in_flight`), so a daemon killed
     from here on leaves it resumable knowing what was in flight. Shielded: a write
-    abandoned by a stop could land after the exit path's and bring back an ended task."""
+    abandoned by a stop could land after the exit path's and bring back an ended task.
+
+    A store that cannot take the write (Redis restarting) does not stop the call: the
+    task runs on through the outage as it did before this record existed (R51, R72),
+    and while the store is down a killed daemon could not have kept the task anyway.
+    The warning says which call went unrecorded."""
     row = _row(run, "running", snapshot=snapshot_to_json(_snapshot(run, [])))
     with trio.CancelScope(shield=True):
-        await run.services.store.put_task(row)
+        try:
+            await run.services.store.put_task(row)
+        except StoreError as exc:
+            log.warning(
+                "task %s: the calls in flight were not recorded (%s); the call goes on",
+                run.task_hash,
+                exc,
+            )
 
 
 def _row(run: TaskRun, state: Literal["running", "parked", "interrupted"], **extra: Any) -> TaskRow:
