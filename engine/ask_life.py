@@ -22,12 +22,12 @@ import trio
 
 from agentrio.engine.asks import TASK_CANCELED, TASK_PAUSED
 from agentrio.protocol import events as ev
-from agentrio.protocol.asks import ACK_WAIT_S, Answer, AskInfo, AskStateName
+from agentrio.protocol.asks import ACK_WAIT_S, Answer, AskInfo, AskStateName, frontend_name
 
 if TYPE_CHECKING:
     from agentrio.engine.pending import Entry, Listener
 
-__all__ = ["AskLife", "answer_word", "frontend_name", "session_emitter"]
+__all__ = ["AskLife", "answer_word", "session_emitter"]
 
 #: The withdrawal reasons that mean the task stopped (R3).
 _TASK_STOPPED: Final = frozenset({TASK_CANCELED, TASK_PAUSED})
@@ -36,14 +36,6 @@ HTTP_FRONTEND: Final = "http"
 
 #: ``emit(session_id, task_hash, **fields)``: one ``ask_state`` event of a session.
 Emit = Callable[..., Any]
-
-
-def frontend_name(client: str) -> str:
-    """The front-end a ``hello``'s ``client`` names, as asks' states say it:
-    ``agentrio-repl/0.1.0`` is ``repl``, ``agentrio-telegram/1`` ``telegram``; a name
-    without that form (``web``, a script's own) stays as it is."""
-    name = client.split("/", 1)[0]
-    return name.removeprefix("agentrio-") or client
 
 
 def answer_word(kind: str, answer: Answer) -> str:

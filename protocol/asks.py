@@ -38,6 +38,7 @@ __all__ = [
     "answer_fields",
     "answer_of",
     "asked_fields",
+    "frontend_name",
     "id_first",
 ]
 
@@ -192,3 +193,11 @@ class OpenAsks:
     """``GET /v1/session/{id}/asks``: the session's open asks, oldest first."""
 
     asks: list[AskInfo]
+
+
+def frontend_name(client: str) -> str:
+    """The front-end a ``hello``'s ``client`` names, as asks' states say it:
+    ``agentrio-repl/0.1.0`` is ``repl``, ``agentrio-telegram/1`` ``telegram``; a name
+    without that form (``web``, a script's own) stays as it is."""
+    name = client.split("/", 1)[0]
+    return name.removeprefix("agentrio-") or client

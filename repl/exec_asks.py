@@ -36,6 +36,7 @@ import attrs
 
 from agentrio.approvals import RuleOfCommands, confirmed_command
 from agentrio.handles import Decision
+from agentrio.protocol.asks import frontend_name
 from agentrio.protocol.events import AskState, Confirm, Event
 from agentrio.protocol.frames import Ask
 
@@ -112,7 +113,7 @@ class ExecAsks:
             shown = f"{command} (in {cwd})" if command and cwd else event.tool_name
             self._shown[event.confirm_hash] = str(shown)
             return None
-        if not isinstance(event, AskState) or event.frontend in ("", EXEC_CLIENT):
+        if not isinstance(event, AskState) or event.frontend in ("", frontend_name(EXEC_CLIENT)):
             return None
         what = self._shown.get(event.ask_id, "a question")
         if event.state == "shown":

@@ -27,7 +27,7 @@ from tests.e2e.test_repl_tmux import ROOT, Tmux, run_daemon, wait_armed, wait_fo
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 SESSION = "cli-execwindow"
-REPL_CLIENT = "agentrio-repl/0.1.0"
+REPL_CLIENT = "repl"  # the front-end name asks' states give agentrio-repl/0.1.0
 Popen = subprocess.Popen[bytes]
 
 

@@ -9,10 +9,10 @@ from typing import Any
 import trio
 import trio.testing
 
-from agentrio.engine.ask_life import AskLife, answer_word, frontend_name
+from agentrio.engine.ask_life import AskLife, answer_word
 from agentrio.engine.asks import TASK_CANCELED
 from agentrio.engine.pending import AskReply, Offered, PendingRegistry
-from agentrio.protocol.asks import ACK_WAIT_S, Answer
+from agentrio.protocol.asks import ACK_WAIT_S, Answer, frontend_name
 from agentrio.protocol.causes import Cause
 from tests.engine.test_pending import request, start_producer
 

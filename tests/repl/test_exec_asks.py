@@ -150,13 +150,13 @@ def test_what_another_front_end_answered_is_noted_once_and_counted(here: str) ->
     ]
     assert [asks.heard(event) for event in seen] == [None, None]
     states = [
-        AskState(seq=3, at=0, ask_id="c1", state="shown", frontend="agentrio-repl/0.1.0"),
+        AskState(seq=3, at=0, ask_id="c1", state="shown", frontend="repl"),
         AskState(
             seq=4,
             at=0,
             ask_id="c1",
             state="shown",
-            frontend="agentrio-repl/0.1.0",
+            frontend="repl",
             acknowledged=True,
         ),
         AskState(
@@ -164,16 +164,16 @@ def test_what_another_front_end_answered_is_noted_once_and_counted(here: str) ->
             at=0,
             ask_id="c1",
             state="answered",
-            frontend="agentrio-repl/0.1.0",
+            frontend="repl",
             answer="approved",
         ),
-        AskState(seq=6, at=0, ask_id="c2", state="shown", frontend="agentrio-exec/0.1.0"),
+        AskState(seq=6, at=0, ask_id="c2", state="shown", frontend="exec"),
         AskState(seq=7, at=0, ask_id="c2", state="answered", frontend="http", answer="denied"),
     ]
     assert [asks.heard(event) for event in states] == [
-        "asked on agentrio-repl/0.1.0, waiting for its answer: run_command",
+        "asked on repl, waiting for its answer: run_command",
         None,
-        "approved on agentrio-repl/0.1.0: run_command",
+        "approved on repl: run_command",
         None,
         f"denied on http: rm x (in {here})",
     ]
