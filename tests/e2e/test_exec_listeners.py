@@ -21,10 +21,14 @@ import trio
 from agentrio import Client
 from agentrio.connecting import CLIENT_NAME
 from agentrio.handles import Listener
+from agentrio.protocol.asks import frontend_name
 from agentrio.protocol.frames import Ask
 from agentrio.repl.exec_asks import NOT_ALLOWED
 from agentrio.testing import RunningDaemon
 from tests.e2e.test_exec import DEADLINE_S, HERE, _exec
+
+#: The front-end name asks' states give a script's client (``agentrio-client/1``).
+SCRIPT = frontend_name(CLIENT_NAME)
 
 
 async def _exec_answered(
@@ -69,8 +73,8 @@ async def test_a_listening_script_approves_an_exec_tasks_confirmation(
     assert result.returncode == 0, result.stderr.decode()
     assert log.read_text() == "ran\n"
     notes = result.stderr.decode()
-    assert f"agentrio exec: asked on {CLIENT_NAME}, waiting for its answer: {command}" in notes
-    assert f"agentrio exec: approved on {CLIENT_NAME}: {command} (in {HERE})" in notes
+    assert f"agentrio exec: asked on {SCRIPT}, waiting for its answer: {command}" in notes
+    assert f"agentrio exec: approved on {SCRIPT}: {command} (in {HERE})" in notes
     assert "denied" not in notes
 
 
@@ -92,7 +96,7 @@ async def test_a_listening_scripts_denial_is_the_persons(
     answer = result.stdout.decode()
     assert "denied by the user: not on a Friday" in answer
     assert "exec policy" not in answer
-    assert f"agentrio exec: denied on {CLIENT_NAME}: {_command(log)}" in result.stderr.decode()
+    assert f"agentrio exec: denied on {SCRIPT}: {_command(log)}" in result.stderr.decode()
 
 
 async def test_a_script_leaving_unanswered_hands_the_ask_back_to_execs_policy(
